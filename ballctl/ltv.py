@@ -1,0 +1,99 @@
+"""Linear time-varying systems sampled along a reference.
+
+Conventions (see ``docs/conventions.md``): the time axis comes first,
+``A`` has shape ``(K, N, N)`` and ``B`` shape ``(K, N, nu)``; the state is
+``X = (dx_ai, dxd_ai, dx_ad)`` of the partition that produced it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .partition import Partition
+
+__all__ = ["LTVSystem"]
+
+
+@dataclass(frozen=True)
+class LTVSystem:
+    """Samples of ``Xdot = A(t) X + B(t) du`` (Agúndez et al. 2024, eq. 18).
+
+    Attributes
+    ----------
+    t : ndarray, shape (K,)
+        Sample times in s, strictly increasing.
+    A : ndarray, shape (K, N, N)
+        State matrices.
+    B : ndarray, shape (K, N, nu)
+        Input matrices.
+    state_names : tuple of str
+        Names of the N states.
+    input_names : tuple of str
+        Names of the nu inputs.
+    partition : Partition or None
+        The coordinate partition used by the linearizer.
+    """
+
+    t: np.ndarray
+    A: np.ndarray
+    B: np.ndarray
+    state_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+    partition: Partition | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        t = np.asarray(self.t, dtype=float)
+        A = np.asarray(self.A, dtype=float)
+        B = np.asarray(self.B, dtype=float)
+        if t.ndim != 1 or A.ndim != 3 or B.ndim != 3:
+            raise ValueError(f"LTVSystem needs t (K,), A (K,N,N), B (K,N,nu); got {t.shape}, {A.shape}, {B.shape}")
+        K, N = t.shape[0], A.shape[1]
+        if A.shape != (K, N, N) or B.shape[:2] != (K, N):
+            raise ValueError(f"inconsistent shapes: t {t.shape}, A {A.shape}, B {B.shape}")
+        if K > 1 and np.any(np.diff(t) <= 0):
+            raise ValueError("t must be strictly increasing")
+        if len(self.state_names) != N or len(self.input_names) != B.shape[2]:
+            raise ValueError("state_names/input_names do not match the sizes of A and B")
+        for arr in (t, A, B):
+            arr.setflags(write=False)
+        object.__setattr__(self, "t", t)
+        object.__setattr__(self, "A", A)
+        object.__setattr__(self, "B", B)
+        object.__setattr__(self, "state_names", tuple(self.state_names))
+        object.__setattr__(self, "input_names", tuple(self.input_names))
+
+    @property
+    def n_states(self) -> int:
+        return self.A.shape[1]
+
+    @property
+    def n_inputs(self) -> int:
+        return self.B.shape[2]
+
+    def __len__(self) -> int:
+        return self.t.shape[0]
+
+    def state_index(self, name: str) -> int:
+        """Index of a state by name."""
+        try:
+            return self.state_names.index(name)
+        except ValueError:
+            raise ValueError(f"unknown state {name!r}; states are {self.state_names}") from None
+
+    def to_statespace(self, k: int):
+        """The frozen-time LTI snapshot at sample ``k`` as a python-control ``StateSpace``."""
+        import control
+
+        if not -len(self) <= k < len(self):
+            raise IndexError(f"sample {k} out of range for {len(self)} samples")
+        N = self.n_states
+        return control.ss(self.A[k], self.B[k], np.eye(N), np.zeros((N, self.n_inputs)),
+                          states=list(self.state_names), inputs=list(self.input_names),
+                          outputs=list(self.state_names), name=f"ltv_sample_{k}")
+
+    def subsample(self, step: int) -> "LTVSystem":
+        """Every ``step``-th sample."""
+        return LTVSystem(self.t[::step], self.A[::step], self.B[::step], self.state_names,
+                         self.input_names, self.partition)
