@@ -6,3 +6,7 @@ from .partition import Partition
 from .system import ConstrainedSystem, check_system
 
 __version__ = "0.1.0"
+from .plants import BallPlate, BallPlateParameters
+from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPath, LissajousPath,
+                         PathMotion, Reference, ReferenceSample, WaypointPath)
+from .simulate import SimulationResult, simulate

@@ -187,21 +187,21 @@ class ConstrainedSystem:
     # ------------------------------------------------------------ callables
     def mass_matrix(self, x, u) -> np.ndarray:
         """Mass matrix ``M(x, u)``, shape (n, n)."""
-        return np.asarray(self._mass_matrix(x, u))
+        return np.asarray(self._mass_matrix(np.asarray(x), np.asarray(u)))
 
     def forces(self, x, xd, u) -> np.ndarray:
         """Generalized forces ``Q(x, xd, u)``, shape (n,), constraint reactions excluded."""
-        return np.asarray(self._forces(x, xd, u))
+        return np.asarray(self._forces(np.asarray(x), np.asarray(xd), np.asarray(u)))
 
     def holonomic(self, x) -> np.ndarray:
         """Holonomic constraints ``C(x)``, shape (m,)."""
         if self._holonomic is None:
             return np.zeros(0, dtype=_dtype(x))
-        return np.asarray(self._holonomic(x))
+        return np.asarray(self._holonomic(np.asarray(x)))
 
     def constraint_jacobian(self, x) -> np.ndarray:
         """Constraint Jacobian ``D(x) = [C_x; B]``, shape (m + l, n)."""
-        return np.asarray(self._constraint_jacobian(x))
+        return np.asarray(self._constraint_jacobian(np.asarray(x)))
 
     def constraint_bias(self, x, xd) -> np.ndarray:
         """Acceleration-level term ``Ddot(x, xd) @ xd``, shape (m + l,).
@@ -212,7 +212,7 @@ class ConstrainedSystem:
         ``(dD/dx . xd) xd``.
         """
         if self._constraint_bias is not None:
-            return np.asarray(self._constraint_bias(x, xd))
+            return np.asarray(self._constraint_bias(np.asarray(x), np.asarray(xd)))
         x = np.asarray(x, dtype=float)
         xd = np.asarray(xd, dtype=float)
         dD, _ = directional_derivative(self.constraint_jacobian, x, xd)

@@ -1,0 +1,567 @@
+r"""Discrete-time linear-quadratic regulators for time-varying systems.
+
+The finite-horizon LQR of Agúndez et al. (2024), section 2.4, minimises
+(eq. 24)
+
+.. math::
+
+    J = X_{N_t}^T Q_{N_t} X_{N_t} + \sum_{k=0}^{N_t-1} \left(X_k^T Q_w X_k
+        + \delta u_k^T R_w\, \delta u_k\right)
+
+subject to :math:`X_{k+1} = A_{d,k} X_k + B_{d,k}\,\delta u_k` (eq. 23). The
+optimum is the feedback :math:`\delta u_k = -K_k X_k` (eq. 27, the sign
+convention of ``docs/conventions.md``), with (eqs. 28-29)
+
+.. math::
+
+    K_k = (R_w + B_k^T P_{k+1} B_k)^{-1} B_k^T P_{k+1} A_k, \qquad
+    P_k = Q_w + A_k^T P_{k+1} A_k - A_k^T P_{k+1} B_k K_k, \qquad
+    P_{N_t} = Q_{N_t} .
+
+Weights are built by Bryson's rule (eq. 26) with :func:`bryson`.
+:func:`periodic_lqr` iterates the same backward sweep over a periodic system
+until the Riccati matrix is periodic (the periodic Riccati solution).
+
+Shapes follow the time-axis-first convention: ``Ad (Kt, N, N)``,
+``Bd (Kt, N, nu)``, gains ``(Kt, nu, N)``, Riccati ``(Kt + 1, N, N)``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._errors import BallctlError
+from ._validation import check_positive
+from .discretize import DiscreteLTVSystem
+
+__all__ = [
+    "RiccatiConditioningWarning",
+    "RiccatiConvergenceError",
+    "bryson",
+    "LQRRollout",
+    "FiniteHorizonLQR",
+    "finite_horizon_lqr",
+    "PeriodicLQR",
+    "periodic_lqr",
+]
+
+#: Condition number of ``R + B^T P B`` above which a warning is issued: the
+#: gains then carry fewer than ~4 significant digits in double precision.
+DEFAULT_COND_LIMIT = 1e12
+
+
+class RiccatiConditioningWarning(UserWarning):
+    """``R + B^T P B`` is ill-conditioned at some step; the gains lose accuracy."""
+
+
+class RiccatiConvergenceError(BallctlError, RuntimeError):
+    """The periodic Riccati iteration did not converge or gave an unstable closed loop."""
+
+
+# --------------------------------------------------------------------- weights
+def bryson(state_names: Sequence[str], input_names: Sequence[str], max_state_errors: Mapping[str, float],
+           max_input_errors: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    r"""Diagonal weights by Bryson's rule, :math:`Q_{ii} = 1/E_{s,i}^2`, :math:`R_{jj} = 1/E_{u,j}^2` (eq. 26).
+
+    Parameters
+    ----------
+    state_names : sequence of str
+        The N state names, in state order.
+    input_names : sequence of str
+        The nu input names, in input order.
+    max_state_errors : mapping of str to float
+        Largest acceptable error of every state, in the state's unit (m,
+        rad, m/s, rad/s); every state name is required.
+    max_input_errors : mapping of str to float
+        Largest acceptable error of every input (rad for plate angles).
+
+    Returns
+    -------
+    Q : ndarray, shape (N, N)
+        Diagonal state weight :math:`Q_w` (eq. 25).
+    R : ndarray, shape (nu, nu)
+        Diagonal input weight :math:`R_w` (eq. 25).
+
+    Raises
+    ------
+    ValueError
+        Listing at once every unknown name, missing name and non-positive
+        or non-finite value.
+
+    References
+    ----------
+    Agúndez et al. (2024), eqs. (25)-(26); Bryson & Ho (1975).
+
+    Examples
+    --------
+    >>> Q, R = bryson(["x", "v"], ["a"], {"x": 0.5, "v": 0.25}, {"a": 2.0})
+    >>> Q.diagonal().tolist(), R.diagonal().tolist()
+    ([4.0, 16.0], [0.25])
+    """
+    problems: list[str] = []
+
+    def diag(names, errors, label):
+        names = tuple(str(s) for s in names)
+        if len(set(names)) != len(names):
+            problems.append(f"{label} names are not unique: {names}")
+        if not isinstance(errors, Mapping):
+            problems.append(f"max_{label}_errors must be a mapping of name to error, got {type(errors).__name__}")
+            return np.zeros(len(names))
+        unknown = [k for k in errors if k not in names]
+        missing = [k for k in names if k not in errors]
+        if unknown:
+            problems.append(f"max_{label}_errors has unknown {label} names {unknown}; {label}s are {list(names)}")
+        if missing:
+            problems.append(f"max_{label}_errors is missing {missing}")
+        out = np.zeros(len(names))
+        for i, s in enumerate(names):
+            if s not in errors:
+                continue
+            try:
+                e = float(errors[s])
+            except (TypeError, ValueError):
+                problems.append(f"max_{label}_errors[{s!r}] must be a number, got {errors[s]!r}")
+                continue
+            if not np.isfinite(e) or e <= 0.0:
+                problems.append(f"max_{label}_errors[{s!r}] must be finite and > 0, got {errors[s]!r}")
+                continue
+            out[i] = 1.0 / e**2
+        return out
+
+    q = diag(state_names, max_state_errors, "state")
+    r = diag(input_names, max_input_errors, "input")
+    if problems:
+        raise ValueError("bryson: " + "; ".join(problems))
+    return np.diag(q), np.diag(r)
+
+
+# ------------------------------------------------------------------ helpers
+def _as_stack(value, name: str, Kt: int, shape: tuple[int, int]) -> np.ndarray:
+    """Return a weight as a (Kt, *shape) stack, accepting a constant (shape) matrix."""
+    arr = np.asarray(value, dtype=float)
+    if arr.shape == shape:
+        arr = np.broadcast_to(arr, (Kt,) + shape)
+    elif arr.shape != (Kt,) + shape:
+        raise ValueError(f"{name} must have shape {shape} or {(Kt,) + shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite")
+    return arr
+
+
+def _check_weights(Q: np.ndarray, R: np.ndarray, Q_N: np.ndarray | None) -> None:
+    """Symmetric, Q and Q_N positive semidefinite, R positive definite (section 2.4); aggregate problems."""
+    problems = []
+
+    def sym_eigs(M, name):
+        scale = max(1.0, float(np.max(np.abs(M)))) if M.size else 1.0
+        asym = float(np.max(np.abs(M - np.swapaxes(M, -1, -2)))) if M.size else 0.0
+        if asym > 1e-10 * scale:
+            problems.append(f"{name} must be symmetric (max |M - M^T| = {asym:.3g})")
+            return None, scale
+        return np.linalg.eigvalsh(M), scale
+
+    for M, name, definite in ((Q, "Q", False), (R, "R", True), (Q_N, "Q_N", False)):
+        if M is None:
+            continue
+        eig, scale = sym_eigs(M, name)
+        if eig is None:
+            continue
+        lo = float(np.min(eig))
+        if definite and lo <= 0.0:
+            problems.append(f"{name} must be positive definite (smallest eigenvalue {lo:.3g})")
+        elif not definite and lo < -1e-12 * scale:
+            problems.append(f"{name} must be positive semidefinite (smallest eigenvalue {lo:.3g})")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def _system_arrays(Ad, Bd) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(Ad, DiscreteLTVSystem):
+        if Bd is not None:
+            raise ValueError("pass Bd=None when Ad is a DiscreteLTVSystem (its Bd is used)")
+        return Ad.Ad, Ad.Bd
+    Ad = np.asarray(Ad, dtype=float)
+    Bd = np.asarray(Bd, dtype=float)
+    if Ad.ndim != 3 or Ad.shape[1] != Ad.shape[2]:
+        raise ValueError(f"Ad must have shape (Kt, N, N), got {Ad.shape}")
+    if Bd.ndim != 3 or Bd.shape[:2] != Ad.shape[:2]:
+        raise ValueError(f"Bd must have shape (Kt, N, nu) = ({Ad.shape[0]}, {Ad.shape[1]}, nu), got {Bd.shape}")
+    if Ad.shape[0] < 1 or Bd.shape[2] < 1:
+        raise ValueError(f"need at least one step and one input, got Ad {Ad.shape}, Bd {Bd.shape}")
+    if not (np.all(np.isfinite(Ad)) and np.all(np.isfinite(Bd))):
+        raise ValueError("Ad and Bd must be finite")
+    return Ad, Bd
+
+
+def _backward_sweep(Ad, Bd, Q, R, P_end):
+    """Eqs. (28)-(29) for k = Kt-1 .. 0; returns gains, Riccati (Kt+1), cond(R + B^T P B)."""
+    Kt, N, nu = Bd.shape
+    gains = np.empty((Kt, nu, N))
+    P = np.empty((Kt + 1, N, N))
+    cond = np.empty(Kt)
+    P[Kt] = P_end
+    for k in range(Kt - 1, -1, -1):
+        A, B, Pn = Ad[k], Bd[k], P[k + 1]
+        PB = Pn @ B
+        S = R[k] + B.T @ PB
+        S = 0.5 * (S + S.T)
+        BtPA = PB.T @ A
+        cond[k] = np.linalg.cond(S)
+        if not np.isfinite(cond[k]):
+            raise np.linalg.LinAlgError(f"R + B^T P B is singular at step {k}")
+        Kk = np.linalg.solve(S, BtPA)
+        Pk = Q[k] + A.T @ Pn @ A - BtPA.T @ Kk
+        P[k] = 0.5 * (Pk + Pk.T)
+        gains[k] = Kk
+    return gains, P, cond
+
+
+def _warn_conditioning(cond: np.ndarray, cond_limit: float) -> None:
+    bad = np.flatnonzero(cond > cond_limit)
+    if bad.size:
+        warnings.warn(
+            f"R + B^T P B is ill-conditioned at {bad.size} of {cond.size} steps (worst {cond.max():.3g} at step "
+            f"{int(np.argmax(cond))} > {cond_limit:.0e}); the gains there carry about "
+            f"{max(0, int(16 - np.log10(cond.max())))} significant digits: increase R or check that every input "
+            f"acts on the state", RiccatiConditioningWarning, stacklevel=3)
+
+
+def _freeze(*arrays):
+    for a in arrays:
+        if isinstance(a, np.ndarray) and a.flags.owndata:
+            a.setflags(write=False)
+
+
+# ------------------------------------------------------------ finite horizon
+@dataclass(frozen=True)
+class LQRRollout:
+    """Closed-loop linear trajectory ``X[k+1] = (Ad[k] - Bd[k] K[k]) X[k]``.
+
+    Attributes
+    ----------
+    X : ndarray, shape (Kt + 1, N)
+        States, ``X[0]`` the initial state.
+    du : ndarray, shape (Kt, nu)
+        Inputs ``du[k] = -gains[k] @ X[k]`` (eq. 27).
+    cost : float
+        The cost (eq. 24) of this trajectory.
+    """
+
+    X: np.ndarray
+    du: np.ndarray
+    cost: float
+
+
+@dataclass(frozen=True)
+class FiniteHorizonLQR:
+    r"""Result of :func:`finite_horizon_lqr`: time-varying gains and Riccati matrices.
+
+    Attributes
+    ----------
+    gains : ndarray, shape (Kt, nu, N)
+        :math:`K_k` of eq. (28); the feedback is ``du[k] = -gains[k] @ X[k]``.
+    riccati : ndarray, shape (Kt + 1, N, N)
+        :math:`P_k` of eq. (29), ``riccati[Kt] = Q_N``; the optimal cost from
+        ``X`` at step k is ``X @ riccati[k] @ X``.
+    condition_numbers : ndarray, shape (Kt,)
+        2-norm condition numbers of :math:`R_w + B_k^T P_{k+1} B_k`.
+    cond_limit : float
+        Threshold above which a step counts as ill-conditioned.
+    Ad : ndarray, shape (Kt, N, N)
+    Bd : ndarray, shape (Kt, N, nu)
+    Q : ndarray, shape (Kt, N, N)
+        State weight :math:`Q_w` per step (constant weights are broadcast).
+    R : ndarray, shape (Kt, nu, nu)
+        Input weight :math:`R_w` per step.
+    Q_N : ndarray, shape (N, N)
+        Terminal weight :math:`Q_{N_t}`.
+    """
+
+    gains: np.ndarray
+    riccati: np.ndarray
+    condition_numbers: np.ndarray
+    cond_limit: float
+    Ad: np.ndarray
+    Bd: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    Q_N: np.ndarray
+
+    @property
+    def horizon_steps(self) -> int:
+        """Number of steps :math:`N_t`."""
+        return self.gains.shape[0]
+
+    @property
+    def ill_conditioned_steps(self) -> np.ndarray:
+        """Indices k where ``cond(R + B^T P B) > cond_limit``."""
+        return np.flatnonzero(self.condition_numbers > self.cond_limit)
+
+    def report(self) -> str:
+        """A short text summary of the conditioning of the Riccati recursion."""
+        c = self.condition_numbers
+        bad = self.ill_conditioned_steps
+        lines = [f"finite-horizon LQR: {self.horizon_steps} steps, N={self.gains.shape[2]}, nu={self.gains.shape[1]}",
+                 f"cond(R + B^T P B): min {c.min():.3g}, max {c.max():.3g} (step {int(np.argmax(c))})"]
+        lines.append(f"ill-conditioned steps (> {self.cond_limit:.0e}): {bad.size}" +
+                     (f", first {bad[:10].tolist()}" if bad.size else ""))
+        return "\n".join(lines)
+
+    def _x0(self, X0) -> np.ndarray:
+        X0 = np.asarray(X0, dtype=float)
+        N = self.gains.shape[2]
+        if X0.shape != (N,) or not np.all(np.isfinite(X0)):
+            raise ValueError(f"X0 must be a finite vector of length {N}, got shape {X0.shape}")
+        return X0
+
+    def cost(self, X0, du_sequence) -> float:
+        r"""The cost :math:`J` of eq. (24) for an input sequence applied open loop from ``X0``.
+
+        Parameters
+        ----------
+        X0 : ndarray, shape (N,)
+            Initial state.
+        du_sequence : ndarray, shape (Kt, nu)
+            Inputs :math:`\delta u_0 \dots \delta u_{N_t-1}`.
+
+        Returns
+        -------
+        float
+            :math:`X_{N_t}^T Q_{N_t} X_{N_t} + \sum_k (X_k^T Q_w X_k + \delta u_k^T R_w \delta u_k)`.
+        """
+        X = self._x0(X0)
+        du = np.asarray(du_sequence, dtype=float)
+        Kt, nu = self.gains.shape[:2]
+        if du.shape != (Kt, nu) or not np.all(np.isfinite(du)):
+            raise ValueError(f"du_sequence must be a finite array of shape ({Kt}, {nu}), got {du.shape}")
+        J = 0.0
+        for k in range(Kt):
+            J += X @ self.Q[k] @ X + du[k] @ self.R[k] @ du[k]
+            X = self.Ad[k] @ X + self.Bd[k] @ du[k]
+        return float(J + X @ self.Q_N @ X)
+
+    def rollout(self, X0) -> LQRRollout:
+        """Closed-loop linear trajectory from ``X0`` under ``du[k] = -gains[k] @ X[k]`` (eqs. 23, 27).
+
+        Parameters
+        ----------
+        X0 : ndarray, shape (N,)
+            Initial state.
+
+        Returns
+        -------
+        LQRRollout
+            States ``(Kt + 1, N)``, inputs ``(Kt, nu)`` and the cost (eq. 24),
+            which equals ``X0 @ riccati[0] @ X0``.
+        """
+        X0 = self._x0(X0)
+        Kt, nu, N = self.gains.shape
+        X = np.empty((Kt + 1, N))
+        du = np.empty((Kt, nu))
+        X[0] = X0
+        for k in range(Kt):
+            du[k] = -self.gains[k] @ X[k]
+            X[k + 1] = self.Ad[k] @ X[k] + self.Bd[k] @ du[k]
+        J = float(np.einsum("ki,kij,kj->", X[:-1], self.Q, X[:-1]) + np.einsum("ki,kij,kj->", du, self.R, du)
+                  + X[-1] @ self.Q_N @ X[-1])
+        return LQRRollout(X, du, J)
+
+
+def finite_horizon_lqr(Ad, Bd, Q, R, Q_N, *, cond_limit: float = DEFAULT_COND_LIMIT) -> FiniteHorizonLQR:
+    r"""Discrete finite-horizon LQR of a time-varying system (eqs. 24-29).
+
+    Parameters
+    ----------
+    Ad : ndarray, shape (Kt, N, N), or DiscreteLTVSystem
+        Discrete state matrices (eq. 23); a :class:`DiscreteLTVSystem`
+        supplies both ``Ad`` and ``Bd`` (then pass ``Bd=None``).
+    Bd : ndarray, shape (Kt, N, nu), or None
+        Discrete input matrices.
+    Q : ndarray, shape (N, N) or (Kt, N, N)
+        State weight :math:`Q_w`, symmetric positive semidefinite; may vary
+        with the step.
+    R : ndarray, shape (nu, nu) or (Kt, nu, nu)
+        Input weight :math:`R_w`, symmetric positive definite.
+    Q_N : ndarray, shape (N, N)
+        Terminal weight :math:`Q_{N_t}`, symmetric positive semidefinite.
+    cond_limit : float
+        A :class:`RiccatiConditioningWarning` is issued when
+        ``cond(R + B^T P B)`` exceeds it at any step.
+
+    Returns
+    -------
+    FiniteHorizonLQR
+        Gains ``(Kt, nu, N)`` with ``du[k] = -gains[k] @ X[k]`` (eq. 27),
+        Riccati matrices ``(Kt + 1, N, N)``, condition numbers.
+
+    Notes
+    -----
+    Each :math:`P_k` is symmetrised, :math:`(P_k + P_k^T)/2`, so rounding
+    does not accumulate an antisymmetric part over long horizons.
+
+    References
+    ----------
+    Agúndez et al. (2024), eqs. (24)-(29); Shaiju & Petersen (2008).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lqr = finite_horizon_lqr(np.ones((3, 1, 1)), np.ones((3, 1, 1)), np.eye(1), np.eye(1), np.eye(1))
+    >>> lqr.gains.shape, lqr.riccati.shape
+    ((3, 1, 1), (4, 1, 1))
+    """
+    Ad, Bd = _system_arrays(Ad, Bd)
+    Kt, N, nu = Bd.shape
+    Qs = _as_stack(Q, "Q", Kt, (N, N))
+    Rs = _as_stack(R, "R", Kt, (nu, nu))
+    Q_N = np.asarray(Q_N, dtype=float)
+    if Q_N.shape != (N, N) or not np.all(np.isfinite(Q_N)):
+        raise ValueError(f"Q_N must be a finite ({N}, {N}) matrix, got shape {Q_N.shape}")
+    _check_weights(Qs, Rs, Q_N)
+    cond_limit = check_positive(cond_limit, "cond_limit")
+    gains, P, cond = _backward_sweep(Ad, Bd, Qs, Rs, Q_N)
+    _warn_conditioning(cond, cond_limit)
+    # Own read-only copies: the result must not change when the caller edits its arrays.
+    Ad, Bd, Qs, Rs, Q_N = (np.array(a) for a in (Ad, Bd, Qs, Rs, Q_N))
+    _freeze(gains, P, cond, Ad, Bd, Qs, Rs, Q_N)
+    return FiniteHorizonLQR(gains, P, cond, cond_limit, Ad, Bd, Qs, Rs, Q_N)
+
+
+# ------------------------------------------------------------------ periodic
+@dataclass(frozen=True)
+class PeriodicLQR:
+    r"""Periodic LQR: the periodic solution of the Riccati equation (29) and its gains.
+
+    Attributes
+    ----------
+    gains : ndarray, shape (T, nu, N)
+        Periodic gains, ``du[k] = -gains[k % T] @ X[k]``.
+    riccati : ndarray, shape (T + 1, N, N)
+        Periodic Riccati matrices; ``riccati[T]`` equals ``riccati[0]`` to the
+        convergence tolerance.
+    periods : int
+        Number of backward sweeps over one period until convergence.
+    residual : float
+        Relative change of :math:`P_0` in the last sweep,
+        ``||P0_new - P0_old||_F / ||P0_new||_F``.
+    monodromy : ndarray, shape (N, N)
+        Closed-loop monodromy :math:`\prod_{k=T-1}^{0} (A_k - B_k K_k)`.
+    spectral_radius : float
+        Largest modulus of the eigenvalues of ``monodromy`` (< 1: stable).
+    condition_numbers : ndarray, shape (T,)
+        ``cond(R + B^T P B)`` of the final sweep.
+    """
+
+    gains: np.ndarray
+    riccati: np.ndarray
+    periods: int
+    residual: float
+    monodromy: np.ndarray
+    spectral_radius: float
+    condition_numbers: np.ndarray
+
+    @property
+    def period_steps(self) -> int:
+        return self.gains.shape[0]
+
+
+def _monodromy(Ad, Bd, gains) -> np.ndarray:
+    Phi = np.eye(Ad.shape[1])
+    for k in range(Ad.shape[0]):
+        Phi = (Ad[k] - Bd[k] @ gains[k]) @ Phi
+    return Phi
+
+
+def periodic_lqr(Ad, Bd, Q, R, *, tol: float = 1e-12, max_periods: int = 10_000,
+                 cond_limit: float = DEFAULT_COND_LIMIT) -> PeriodicLQR:
+    r"""LQR of a periodic discrete system by iterating the Riccati sweep over periods.
+
+    Starting from :math:`P = Q_w` at the end of the period, the backward
+    sweep (eqs. 28-29) over one period is repeated, feeding :math:`P_0` back
+    as the terminal condition, until :math:`P_0` stops changing. For a
+    stabilizable and detectable periodic system this converges to the
+    stabilizing periodic Riccati solution (Bittanti, Colaneri & De Nicolao
+    1991); the closed-loop monodromy is then checked to be stable.
+
+    Parameters
+    ----------
+    Ad : ndarray, shape (T, N, N), or DiscreteLTVSystem
+        One period of discrete state matrices (the step after ``T - 1`` is
+        step 0 again).
+    Bd : ndarray, shape (T, N, nu), or None
+        One period of discrete input matrices (``None`` with a system).
+    Q : ndarray, shape (N, N) or (T, N, N)
+        State weight, symmetric positive semidefinite.
+    R : ndarray, shape (nu, nu) or (T, nu, nu)
+        Input weight, symmetric positive definite.
+    tol : float
+        Convergence threshold on the relative change of :math:`P_0` over
+        one period.
+    max_periods : int
+        Maximum number of sweeps.
+    cond_limit : float
+        Threshold for the :class:`RiccatiConditioningWarning`.
+
+    Returns
+    -------
+    PeriodicLQR
+        Periodic gains and Riccati matrices, sweeps used, residual,
+        closed-loop monodromy and its spectral radius.
+
+    Raises
+    ------
+    RiccatiConvergenceError
+        If the iteration has not converged after ``max_periods`` sweeps
+        (the residual is reported), or if the closed-loop monodromy is not
+        stable (the system is then not stabilizable).
+
+    References
+    ----------
+    Agúndez et al. (2024), eqs. (28)-(29); S. Bittanti, P. Colaneri,
+    G. De Nicolao, "The periodic Riccati equation", in *The Riccati
+    Equation*, Springer (1991).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = periodic_lqr(np.full((2, 1, 1), 1.1), np.ones((2, 1, 1)), np.eye(1), np.eye(1))
+    >>> bool(p.spectral_radius < 1.0)
+    True
+    """
+    Ad, Bd = _system_arrays(Ad, Bd)
+    T, N, nu = Bd.shape
+    Qs = _as_stack(Q, "Q", T, (N, N))
+    Rs = _as_stack(R, "R", T, (nu, nu))
+    _check_weights(Qs, Rs, None)
+    tol = check_positive(tol, "tol")
+    if isinstance(max_periods, bool) or not isinstance(max_periods, (int, np.integer)) or max_periods < 1:
+        raise ValueError(f"max_periods must be a positive integer, got {max_periods!r}")
+    cond_limit = check_positive(cond_limit, "cond_limit")
+    P_end = np.array(Qs[-1])
+    residual = np.inf
+    for period in range(1, int(max_periods) + 1):
+        gains, P, cond = _backward_sweep(Ad, Bd, Qs, Rs, P_end)
+        scale = np.linalg.norm(P[0])
+        residual = float(np.linalg.norm(P[0] - P_end) / scale) if scale > 0 else float(np.linalg.norm(P[0] - P_end))
+        P_end = P[0]
+        if residual <= tol:
+            break
+    else:
+        raise RiccatiConvergenceError(
+            f"periodic Riccati iteration did not converge in {max_periods} periods (relative residual "
+            f"{residual:.3g} > tol {tol:.3g}); the system may not be stabilizable, or raise max_periods")
+    # One more sweep from the converged P0 makes riccati[T] the fixed point itself.
+    gains, P, cond = _backward_sweep(Ad, Bd, Qs, Rs, P_end)
+    _warn_conditioning(cond, cond_limit)
+    Phi = _monodromy(Ad, Bd, gains)
+    rho = float(np.max(np.abs(np.linalg.eigvals(Phi))))
+    if not rho < 1.0:
+        raise RiccatiConvergenceError(
+            f"closed-loop monodromy of the periodic LQR is not stable (spectral radius {rho:.6g} >= 1): "
+            f"the periodic system is not stabilizable with these inputs, or Q does not observe the unstable modes")
+    _freeze(gains, P, cond, Phi)
+    return PeriodicLQR(gains, P, period, residual, Phi, rho, cond)

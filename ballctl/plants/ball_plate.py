@@ -1,0 +1,326 @@
+r"""The ball-plate system: a sphere rolling without slipping on a tilted plate.
+
+Model of Agúndez et al. (2024), section 3.1, with the plate acting
+*quasi-statically*: the plate angles :math:`u = (\alpha, \beta)` set the
+direction of gravity in the plate frame, while the plate's angular velocity
+and acceleration are neglected (as in the paper). The exact moving-plate model
+is a separate concern; see the docs.
+
+Coordinates (all in the plate frame, SI units, radians):
+
+===========  ======  ===================================================
+name         paper   meaning
+===========  ======  ===================================================
+contact_x    x_C     contact point, plate x axis (m)
+contact_y    y_C     contact point, plate y axis (m)
+yaw          psi     first Z-X-Y Euler angle of the ball relative to the plate
+lean         phi     second (X) angle; the chart is singular at lean = ±90°
+roll         theta   third (Y) angle
+===========  ======  ===================================================
+
+The ball's orientation relative to the plate is
+:math:`R_{rel} = R_z(\psi) R_x(\phi) R_y(\theta)` and its angular velocity in
+the plate frame is :math:`\omega = G(\psi, \phi)(\dot\psi, \dot\phi, \dot\theta)` with
+
+.. math::
+
+    \omega = (\dot\phi\cos\psi - \dot\theta\sin\psi\cos\phi,\;
+              \dot\phi\sin\psi + \dot\theta\cos\psi\cos\phi,\;
+              \dot\psi + \dot\theta\sin\phi).
+
+Rolling without slipping, :math:`v_{centre} + \omega \times (-R e_z) = 0`,
+gives the two nonholonomic constraints (42)-(44).
+
+Derivation of M and Q (the Newton-Euler projection of the paper's appendix
+B, eqs. (90)-(115), for a non-rotating plate frame): the centre velocity is
+:math:`H\dot x` with :math:`H = [I_2\;0]` padded to 3 rows, the angular
+velocity is :math:`G\dot x`; then :math:`M = m H^T H + I\,G^T G` and
+:math:`Q = m H^T g_{plate} - I\,G^T \dot G \dot x` (the gyroscopic term
+:math:`\omega\times I\omega` vanishes for a sphere). Worked out:
+
+.. math::
+
+    M = \mathrm{diag}(m, m, \cdot) \oplus I\begin{pmatrix}1&0&\sin\phi\\0&1&0\\
+        \sin\phi&0&1\end{pmatrix},\qquad
+    Q = \begin{pmatrix} m g\cos\alpha\sin\beta \\ -m g\sin\alpha \\
+        -I\dot\theta\dot\phi\cos\phi \\ I\dot\psi\dot\theta\cos\phi \\
+        -I\dot\psi\dot\phi\cos\phi\end{pmatrix},
+
+with gravity in the plate frame
+:math:`g_{plate} = R_2^T(0,0,-g) = g(\cos\alpha\sin\beta, -\sin\alpha, -\cos\alpha\cos\beta)`,
+:math:`R_2 = R_x(\alpha)R_y(\beta)` (eq. 33). The same M and Q follow from
+Lagrange's equations with
+:math:`T = \tfrac12 m(\dot x_C^2 + \dot y_C^2) + \tfrac12 I(\dot\psi^2 + \dot\phi^2 +
+\dot\theta^2 + 2\dot\psi\dot\theta\sin\phi)`; the tests check both routes.
+
+Consequences used throughout ballctl: the contact point accelerates at
+:math:`k_b\, g_{plate}[:2]`, :math:`k_b = mR^2/(I + mR^2)`, independently of
+the orientation, and the spin about the plate normal
+:math:`\omega_z = \dot\psi + \dot\theta\sin\phi` is conserved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_positive
+from ..system import ConstrainedSystem
+
+__all__ = ["BallPlate", "BallPlateParameters", "LEAN_LIMIT"]
+
+#: largest |lean| in rad that references and simulations accept: the Z-X-Y chart is singular at 90 deg
+LEAN_LIMIT = float(np.deg2rad(89.0))
+
+COORDINATE_NAMES = ("contact_x", "contact_y", "yaw", "lean", "roll")
+INPUT_NAMES = ("alpha", "beta")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BallPlateParameters:
+    """Physical parameters of the ball-plate system.
+
+    The defaults describe a solid 40 mm ball of 0.1 kg, a typical
+    laboratory rig (the paper does not state its values).
+
+    Attributes
+    ----------
+    mass : float
+        Ball mass m in kg (> 0).
+    radius : float
+        Ball radius R in m (> 0).
+    inertia : float or None
+        Moment of inertia about a diameter in kg m^2 (> 0). ``None`` gives the
+        solid sphere ``2/5 m R^2``; a thin hollow sphere is ``2/3 m R^2``.
+    gravity : float
+        Gravitational acceleration g in m/s^2 (> 0).
+    """
+
+    mass: float = 0.1
+    radius: float = 0.02
+    inertia: float | None = None
+    gravity: float = 9.81
+    _inertia: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        m = check_positive(self.mass, "mass", "kg")
+        r = check_positive(self.radius, "radius", "m")
+        check_positive(self.gravity, "gravity", "m/s^2")
+        if self.inertia is None:
+            inertia = 0.4 * m * r * r
+        else:
+            inertia = check_positive(self.inertia, "inertia", "kg m^2")
+        object.__setattr__(self, "_inertia", float(inertia))
+
+    @property
+    def ball_inertia(self) -> float:
+        """Moment of inertia about a diameter, kg m^2 (resolved default)."""
+        return self._inertia
+
+    @property
+    def rolling_gain(self) -> float:
+        """``k_b = m R^2 / (I + m R^2)``: contact acceleration per unit in-plane gravity (5/7 for a solid ball)."""
+        mr2 = self.mass * self.radius ** 2
+        return mr2 / (self._inertia + mr2)
+
+    def as_dict(self) -> dict[str, float]:
+        """Flat dictionary of the resolved parameters (for files and reports)."""
+        return {"mass": float(self.mass), "radius": float(self.radius),
+                "inertia": self._inertia, "gravity": float(self.gravity)}
+
+
+def _cs(angle):
+    return np.cos(angle), np.sin(angle)
+
+
+class BallPlate(ConstrainedSystem):
+    """The ball-plate plant of Agúndez et al. (2024), section 3.1 (quasi-static plate).
+
+    n = 5 coordinates ``(contact_x, contact_y, yaw, lean, roll)``, m = 0,
+    l = 2 rolling constraints, inputs the plate angles ``(alpha, beta)`` in
+    rad with ``R2 = Rx(alpha) Ry(beta)``. The plate angles act
+    quasi-statically: only the direction of gravity in the plate frame
+    changes; the plate's angular velocity and acceleration are neglected, as
+    in the paper.
+
+    Every method accepts a single state (``x`` of shape (5,)) or a batch
+    (shape (K, 5)) and is complex-step safe.
+
+    Parameters
+    ----------
+    params : BallPlateParameters, optional
+        Physical parameters; keyword arguments build one when omitted.
+    **overrides
+        Convenience: ``BallPlate(mass=0.2)`` equals
+        ``BallPlate(BallPlateParameters(mass=0.2))``.
+
+    References
+    ----------
+    Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, eqs. (31)-(48), (90)-(115).
+    """
+
+    name = "ball_plate"
+
+    def __init__(self, params: BallPlateParameters | None = None, *, mass: float | None = None,
+                 radius: float | None = None, inertia: float | None = None,
+                 gravity: float | None = None) -> None:
+        given = {k: v for k, v in (("mass", mass), ("radius", radius), ("inertia", inertia),
+                                   ("gravity", gravity)) if v is not None}
+        if params is None:
+            params = BallPlateParameters(**given)
+        elif given:
+            raise ValueError("pass either params or keyword parameters to BallPlate, not both")
+        self.params = params
+        super().__init__(n_coordinates=5, n_holonomic=0, n_nonholonomic=2, n_inputs=2,
+                         coordinate_names=COORDINATE_NAMES, input_names=INPUT_NAMES)
+
+    # -------------------------------------------------------------- helpers
+    def gravity_in_plate(self, u) -> np.ndarray:
+        """Gravity in the plate frame, ``R2^T (0, 0, -g)``, shape (..., 3), m/s^2."""
+        u = np.asarray(u)
+        ca, sa = _cs(u[..., 0])
+        cb, sb = _cs(u[..., 1])
+        g = self.params.gravity
+        return g * np.stack([ca * sb, -sa, -ca * cb], axis=-1)
+
+    def angular_velocity(self, x, xd) -> np.ndarray:
+        """Ball angular velocity in the plate frame, rad/s, shape (..., 3)."""
+        x = np.asarray(x)
+        xd = np.asarray(xd)
+        cps, sps = _cs(x[..., 2])
+        cph, sph = _cs(x[..., 3])
+        dpsi, dphi, dth = xd[..., 2], xd[..., 3], xd[..., 4]
+        return np.stack([dphi * cps - dth * sps * cph,
+                         dphi * sps + dth * cps * cph,
+                         dpsi + dth * sph], axis=-1)
+
+    def spin(self, x, xd) -> np.ndarray:
+        """Spin about the plate normal ``yaw' + roll' sin(lean)`` in rad/s (conserved)."""
+        x = np.asarray(x)
+        xd = np.asarray(xd)
+        return xd[..., 2] + xd[..., 4] * np.sin(x[..., 3])
+
+    def kinetic_energy(self, x, xd) -> np.ndarray:
+        """Kinetic energy of the ball in J (plate frame)."""
+        p = self.params
+        w = self.angular_velocity(x, xd)
+        xd = np.asarray(xd)
+        return 0.5 * p.mass * (xd[..., 0] ** 2 + xd[..., 1] ** 2) + 0.5 * p.ball_inertia * np.sum(w * w, axis=-1)
+
+    def potential_energy(self, x, u) -> np.ndarray:
+        """Gravitational potential energy in J of the ball centre at ``(x_C, y_C, R)`` in the plate frame."""
+        p = self.params
+        g = self.gravity_in_plate(u)
+        x = np.asarray(x)
+        return -p.mass * (g[..., 0] * x[..., 0] + g[..., 1] * x[..., 1] + g[..., 2] * p.radius)
+
+    # ------------------------------------------------------------ interface
+    def mass_matrix(self, x, u=None) -> np.ndarray:
+        """Mass matrix M(x), shape (..., 5, 5); independent of u for the quasi-static plate."""
+        x = np.asarray(x)
+        p = self.params
+        sph = np.sin(x[..., 3])
+        M = np.zeros(x.shape[:-1] + (5, 5), dtype=np.result_type(x, float))
+        M[..., 0, 0] = p.mass
+        M[..., 1, 1] = p.mass
+        inertia = p.ball_inertia
+        M[..., 2, 2] = inertia
+        M[..., 3, 3] = inertia
+        M[..., 4, 4] = inertia
+        M[..., 2, 4] = inertia * sph
+        M[..., 4, 2] = inertia * sph
+        return M
+
+    def forces(self, x, xd, u) -> np.ndarray:
+        """Generalized forces Q(x, xd, u), shape (..., 5): gravity and gyroscopic terms."""
+        x = np.asarray(x)
+        xd = np.asarray(xd)
+        p = self.params
+        g = self.gravity_in_plate(u)
+        cph = np.cos(x[..., 3])
+        dpsi, dphi, dth = xd[..., 2], xd[..., 3], xd[..., 4]
+        inertia = p.ball_inertia
+        zero_like = 0.0 * dpsi
+        return np.stack([p.mass * g[..., 0] + zero_like,
+                         p.mass * g[..., 1] + zero_like,
+                         -inertia * dth * dphi * cph,
+                         inertia * dpsi * dth * cph,
+                         -inertia * dpsi * dphi * cph], axis=-1)
+
+    def holonomic(self, x) -> np.ndarray:
+        """No holonomic constraints: shape (..., 0)."""
+        x = np.asarray(x)
+        return np.zeros(x.shape[:-1] + (0,), dtype=np.result_type(x, float))
+
+    def constraint_jacobian(self, x) -> np.ndarray:
+        """Rolling constraints B(x) of eqs. (43)-(44), shape (..., 2, 5)."""
+        x = np.asarray(x)
+        R = self.params.radius
+        cps, sps = _cs(x[..., 2])
+        cph = np.cos(x[..., 3])
+        D = np.zeros(x.shape[:-1] + (2, 5), dtype=np.result_type(x, float))
+        D[..., 0, 0] = 1.0
+        D[..., 0, 3] = -R * sps
+        D[..., 0, 4] = -R * cps * cph
+        D[..., 1, 1] = 1.0
+        D[..., 1, 3] = R * cps
+        D[..., 1, 4] = -R * sps * cph
+        return D
+
+    def constraint_bias(self, x, xd) -> np.ndarray:
+        """Analytic ``Ddot(x, xd) @ xd``, shape (..., 2)."""
+        x = np.asarray(x)
+        xd = np.asarray(xd)
+        R = self.params.radius
+        cps, sps = _cs(x[..., 2])
+        cph, sph = _cs(x[..., 3])
+        dpsi, dphi, dth = xd[..., 2], xd[..., 3], xd[..., 4]
+        return R * np.stack([
+            -cps * dpsi * dphi + sps * cph * dpsi * dth + cps * sph * dphi * dth,
+            -sps * dpsi * dphi - cps * cph * dpsi * dth + sps * sph * dphi * dth], axis=-1)
+
+    def chart_margin(self, x) -> np.ndarray:
+        """``cos(lean) - cos(LEAN_LIMIT)``: positive while the Z-X-Y chart is usable."""
+        return np.cos(np.asarray(x)[..., 3]) - np.cos(LEAN_LIMIT)
+
+    def rechart(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
+        """The same physical state in a fresh chart with lean = roll = 0.
+
+        The ball is isotropic, so its body axes may be re-chosen at any
+        instant without changing the physics: the new body frame is
+        ``R_rel_new = Rz(yaw)`` (same yaw), the contact point and the angular
+        velocity in the plate frame are unchanged, and the new angle rates
+        follow from ``w = (lean' cos yaw - roll' sin yaw, lean' sin yaw +
+        roll' cos yaw, yaw')``. Used by :func:`ballctl.simulate` with
+        ``rechart=True`` to run past the chart's singularity.
+        """
+        x = np.array(x, dtype=float)
+        xd = np.array(xd, dtype=float)
+        w = self.angular_velocity(x, xd)
+        cps, sps = np.cos(x[2]), np.sin(x[2])
+        x_new = x.copy()
+        x_new[3] = 0.0
+        x_new[4] = 0.0
+        xd_new = xd.copy()
+        xd_new[2] = w[2]
+        xd_new[3] = w[0] * cps + w[1] * sps
+        xd_new[4] = -w[0] * sps + w[1] * cps
+        return x_new, xd_new
+
+    def rolling_velocities(self, x, contact_velocity, spin) -> np.ndarray:
+        """Full velocity ``xd`` from the contact velocity and the normal spin.
+
+        Inverts eqs. (45)-(46): ``lean' = (vx sin(yaw) - vy cos(yaw))/R``,
+        ``roll' = (vx cos(yaw) + vy sin(yaw))/(R cos(lean))``,
+        ``yaw' = spin - roll' sin(lean)``. Shapes broadcast over a leading batch axis.
+        """
+        x = np.asarray(x)
+        v = np.asarray(contact_velocity)
+        R = self.params.radius
+        cps, sps = _cs(x[..., 2])
+        cph, sph = _cs(x[..., 3])
+        dphi = (v[..., 0] * sps - v[..., 1] * cps) / R
+        dth = (v[..., 0] * cps + v[..., 1] * sps) / (R * cph)
+        dpsi = spin - dth * sph
+        return np.stack([v[..., 0], v[..., 1], dpsi, dphi, dth], axis=-1)

@@ -1,0 +1,9 @@
+"""Reference motions obtained by dynamic inversion."""
+
+from .base import Reference, ReferenceSample
+from .circular import LEAN_LIMIT, CircularMotion
+from .inversion import plate_angles_for_acceleration
+from .paths import CirclePath, EllipsePath, FigureEightPath, LissajousPath, PathMotion, WaypointPath
+
+__all__ = ["Reference", "ReferenceSample", "CircularMotion", "PathMotion", "LEAN_LIMIT", "CirclePath",
+           "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "plate_angles_for_acceleration"]

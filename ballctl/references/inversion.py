@@ -1,0 +1,80 @@
+r"""Dynamic inversion of the quasi-static ball-plate: plate angles from a contact acceleration.
+
+In the quasi-static model the contact point accelerates at
+:math:`a = k_b\,g_{plate}[:2] = k_b g(\cos\alpha\sin\beta, -\sin\alpha)`, so a
+wanted acceleration is produced by
+
+.. math::
+
+    \sin\alpha = -\frac{a_y}{k_b g}, \qquad \cos\alpha\sin\beta = \frac{a_x}{k_b g},
+
+feasible while :math:`|a| < k_b g` (the plate tilt is then
+:math:`\arcsin(|a|/(k_b g))`). Differentiating once gives the plate rates from
+the jerk :math:`j`:
+:math:`\dot\alpha = -j_y/(k_b g\cos\alpha)`,
+:math:`\dot\beta = (j_x/(k_b g) + \sin\alpha\sin\beta\,\dot\alpha)/(\cos\alpha\cos\beta)`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._errors import InfeasibleReferenceError
+from ..plants.ball_plate import BallPlate
+
+__all__ = ["plate_angles_for_acceleration", "rolling_multipliers"]
+
+
+def plate_angles_for_acceleration(plant: BallPlate, acceleration, jerk, t=None) -> tuple[np.ndarray, np.ndarray]:
+    """Plate angles ``(alpha, beta)`` and rates that give the contact point an acceleration.
+
+    Parameters
+    ----------
+    plant : BallPlate
+    acceleration, jerk : ndarray, shape (K, 2)
+        Wanted contact acceleration (m/s^2) and its derivative (m/s^3) in the plate frame.
+    t : ndarray, shape (K,), optional
+        Times, only for error messages.
+
+    Returns
+    -------
+    u, ud : ndarray, shape (K, 2)
+        Plate angles in rad and their rates in rad/s.
+
+    Raises
+    ------
+    InfeasibleReferenceError
+        When ``|a| >= k_b g`` at some sample: the plate cannot supply it.
+    """
+    a = np.asarray(acceleration, dtype=float)
+    j = np.asarray(jerk, dtype=float)
+    p = plant.params
+    amax = p.rolling_gain * p.gravity
+    ratio = np.hypot(a[:, 0], a[:, 1]) / amax
+    if np.any(ratio >= 1.0):
+        k = int(np.argmax(ratio))
+        when = f" at t={t[k]:.6g} s" if t is not None else ""
+        raise InfeasibleReferenceError(
+            f"the plate cannot supply the required contact acceleration{when}: |a| = "
+            f"{ratio[k] * amax:.6g} m/s^2 but a tilted plate gives at most k_b*g = {amax:.6g} m/s^2 "
+            f"(k_b = m R^2/(I + m R^2) = {p.rolling_gain:.6g}); slow down or enlarge the path")
+    sa = -a[:, 1] / amax
+    alpha = np.arcsin(sa)
+    ca = np.cos(alpha)
+    sb = a[:, 0] / (amax * ca)
+    beta = np.arcsin(sb)
+    cb = np.cos(beta)
+    dalpha = -j[:, 1] / (amax * ca)
+    dbeta = (j[:, 0] / amax + sa * sb * dalpha) / (ca * cb)
+    return np.stack([alpha, beta], axis=-1), np.stack([dalpha, dbeta], axis=-1)
+
+
+def rolling_multipliers(plant: BallPlate, u, contact_acceleration) -> np.ndarray:
+    """Lagrange multipliers of the rolling constraints, shape (K, 2), in N.
+
+    The generalized constraint force is ``-D^T lam = B^T F`` with ``F`` the
+    friction force on the ball, and ``m a = m g_plate + F`` in the plate
+    plane, so ``lam = -F = m (g_plate[:2] - a)``.
+    """
+    g = plant.gravity_in_plate(u)
+    return plant.params.mass * (g[:, :2] - np.asarray(contact_acceleration))

@@ -1,0 +1,354 @@
+r"""Smooth planar paths of the contact point and the general dynamic inversion along them.
+
+A *path* is any callable ``path(t) -> (p, v, a)`` or ``(p, v, a, j)`` taking
+an array of K times (s) and returning arrays of shape (K, 2): position (m),
+velocity (m/s), acceleration (m/s^2) and optionally jerk (m/s^3) in the plate
+frame. When the jerk is missing it is computed by complex-step differentiation
+of the acceleration in t (central differences if the callable is not
+complex-safe).
+
+:class:`PathMotion` inverts the quasi-static ball-plate along a path: the
+plate angles follow from the acceleration (see :mod:`.inversion`), and the
+ball's orientation from the rolling constraints with the conserved spin about
+the plate normal,
+
+.. math::
+
+    \dot\phi = \frac{v_x\sin\psi - v_y\cos\psi}{R},\quad
+    \dot\theta = \frac{v_x\cos\psi + v_y\sin\psi}{R\cos\phi},\quad
+    \dot\psi = \sigma - \dot\theta\sin\phi,
+
+integrated once, at construction, to rtol = atol = 1e-12 (eqs. (45)-(46)).
+The yaw-lean-roll chart is singular at lean = ±90 degrees and, unlike on a
+circle, the lean drifts on paths of varying curvature; a reference whose lean
+reaches ``LEAN_LIMIT`` raises :class:`~ballctl.ChartSingularityError` naming
+the time (shorten the duration, or change ``spin`` / ``initial_orientation``).
+The contact dynamics and plate angles do not depend on the orientation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.interpolate import CubicSpline
+
+from .._derivatives import directional_derivative
+from .._errors import ChartSingularityError
+from .._validation import as_vector, check_finite_scalar, check_positive
+from ..plants.ball_plate import BallPlate
+from .base import Reference, ReferenceSample
+from .circular import LEAN_LIMIT
+from .inversion import plate_angles_for_acceleration, rolling_multipliers
+
+__all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion"]
+
+
+def _rot(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s], [s, c]])
+
+
+@dataclass(frozen=True, kw_only=True)
+class LissajousPath:
+    r"""Lissajous curve ``p = c + (Ax sin(wx t + dx), Ay sin(wy t + dy))``, rotated by ``rotation``.
+
+    Attributes: amplitudes in m, rates in rad/s, phases and rotation in rad,
+    centre in m. Every other built-in path is a special case.
+    """
+
+    amplitude_x: float
+    amplitude_y: float
+    omega_x: float
+    omega_y: float
+    phase_x: float = 0.0
+    phase_y: float = 0.0
+    center: tuple[float, float] = (0.0, 0.0)
+    rotation: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("amplitude_x", "amplitude_y", "omega_x", "omega_y", "phase_x", "phase_y", "rotation"):
+            check_finite_scalar(getattr(self, name), name)
+        as_vector(self.center, "center", 2)
+        if self.amplitude_x == 0 and self.amplitude_y == 0:
+            raise ValueError("amplitude_x and amplitude_y cannot both be zero")
+
+    @property
+    def period(self) -> float | None:
+        """Common period in s when omega_x/omega_y is rational (to 1e-9), else None."""
+        wx, wy = abs(self.omega_x), abs(self.omega_y)
+        if wx == 0 or wy == 0:
+            return 2 * np.pi / max(wx, wy)
+        from fractions import Fraction
+        frac = Fraction(wx / wy).limit_denominator(1000)
+        if abs(float(frac) - wx / wy) > 1e-9:
+            return None
+        return float(2 * np.pi * frac.denominator / wy)
+
+    def __call__(self, t):
+        t = np.atleast_1d(np.asarray(t))
+        amp = np.array([self.amplitude_x, self.amplitude_y])
+        w = np.array([self.omega_x, self.omega_y])
+        ph = np.array([self.phase_x, self.phase_y])
+        arg = t[:, None] * w + ph
+        s, c = np.sin(arg), np.cos(arg)
+        R = _rot(self.rotation)
+        p = np.asarray(self.center) + (amp * s) @ R.T
+        v = (amp * w * c) @ R.T
+        a = (-amp * w ** 2 * s) @ R.T
+        j = (-amp * w ** 3 * c) @ R.T
+        return p, v, a, j
+
+
+def CirclePath(radius: float, omega: float, *, center=(0.0, 0.0), phase: float = 0.0) -> LissajousPath:
+    """Circle of radius m run at omega rad/s, starting at angle ``phase``."""
+    radius = check_positive(radius, "radius", "m")
+    return LissajousPath(amplitude_x=radius, amplitude_y=radius, omega_x=omega, omega_y=omega,
+                         phase_x=phase + np.pi / 2, phase_y=phase, center=tuple(center))
+
+
+def EllipsePath(semi_major: float, semi_minor: float, omega: float, *, center=(0.0, 0.0),
+                phase: float = 0.0, rotation: float = 0.0) -> LissajousPath:
+    """Ellipse with semi-axes in m, run at omega rad/s, major axis at ``rotation`` rad."""
+    a = check_positive(semi_major, "semi_major", "m")
+    b = check_positive(semi_minor, "semi_minor", "m")
+    return LissajousPath(amplitude_x=a, amplitude_y=b, omega_x=omega, omega_y=omega,
+                         phase_x=phase + np.pi / 2, phase_y=phase, center=tuple(center), rotation=rotation)
+
+
+def FigureEightPath(size: float, omega: float, *, center=(0.0, 0.0), rotation: float = 0.0) -> LissajousPath:
+    """Figure-eight (lemniscate of Gerono) ``(A sin wt, A/2 sin 2wt)`` of half-width ``size`` m."""
+    A = check_positive(size, "size", "m")
+    return LissajousPath(amplitude_x=A, amplitude_y=A / 2, omega_x=omega, omega_y=2 * omega,
+                         center=tuple(center), rotation=rotation)
+
+
+class WaypointPath:
+    """A C2 path through waypoints with a smooth speed profile.
+
+    The geometric curve is a cubic spline through the waypoints parametrised
+    by cumulative chord length (natural end conditions, or periodic when
+    ``closed``). The time law ``s(t)`` runs along it at ``speed`` m/s
+    (nominal, in chord-length units), starting and ending at rest through
+    quintic ramps of ``ramp_time`` s (zero velocity and acceleration at the
+    ends), so plate angles start and end level; a closed path loops at
+    constant speed without ramps.
+
+    Parameters
+    ----------
+    waypoints : array_like, shape (P, 2)
+        Points in m, P >= 2 (P >= 3 when closed), consecutive points distinct.
+    speed : float
+        Cruise speed in m/s (> 0).
+    ramp_time : float
+        Duration of the start and stop ramps in s (>= 0; ignored when closed).
+    closed : bool
+        Periodic spline through the points and back to the first.
+    """
+
+    def __init__(self, waypoints, speed: float, *, ramp_time: float = 1.0, closed: bool = False) -> None:
+        pts = np.asarray(waypoints, dtype=float)
+        if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < (3 if closed else 2):
+            raise ValueError(f"waypoints must have shape (P, 2) with P >= {3 if closed else 2}, got {pts.shape}")
+        if not np.all(np.isfinite(pts)):
+            raise ValueError("waypoints must be finite")
+        self.speed = check_positive(speed, "speed", "m/s")
+        self.closed = bool(closed)
+        if closed:
+            pts = np.vstack([pts, pts[:1]])
+        seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+        if np.any(seg <= 1e-12):
+            raise ValueError("consecutive waypoints must be distinct")
+        s = np.concatenate([[0.0], np.cumsum(seg)])
+        self.length = float(s[-1])
+        self.waypoints = pts
+        self._spline = CubicSpline(s, pts, bc_type="periodic" if closed else "natural")
+        self.ramp_time = 0.0 if closed else float(max(0.0, check_finite_scalar(ramp_time, "ramp_time")))
+        T = self.ramp_time
+        if not closed and self.speed * T > self.length:
+            raise ValueError(f"ramp_time too long: the ramps would cover {self.speed * T:.4g} m of a "
+                             f"{self.length:.4g} m path; use ramp_time < {self.length / self.speed:.4g} s")
+        # the quintic ramps cover speed*T/2 each, cruise the rest
+        self.duration = (self.length / self.speed + T) if not closed else self.length / self.speed
+        self.period = None if not closed else self.duration
+
+    def _time_law(self, t: np.ndarray):
+        v, T, L = self.speed, self.ramp_time, self.length
+        if self.closed:
+            s = np.mod(v * t, L)
+            return s, np.full_like(t, v), np.zeros_like(t), np.zeros_like(t)
+        if np.any(t < -1e-12) or np.any(t > self.duration + 1e-12):
+            raise ValueError(f"t must lie in [0, {self.duration:.6g}] s for this waypoint path")
+        t = np.clip(t, 0.0, self.duration)  # only rounding-level excursions reach here
+
+        def ramp(tau):  # speed fraction, its integral (distance/(vT)), derivative and 2nd derivative
+            r = tau / T
+            f = 10 * r ** 3 - 15 * r ** 4 + 6 * r ** 5
+            F = T * (2.5 * r ** 4 - 3 * r ** 5 + r ** 6)
+            df = (30 * r ** 2 - 60 * r ** 3 + 30 * r ** 4) / T
+            ddf = (60 * r - 180 * r ** 2 + 120 * r ** 3) / T ** 2
+            return f, F, df, ddf
+
+        s = np.empty_like(t)
+        sd = np.empty_like(t)
+        sdd = np.empty_like(t)
+        sddd = np.empty_like(t)
+        if T > 0:
+            a = t < T
+            f, F, df, ddf = ramp(t[a])
+            s[a], sd[a], sdd[a], sddd[a] = v * F, v * f, v * df, v * ddf
+            b = t > self.duration - T
+            f, F, df, ddf = ramp(self.duration - t[b])
+            s[b], sd[b], sdd[b], sddd[b] = L - v * F, v * f, -v * df, v * ddf
+            mid = ~(a | b)
+        else:
+            mid = np.ones_like(t, dtype=bool)
+        s[mid] = v * T / 2 + v * (t[mid] - T)
+        sd[mid], sdd[mid], sddd[mid] = v, 0.0, 0.0
+        return s, sd, sdd, sddd
+
+    def __call__(self, t):
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        s, sd, sdd, sddd = self._time_law(t)
+        c0 = self._spline(s)
+        c1 = self._spline(s, 1)
+        c2 = self._spline(s, 2)
+        c3 = self._spline(s, 3)
+        p = c0
+        v = c1 * sd[:, None]
+        a = c2 * sd[:, None] ** 2 + c1 * sdd[:, None]
+        j = c3 * sd[:, None] ** 3 + 3 * c2 * (sd * sdd)[:, None] + c1 * sddd[:, None]
+        return p, v, a, j
+
+
+def _evaluate_path(path: Callable, t: np.ndarray):
+    out = path(t)
+    if not isinstance(out, (tuple, list)) or len(out) not in (3, 4):
+        raise ValueError("a path must return (p, v, a) or (p, v, a, jerk), each of shape (K, 2)")
+    arrays = [np.asarray(o, dtype=float).reshape(t.shape[0], 2) for o in out]
+    if len(arrays) == 3:
+        def acc(tt):
+            return np.asarray(path(tt)[2])
+        jerk, _ = directional_derivative(acc, t, np.ones_like(t))
+        arrays.append(np.asarray(jerk, dtype=float).reshape(t.shape[0], 2))
+    for name, arr in zip(("position", "velocity", "acceleration", "jerk"), arrays):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"the path returned a non-finite {name}")
+    return arrays
+
+
+class PathMotion(Reference):
+    """Dynamic inversion of the quasi-static ball-plate along any smooth planar path.
+
+    Parameters
+    ----------
+    plant : BallPlate
+    path : callable
+        ``path(t) -> (p, v, a[, jerk])`` with arrays of shape (K, 2) in SI units.
+    duration : float
+        Length in s of the interval ``[t0, t0 + duration]`` on which the
+        orientation is integrated and the reference is defined.
+    t0 : float
+        Start time in s.
+    spin : float
+        Conserved spin about the plate normal ``yaw' + roll' sin(lean)`` in rad/s.
+    initial_orientation : (yaw, lean, roll), optional
+        Angles at ``t0`` in rad. Default: yaw along the initial velocity
+        (along +x if the path starts at rest), lean 0, roll 0.
+
+    Raises
+    ------
+    InfeasibleReferenceError
+        If the path needs more acceleration than the plate can give.
+    ChartSingularityError
+        If the lean reaches ``LEAN_LIMIT`` within the duration (the message names the time).
+    """
+
+    def __init__(self, plant: BallPlate, path: Callable, *, duration: float, t0: float = 0.0,
+                 spin: float = 0.0, initial_orientation: Sequence[float] | None = None,
+                 check_samples: int = 2001) -> None:
+        if not isinstance(plant, BallPlate):
+            raise TypeError(f"plant must be a BallPlate, got {type(plant).__name__}")
+        if not callable(path):
+            raise TypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
+        self.system = plant
+        self.path = path
+        self.duration = check_positive(duration, "duration", "s")
+        self.t0 = check_finite_scalar(t0, "t0")
+        self.spin = check_finite_scalar(spin, "spin")
+        self.t_range = (self.t0, self.t0 + self.duration)
+        self.period = getattr(path, "period", None)
+        grid = np.linspace(self.t0, self.t0 + self.duration, max(int(check_samples), 2))
+        _, v, a, j = _evaluate_path(path, grid)
+        plate_angles_for_acceleration(plant, a, j, grid)  # raises when infeasible
+        if initial_orientation is None:
+            v0 = v[0]
+            yaw0 = float(np.arctan2(-v0[0], v0[1])) if np.hypot(*v0) > 1e-12 else 0.0
+            initial_orientation = (yaw0, 0.0, 0.0)
+        self.initial_orientation = tuple(as_vector(initial_orientation, "initial_orientation", 3))
+        if abs(self.initial_orientation[1]) >= LEAN_LIMIT:
+            raise ChartSingularityError(f"initial lean must satisfy |lean| < {np.rad2deg(LEAN_LIMIT):.0f} deg")
+        self._solution = self._integrate_orientation()
+
+    def _orientation_rates(self, t, angles):
+        R = self.system.params.radius
+        _, v, _, _ = _evaluate_path(self.path, np.atleast_1d(t))
+        yaw, lean = angles[0], angles[1]
+        vx, vy = v[0]
+        dlean = (vx * np.sin(yaw) - vy * np.cos(yaw)) / R
+        droll = (vx * np.cos(yaw) + vy * np.sin(yaw)) / (R * np.cos(lean))
+        dyaw = self.spin - droll * np.sin(lean)
+        return np.array([dyaw, dlean, droll])
+
+    def _integrate_orientation(self):
+        def hit_limit(t, y):
+            return LEAN_LIMIT - abs(y[1])
+
+        hit_limit.terminal = True
+        sol = solve_ivp(self._orientation_rates, self.t_range, np.array(self.initial_orientation),
+                        method="DOP853", rtol=1e-12, atol=1e-12, dense_output=True, events=hit_limit)
+        if sol.status == 1:
+            t_hit = float(sol.t_events[0][0])
+            raise ChartSingularityError(
+                f"the ball's lean reaches {np.rad2deg(LEAN_LIMIT):.0f} deg at t = {t_hit:.4g} s, near the "
+                f"yaw-lean-roll chart's singularity (lean = 90 deg); on paths of varying curvature the lean "
+                f"drifts: shorten duration below {t_hit - self.t0:.4g} s or change spin/initial_orientation")
+        if not sol.success:
+            raise RuntimeError(f"orientation integration failed: {sol.message}")
+        return sol
+
+    def _evaluate(self, t: np.ndarray) -> ReferenceSample:
+        plant = self.system
+        R = plant.params.radius
+        p, v, a, j = _evaluate_path(self.path, t)
+        ang = self._solution.sol(t).T
+        K = t.shape[0]
+        x = np.empty((K, 5))
+        x[:, :2] = p
+        x[:, 2:] = ang
+        xd = plant.rolling_velocities(x, v, self.spin)
+        yaw, lean = ang[:, 0], ang[:, 1]
+        cps, sps = np.cos(yaw), np.sin(yaw)
+        cph, sph = np.cos(lean), np.sin(lean)
+        dyaw, dlean, droll = xd[:, 2], xd[:, 3], xd[:, 4]
+        normal = v[:, 0] * cps + v[:, 1] * sps
+        across = -v[:, 0] * sps + v[:, 1] * cps
+        ddlean = (a[:, 0] * sps - a[:, 1] * cps + dyaw * normal) / R
+        dnormal = a[:, 0] * cps + a[:, 1] * sps + dyaw * across
+        ddroll = dnormal / (R * cph) + normal * sph * dlean / (R * cph ** 2)
+        ddyaw = -(ddroll * sph + droll * cph * dlean)
+        xdd = np.column_stack([a[:, 0], a[:, 1], ddyaw, ddlean, ddroll])
+        u, ud = plate_angles_for_acceleration(plant, a, j, t)
+        lam = rolling_multipliers(plant, u, a)
+        return ReferenceSample(t.copy(), x, xd, xdd, u, ud, lam)
+
+    def summary(self) -> dict[str, float]:
+        t = np.linspace(*self.t_range, 2001)
+        s = self(t)
+        tilt = np.arccos(np.cos(s.u[:, 0]) * np.cos(s.u[:, 1]))
+        speed = np.hypot(s.xd[:, 0], s.xd[:, 1])
+        return {"duration_s": self.duration, "max_speed_m_s": float(speed.max()),
+                "max_tilt_rad": float(tilt.max()), "max_abs_lean_rad": float(np.abs(s.x[:, 3]).max()),
+                "spin_rad_s": self.spin}

@@ -1,0 +1,34 @@
+"""The example scripts run and print what they promise."""
+
+import runpy
+import sys
+
+import pytest
+
+
+def test_circle_reference_example(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["circle_reference.py", "--out", str(tmp_path)])
+    ns = runpy.run_path("examples/circle_reference.py")
+    residual, drift = ns["main"](["--out", str(tmp_path)])
+    assert residual < 1e-12 and drift < 1e-9
+    assert (tmp_path / "reference.png").stat().st_size > 10_000
+
+
+def test_cli_reference(tmp_path, capsys):
+    from ballctl.cli import main
+
+    assert main(["reference", "--radius", "0.3", "--omega", "1.5", "--out", str(tmp_path / "r.svg")]) == 0
+    out = capsys.readouterr().out
+    assert "plate tilt (constant)" in out and (tmp_path / "r.svg").exists()
+    assert main(["reference", "--omega", "9"]) == 2
+    assert "roll_rate too low" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["reference", "--help"]])
+def test_cli_help(argv, capsys):
+    from ballctl.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 0
+    assert "ballctl" in capsys.readouterr().out
