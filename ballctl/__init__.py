@@ -10,3 +10,7 @@ from .plants import BallPlate, BallPlateParameters
 from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPath, LissajousPath,
                          PathMotion, Reference, ReferenceSample, WaypointPath)
 from .simulate import SimulationResult, simulate
+from .linearize import linearize, linearize_at
+from .discretize import DiscreteLTVSystem, discretization_error, discretize
+from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr
+from .schedule import GainSchedule

@@ -466,7 +466,14 @@ class PeriodicLQR:
 
     @property
     def period_steps(self) -> int:
+        """Number of steps T in one period."""
         return self.gains.shape[0]
+
+    def report(self) -> str:
+        """A short text summary: convergence, closed-loop stability and conditioning."""
+        return (f"periodic LQR: T={self.period_steps} steps, converged in {self.periods} periods "
+                f"(relative residual {self.residual:.3g}); closed-loop monodromy spectral radius "
+                f"{self.spectral_radius:.6g}; max cond(R + B^T P B) {self.condition_numbers.max():.3g}")
 
 
 def _monodromy(Ad, Bd, gains) -> np.ndarray:

@@ -34,6 +34,12 @@ class LTVSystem:
         Names of the nu inputs.
     partition : Partition or None
         The coordinate partition used by the linearizer.
+    state_map : ndarray, shape (K, 2n, N), optional
+        Maps the reduced state to full deviations: ``(dx, dxd) = state_map[k] @ X``
+        (dependent coordinates and velocities from the linearized constraints).
+    derivative_method : str
+        How the model callables were differentiated ("complex-step", or
+        "central" when a callable was not complex-safe).
     """
 
     t: np.ndarray
@@ -42,6 +48,8 @@ class LTVSystem:
     state_names: tuple[str, ...]
     input_names: tuple[str, ...]
     partition: Partition | None = field(default=None)
+    state_map: np.ndarray | None = field(default=None, repr=False)
+    derivative_method: str = "complex-step"
 
     def __post_init__(self) -> None:
         t = np.asarray(self.t, dtype=float)
@@ -58,11 +66,38 @@ class LTVSystem:
             raise ValueError("state_names/input_names do not match the sizes of A and B")
         for arr in (t, A, B):
             arr.setflags(write=False)
+        if self.state_map is not None:
+            sm = np.asarray(self.state_map, dtype=float)
+            if sm.ndim != 3 or sm.shape[0] != K or sm.shape[2] != N:
+                raise ValueError(f"state_map must have shape (K, 2n, N) = ({K}, 2n, {N}), got {sm.shape}")
+            sm.setflags(write=False)
+            object.__setattr__(self, "state_map", sm)
         object.__setattr__(self, "t", t)
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "B", B)
         object.__setattr__(self, "state_names", tuple(self.state_names))
         object.__setattr__(self, "input_names", tuple(self.input_names))
+
+    def reduce(self, dx, dxd) -> np.ndarray:
+        """Reduced state ``X = (dx_ai, dxd_ai, dx_ad)`` from full deviations, shape (..., N).
+
+        ``dx, dxd`` have shape (..., n); this is a selection, the same at every sample.
+        """
+        if self.partition is None:
+            raise ValueError("this LTVSystem has no partition to reduce full deviations with")
+        p = self.partition
+        dx = np.asarray(dx, dtype=float)
+        dxd = np.asarray(dxd, dtype=float)
+        return np.concatenate([dx[..., list(p.independent)], dxd[..., list(p.independent)],
+                               dx[..., list(p.admissible_dependent)]], axis=-1)
+
+    def expand(self, k: int, X) -> tuple[np.ndarray, np.ndarray]:
+        """Full deviations ``(dx, dxd)``, each shape (n,), from the reduced state at sample ``k``."""
+        if self.state_map is None:
+            raise ValueError("this LTVSystem carries no state_map")
+        full = self.state_map[k] @ np.asarray(X, dtype=float)
+        n = full.shape[0] // 2
+        return full[:n], full[n:]
 
     @property
     def n_states(self) -> int:
@@ -95,5 +130,6 @@ class LTVSystem:
 
     def subsample(self, step: int) -> "LTVSystem":
         """Every ``step``-th sample."""
+        sm = None if self.state_map is None else self.state_map[::step]
         return LTVSystem(self.t[::step], self.A[::step], self.B[::step], self.state_names,
-                         self.input_names, self.partition)
+                         self.input_names, self.partition, sm, self.derivative_method)

@@ -183,6 +183,18 @@ class Partition:
             s += f" d=({', '.join(self.dependent_names)})"
         return s
 
+    def complete_velocities(self, system: ConstrainedSystem, x, xd) -> np.ndarray:
+        """Velocities with the independent entries of ``xd`` kept and the dependent ones
+        solved from ``D(x) xd = 0`` exactly, shape (n,)."""
+        x = np.asarray(x, dtype=float)
+        out = np.array(xd, dtype=float)
+        D = np.asarray(system.constraint_jacobian(x), dtype=float)
+        if D.shape[0]:
+            dep = list(self.dependent_all)
+            ai = list(self.independent)
+            out[dep] = -np.linalg.solve(D[:, dep], D[:, ai] @ out[ai])
+        return out
+
     # ------------------------------------------------------------ validation
     def check(self, system: ConstrainedSystem, x, *, t: float | None = None,
               cond_limit: float = _COND_LIMIT) -> float:

@@ -213,9 +213,18 @@ class ConstrainedSystem:
         """
         if self._constraint_bias is not None:
             return np.asarray(self._constraint_bias(np.asarray(x), np.asarray(xd)))
-        x = np.asarray(x, dtype=float)
-        xd = np.asarray(xd, dtype=float)
-        dD, _ = directional_derivative(self.constraint_jacobian, x, xd)
+        x = np.asarray(x)
+        xd = np.asarray(xd)
+        if np.iscomplexobj(x) or np.iscomplexobj(xd):
+            # nested differentiation (the linearizer differentiates this term): a
+            # fourth-order central difference along the real direction keeps it complex-safe
+            h = 1e-3 / max(1.0, float(np.max(np.abs(xd.real))))
+            v = xd.real
+            f = self.constraint_jacobian
+            dD = (8.0 * (f(x + h * v) - f(x - h * v)) - (f(x + 2 * h * v) - f(x - 2 * h * v))) / (12.0 * h)
+            return dD @ xd
+        dD, _ = directional_derivative(self.constraint_jacobian, np.asarray(x, dtype=float),
+                                       np.asarray(xd, dtype=float))
         return dD @ xd
 
     # ------------------------------------------------------------- dynamics

@@ -216,6 +216,7 @@ def test_periodic_mathieu_is_stabilized_and_a_fixed_point():
     p = periodic_lqr(d, None, Q, R, tol=1e-13)
     assert p.spectral_radius < 1.0 and p.periods < 200
     assert p.residual <= 1e-13
+    assert f"converged in {p.periods} periods" in p.report()
     # fixed point: one more period of sweeps from P_0 returns P_0 (the tolerance is the
     # convergence tolerance, amplified by at most the contraction over one period)
     again = finite_horizon_lqr(d, None, Q, R, p.riccati[0])

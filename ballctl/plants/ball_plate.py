@@ -221,7 +221,8 @@ class BallPlate(ConstrainedSystem):
         x = np.asarray(x)
         p = self.params
         sph = np.sin(x[..., 3])
-        M = np.zeros(x.shape[:-1] + (5, 5), dtype=np.result_type(x, float))
+        M = np.zeros(x.shape[:-1] + (5, 5), dtype=np.result_type(x, u, float) if u is not None else
+                     np.result_type(x, float))
         M[..., 0, 0] = p.mass
         M[..., 1, 1] = p.mass
         inertia = p.ball_inertia

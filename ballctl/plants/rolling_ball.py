@@ -1,0 +1,873 @@
+r"""Rolling ball actuated by internal point masses on rails.
+
+A ball of mass ``m0``, radius ``r``, principal inertia ``(d1, d2, d3)`` about
+its own centre of mass (CM), whose CM sits at ``chi0`` from the geometric
+centre (GC), rolls without slipping on a horizontal plane. ``n >= 0`` point
+masses move along rails fixed in the ball (:mod:`ballctl.rails`); an optional
+external force ``F_e(t)`` acts at the GC. Putkaradze & Rogers (2018),
+eqs. (5.23)/(5.24) and (5.28); ``n = 0`` is the static-structure ball (5.26).
+
+State (eq. 7.1), length ``2n + 9``::
+
+    x = (theta (n), theta_dot (n), q (4), Omega (3), z (2))
+
+``theta`` are the rail parameters, ``q`` the unit quaternion (scalar first)
+of the orientation ``Lambda`` (body -> spatial), ``Omega`` the body angular
+velocity in rad/s, ``z`` the spatial e1, e2 coordinates of the GC (and of the
+contact point, CP) in m. Spatial frame: e3 up, origin plane through the GC.
+
+Inputs
+------
+``inputs="acceleration"`` (the paper): ``u = theta_ddot`` (eq. 7.2), the
+prescribed rail accelerations. ``inputs="force"``: ``u = tau``, the
+generalized motor forces along the rails (the force along the rail tangent
+times ``|d zeta/d theta|``; N for a :class:`~ballctl.rails.SegmentRail`,
+N m for a circle parametrised by angle). The two are related by the rail
+equation of each mass (frictionless rail, reaction normal to the rail)::
+
+    tau_i = m_i < zeta_i', a_i + g Gamma >,
+    a_i  = Omega_dot x s_i + Omega x (Omega x zeta_i) + 2 theta_dot_i Omega x zeta_i'
+           + theta_dot_i^2 zeta_i'' + theta_ddot_i zeta_i',
+
+(``a_i`` is the absolute acceleration of mass ``i`` in body axes). Given
+forces, ``Omega_dot`` and ``theta_ddot`` solve the symmetric positive-definite
+system::
+
+    [ I - sum m_i hat(s_i)^2     m_i s_i x zeta_i'    ] [Omega_dot ]   [ -b0                      ]
+    [ m_i (s_i x zeta_i')^T      m_i |zeta_i'|^2      ] [theta_ddot] = [ tau_i - m_i <zeta_i', c_i> ]
+
+with ``b0`` the bracket of eq. (7.4) at ``theta_ddot = 0`` and
+``c_i = g Gamma + Omega x (Omega x zeta_i) + 2 theta_dot_i Omega x zeta_i' + theta_dot_i^2 zeta_i''``.
+See :meth:`RollingBall.rail_forces` and :meth:`RollingBall.rail_accelerations`.
+
+All array methods accept stacks: a state of shape ``(..., 2n + 9)`` and inputs
+``(..., n)`` give outputs with the same leading axes (``(K, ...)`` along a
+trajectory, ``(batch, ...)`` in :func:`ballctl.plants.rolling_ball` batch
+runs). Everything is complex-step safe.
+
+References
+----------
+V. Putkaradze, S.M. Rogers, "On the dynamics of a rolling ball actuated by
+internal point masses", Meccanica 53 (2018) 3839-3868, eqs. (5.23)-(5.28),
+(7.1)-(7.12), appendix 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+import time
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from .._derivatives import jacobian as _cs_jacobian
+from .._errors import ChartSingularityError, IntegrationError
+from .._quaternion import cross, hat, quat_from_matrix, quat_multiply, quat_to_matrix
+from .._validation import as_vector, check_positive
+from ..rails import CircleRail, Rail
+from ..system import ConstrainedSystem
+
+__all__ = [
+    "PointMass",
+    "RollingBallParameters",
+    "RollingBall",
+    "RollingBallTrajectory",
+    "RollingBallSystem",
+    "paper_rail_acceleration",
+    "paper_ball_parameters",
+    "paper_ball_initial_state",
+    "PAPER_KINK_TIMES",
+]
+
+#: Times (s) where the paper's rail accelerations (6.6), (7.11) have kinks.
+PAPER_KINK_TIMES = (0.1, 0.2)
+
+_QUAT_TOL = 1e-9
+
+
+def paper_rail_acceleration(t):
+    """The paper's rail acceleration profile, eqs. (6.6) and (7.11) without the sign.
+
+    1 on ``[0, 0.1]``, ``2 - 10 t`` on ``[0.1, 0.2]``, 0 afterwards (rad/s^2).
+    Continuous with kinks at :data:`PAPER_KINK_TIMES`.
+
+    Parameters
+    ----------
+    t : float or array_like
+        Time in s.
+
+    Returns
+    -------
+    float or ndarray
+    """
+    t = np.asarray(t, dtype=float)
+    out = np.where(t <= 0.1, 1.0, np.where(t <= 0.2, 2.0 - 10.0 * t, 0.0))
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclass(frozen=True, kw_only=True)
+class PointMass:
+    """A point mass on a rail.
+
+    Attributes
+    ----------
+    mass_kg : float
+        Mass in kg, > 0.
+    rail : Rail
+        The curve it moves along (:mod:`ballctl.rails`).
+    """
+
+    mass_kg: float
+    rail: Rail
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mass_kg", check_positive(self.mass_kg, "mass_kg", "kg"))
+        if not isinstance(self.rail, Rail):
+            raise ValueError(f"rail must be a ballctl.rails.Rail, got {type(self.rail).__name__}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RollingBallParameters:
+    """Physical parameters of the rolling ball (Putkaradze & Rogers 2018, section 4).
+
+    Attributes
+    ----------
+    mass_kg : float
+        Mass m0 of the ball without the point masses, kg, > 0.
+    radius_m : float
+        Radius r in m, > 0.
+    principal_inertia_kgm2 : ndarray, shape (3,)
+        ``(d1, d2, d3)`` in kg m^2 about m0's CM along its principal axes
+        (the body axes E1, E2, E3), each > 0.
+    cm_offset_m : ndarray, shape (3,)
+        ``chi0``: GC -> CM of m0 in m, body axes; ``|chi0| < r``.
+    point_masses : tuple of PointMass
+        The ``n >= 0`` moving masses; each rail must stay strictly inside the
+        ball over its whole parameter range.
+    gravity_mps2 : float
+        g in m/s^2, > 0.
+    external_force : callable or None
+        ``F_e(t) -> (3,)``, spatial force in N at the GC; ``None`` for none.
+    """
+
+    mass_kg: float
+    radius_m: float
+    principal_inertia_kgm2: np.ndarray
+    cm_offset_m: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    point_masses: tuple[PointMass, ...] = ()
+    gravity_mps2: float = 9.81
+    external_force: Callable[[float], np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+
+        def attempt(fn):
+            try:
+                return fn()
+            except ValueError as exc:
+                problems.append(str(exc))
+                return None
+
+        mass = attempt(lambda: check_positive(self.mass_kg, "mass_kg", "kg"))
+        radius = attempt(lambda: check_positive(self.radius_m, "radius_m", "m"))
+        gravity = attempt(lambda: check_positive(self.gravity_mps2, "gravity_mps2", "m/s^2"))
+        inertia = attempt(lambda: as_vector(self.principal_inertia_kgm2, "principal_inertia_kgm2", 3))
+        if inertia is not None and np.any(inertia <= 0.0):
+            problems.append("principal_inertia_kgm2 must be positive definite: every principal moment "
+                            f"(d1, d2, d3) must be > 0 kg m^2, got {inertia.tolist()}")
+        chi0 = attempt(lambda: as_vector(self.cm_offset_m, "cm_offset_m", 3))
+        if chi0 is not None and radius is not None and np.linalg.norm(chi0) >= radius:
+            problems.append(f"cm_offset_m must lie inside the ball, |chi0| < radius_m = {radius}, "
+                            f"got |chi0| = {np.linalg.norm(chi0)}")
+        masses = tuple(self.point_masses)
+        for k, pm in enumerate(masses):
+            if not isinstance(pm, PointMass):
+                problems.append(f"point_masses[{k}] must be a PointMass, got {type(pm).__name__}")
+                continue
+            if radius is not None:
+                dist = pm.rail.max_distance_m()
+                if not dist < radius:
+                    problems.append(f"point_masses[{k}].rail leaves the ball: max |zeta| over its parameter "
+                                    f"range {pm.rail.parameter_range} is {dist:.6g} m, must be < radius_m = {radius}")
+        if self.external_force is not None and not callable(self.external_force):
+            problems.append(f"external_force must be callable F_e(t) -> (3,) in N or None, got {self.external_force!r}")
+        if problems:
+            raise ValueError("invalid RollingBallParameters:\n  " + "\n  ".join(problems))
+        for name, value in (("mass_kg", mass), ("radius_m", radius), ("gravity_mps2", gravity)):
+            object.__setattr__(self, name, value)
+        for name, value in (("principal_inertia_kgm2", inertia), ("cm_offset_m", chi0)):
+            value = value.copy()
+            value.setflags(write=False)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "point_masses", masses)
+
+    @property
+    def n_masses(self) -> int:
+        """Number n of moving point masses."""
+        return len(self.point_masses)
+
+    @property
+    def total_mass_kg(self) -> float:
+        """``M = m0 + sum m_i`` in kg."""
+        return self.mass_kg + sum(pm.mass_kg for pm in self.point_masses)
+
+
+def paper_ball_parameters() -> RollingBallParameters:
+    """The ball of section 7 (eqs. 7.8-7.10): three masses on tilted circles, g = 1.
+
+    Returns
+    -------
+    RollingBallParameters
+    """
+    rails = [CircleRail.from_spherical(0.95, 0.0, 0.0),
+             CircleRail.from_spherical(0.9, np.pi / 2, 0.0),
+             CircleRail.from_spherical(0.85, np.pi / 4, np.pi / 4)]
+    return RollingBallParameters(mass_kg=1.0, radius_m=1.0, principal_inertia_kgm2=[0.9, 1.0, 1.1],
+                                 cm_offset_m=[0.0, 0.0, -0.05],
+                                 point_masses=tuple(PointMass(mass_kg=1.0, rail=r) for r in rails),
+                                 gravity_mps2=1.0)
+
+
+def paper_ball_initial_state() -> np.ndarray:
+    """Initial state (7.12): at rest at the origin, ``theta_a = (0, 2.0369, 0.7044)``, ``q = (1, 0, 0, 0)``.
+
+    Returns
+    -------
+    ndarray, shape (15,)
+    """
+    return np.array([0.0, 2.0369, 0.7044, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0], dtype=float)
+
+
+@dataclass(frozen=True)
+class RollingBallTrajectory:
+    """A simulated run.
+
+    Attributes
+    ----------
+    t : ndarray, shape (K,)
+        Times in s.
+    x : ndarray, shape (K, nx)
+        States (layout of the plant that produced it).
+    method : str
+        Integrator used.
+    n_rhs_evaluations : int
+        Right-hand-side evaluations, summed over the pieces between kinks.
+    wall_time_s : float
+        Wall-clock time of the integration.
+    """
+
+    t: np.ndarray
+    x: np.ndarray
+    method: str
+    n_rhs_evaluations: int
+    wall_time_s: float
+
+
+def _integrate_piecewise(fun, x0, t_span, *, breakpoints, method, rtol, atol, t_eval, jac) -> RollingBallTrajectory:
+    """Integrate with ``solve_ivp`` restarting at every breakpoint (kinks of the input)."""
+    t0, t1 = (float(v) for v in t_span)
+    if not t1 > t0:
+        raise ValueError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
+    cuts = [t0] + sorted(float(b) for b in breakpoints if t0 < float(b) < t1) + [t1]
+    if t_eval is not None:
+        t_eval = np.asarray(t_eval, dtype=float)
+    ts, xs = [np.array([t0])], [np.asarray(x0, dtype=float)[None, :]]
+    nfev = 0
+    x = np.asarray(x0, dtype=float)
+    start = time.perf_counter()
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        if t_eval is not None:
+            piece_eval = t_eval[(t_eval > a) & (t_eval <= b)]
+            if piece_eval.size == 0 or piece_eval[-1] != b:
+                piece_eval = np.append(piece_eval, b)
+        else:
+            piece_eval = None
+        kwargs = {"jac": jac} if (jac is not None and method in ("Radau", "BDF", "LSODA")) else {}
+        sol = solve_ivp(fun, (a, b), x, method=method, rtol=rtol, atol=atol, t_eval=piece_eval, **kwargs)
+        if not sol.success:
+            raise IntegrationError(f"{method} failed on [{a}, {b}] s: {sol.message}")
+        nfev += sol.nfev
+        ts.append(sol.t)
+        xs.append(sol.y.T)
+        x = sol.y[:, -1]
+    wall = time.perf_counter() - start
+    t = np.concatenate(ts)
+    xk = np.concatenate(xs)
+    if t_eval is not None:
+        keep = np.isin(t, t_eval) if t_eval.size else np.ones(t.shape, bool)
+        keep[-1] = keep[-1] or t_eval.size == 0
+        t, xk = t[keep], xk[keep]
+    return RollingBallTrajectory(t=t, x=xk, method=method, n_rhs_evaluations=int(nfev), wall_time_s=wall)
+
+
+class RollingBall:
+    """The rolling ball of Putkaradze & Rogers (2018) as an ODE/DAE plant.
+
+    Parameters
+    ----------
+    parameters : RollingBallParameters
+    inputs : {"acceleration", "force"}
+        Meaning of ``u``: prescribed rail accelerations ``theta_ddot`` in
+        1/s^2 (units of theta per s^2; eq. 7.2) or generalized rail forces ``tau``
+        (see the module docstring for the mapping).
+
+    Notes
+    -----
+    The plant is an immutable description; runs live in
+    :class:`RollingBallTrajectory`.
+
+    Examples
+    --------
+    >>> from ballctl.plants.rolling_ball import RollingBall, paper_ball_parameters, paper_ball_initial_state
+    >>> ball = RollingBall(paper_ball_parameters())
+    >>> ball.rhs(0.0, paper_ball_initial_state(), [1.0, 1.0, 1.0]).shape
+    (15,)
+    """
+
+    def __init__(self, parameters: RollingBallParameters, *, inputs: str = "acceleration") -> None:
+        if not isinstance(parameters, RollingBallParameters):
+            raise ValueError(f"parameters must be RollingBallParameters, got {type(parameters).__name__}")
+        if inputs not in ("acceleration", "force"):
+            raise ValueError(f"inputs must be 'acceleration' or 'force', got {inputs!r}")
+        self.parameters = parameters
+        self.inputs = inputs
+        p = parameters
+        self._n = p.n_masses
+        self._masses = np.array([p.mass_kg] + [pm.mass_kg for pm in p.point_masses])
+        self._inertia = np.asarray(p.principal_inertia_kgm2, dtype=float)
+
+    # ------------------------------------------------------------ layout
+    @property
+    def n_masses(self) -> int:
+        """Number n of moving masses."""
+        return self._n
+
+    @property
+    def n_states(self) -> int:
+        """State length ``2n + 9`` (eq. 7.1)."""
+        return 2 * self._n + 9
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """Names of the state components."""
+        n = self._n
+        return (tuple(f"theta_{i + 1}" for i in range(n)) + tuple(f"theta_dot_{i + 1}" for i in range(n))
+                + ("q0", "q1", "q2", "q3", "Omega_1", "Omega_2", "Omega_3", "z_1", "z_2"))
+
+    def split_state(self, x):
+        """Return ``(theta, theta_dot, q, Omega, z)`` views of a state stack ``(..., 2n + 9)``."""
+        x = np.asarray(x)
+        n = self._n
+        return x[..., :n], x[..., n:2 * n], x[..., 2 * n:2 * n + 4], x[..., 2 * n + 4:2 * n + 7], x[..., 2 * n + 7:]
+
+    def validate_state(self, x, name: str = "x0") -> np.ndarray:
+        """Check a single state: length, finiteness and a unit quaternion (within 1e-9)."""
+        x = as_vector(x, name, self.n_states)
+        q = self.split_state(x)[2]
+        norm = float(np.sqrt(q @ q))
+        if abs(norm - 1.0) > _QUAT_TOL:
+            raise ValueError(f"{name}: the quaternion {name}[{2 * self._n}:{2 * self._n + 4}] must be a unit "
+                             f"quaternion (|q| = 1 within {_QUAT_TOL}), got |q| = {norm!r}")
+        return x
+
+    # ------------------------------------------------------------ pieces
+    def _rails(self, theta):
+        """zeta, zeta', zeta'' of the moving masses, each (..., n, 3)."""
+        theta = np.asarray(theta)
+        lead = theta.shape[:-1]
+        if self._n == 0:
+            z = np.zeros(lead + (0, 3), dtype=np.result_type(theta, float))
+            return z, z, z
+        out = [pm.rail.evaluate(theta[..., i]) for i, pm in enumerate(self.parameters.point_masses)]
+        return tuple(np.stack([np.broadcast_to(o[k], lead + (3,)) for o in out], axis=-2) for k in range(3))
+
+    def _external_body(self, t, Lam):
+        F = self.parameters.external_force
+        if F is None:
+            return None
+        Fe = as_vector(F(t), "external_force(t)", 3)
+        return np.einsum("...ji,j->...i", Lam, Fe)
+
+    def _terms(self, t, x):
+        """Shared intermediate quantities for the equations of motion."""
+        theta, theta_dot, q, Om, _ = self.split_state(x)
+        p = self.parameters
+        Lam = quat_to_matrix(q)
+        Gam = Lam[..., 2, :]  # Lambda^T e3
+        zeta, dzeta, ddzeta = self._rails(theta)
+        chi0 = np.broadcast_to(p.cm_offset_m, Gam.shape)
+        zeta_all = np.concatenate([chi0[..., None, :], zeta], axis=-2)  # (..., n+1, 3)
+        s = p.radius_m * Gam[..., None, :] + zeta_all
+        m = self._masses
+        ss = np.einsum("...ki,...kj,k->...ij", s, s, m)
+        s2 = np.einsum("...ki,...ki,k->...", s, s, m)
+        # A = sum m_i hat(s_i)^2 - I, hat(s)^2 = s s^T - |s|^2 1
+        A = ss - s2[..., None, None] * np.eye(3) - np.diag(self._inertia)
+        Om_b = Om[..., None, :]
+        td = theta_dot[..., :, None]
+        # c_i = g Gamma + Omega x (Omega x zeta_i) + 2 theta_dot_i Omega x zeta_i' + theta_dot_i^2 zeta_i''
+        c_all = p.gravity_mps2 * Gam[..., None, :] + cross(Om_b, cross(Om_b, zeta_all))
+        if self._n:
+            c_moving = 2.0 * td * cross(Om_b, dzeta) + td * td * ddzeta
+            c_all = c_all + np.concatenate([np.zeros_like(c_all[..., :1, :]), c_moving], axis=-2)
+        IOm = Om * self._inertia
+        b0 = cross(Om, IOm) + np.einsum("k,...ki->...i", m, cross(s, c_all))
+        Ge = self._external_body(t, Lam)
+        if Ge is not None:
+            b0 = b0 + p.radius_m * cross(Ge, Gam)
+        k = cross(s[..., 1:, :], dzeta)  # s_i x zeta_i', (..., n, 3)
+        return dict(Lam=Lam, Gam=Gam, zeta=zeta, dzeta=dzeta, ddzeta=ddzeta, s=s, A=A, b0=b0, k=k,
+                    c=c_all[..., 1:, :], zeta_all=zeta_all)
+
+    # ------------------------------------------------------- equations
+    def angular_acceleration(self, t, x, rail_accelerations):
+        """``Omega_dot = kappa(t, x, u)``, eq. (7.4) (and (5.28)), shape (..., 3).
+
+        Parameters
+        ----------
+        t : float
+            Time in s (used by the external force).
+        x : array_like, shape (..., 2n + 9)
+        rail_accelerations : array_like, shape (..., n)
+            ``theta_ddot``.
+        """
+        T = self._terms(t, x)
+        u = np.asarray(rail_accelerations)
+        b = T["b0"] + np.einsum("k,...k,...ki->...i", self._masses[1:], u, T["k"])
+        return np.linalg.solve(T["A"], b[..., None])[..., 0]
+
+    def rail_forces(self, t, x, rail_accelerations):
+        """Generalized rail forces ``tau`` that produce the given rail accelerations, shape (..., n).
+
+        ``tau_i = m_i <zeta_i', a_i + g Gamma>`` (module docstring).
+        """
+        T = self._terms(t, x)
+        u = np.asarray(rail_accelerations)
+        b = T["b0"] + np.einsum("k,...k,...ki->...i", self._masses[1:], u, T["k"])
+        Omd = np.linalg.solve(T["A"], b[..., None])[..., 0]
+        dz = T["dzeta"]
+        m = self._masses[1:]
+        return m * (np.einsum("...i,...ki->...k", Omd, T["k"]) + np.einsum("...ki,...ki->...k", dz, T["c"])
+                    + u * np.einsum("...ki,...ki->...k", dz, dz))
+
+    def _force_solve(self, T, tau):
+        n = self._n
+        m = self._masses[1:]
+        lead = T["b0"].shape[:-1]
+        dtype = np.result_type(T["A"], tau)
+        K = np.zeros(lead + (3 + n, 3 + n), dtype=dtype)
+        K[..., :3, :3] = -T["A"]
+        mk = m[:, None] * T["k"]  # (..., n, 3)
+        K[..., :3, 3:] = np.swapaxes(mk, -1, -2)
+        K[..., 3:, :3] = mk
+        dz = T["dzeta"]
+        idx = np.arange(n)
+        K[..., 3 + idx, 3 + idx] = m * np.einsum("...ki,...ki->...k", dz, dz)
+        rhs = np.concatenate([-T["b0"], tau - m * np.einsum("...ki,...ki->...k", dz, T["c"])], axis=-1)
+        sol = np.linalg.solve(K, rhs[..., None])[..., 0]
+        # first block row: -A Omd + sum m k thdd = -b0  <=>  A Omd = b0 + sum m k thdd  (eq. 7.4)
+        return sol[..., :3], sol[..., 3:]
+
+    def rail_accelerations(self, t, x, rail_forces):
+        """Rail accelerations ``theta_ddot`` produced by generalized rail forces ``tau``, shape (..., n)."""
+        return self._force_solve(self._terms(t, x), np.asarray(rail_forces))[1]
+
+    def rhs(self, t, x, u):
+        """ODE right-hand side (7.2): ``x_dot = f(t, x, u)``, shape (..., 2n + 9).
+
+        Parameters
+        ----------
+        t : float
+            Time in s.
+        x : array_like, shape (..., 2n + 9)
+            State (eq. 7.1).
+        u : array_like, shape (..., n)
+            Rail accelerations or rail forces, per ``inputs``.
+        """
+        x = np.asarray(x)
+        u = np.asarray(u)
+        theta, theta_dot, q, Om, _ = self.split_state(x)
+        T = self._terms(t, x)
+        if self.inputs == "acceleration":
+            thdd = np.broadcast_to(u, theta.shape) if self._n else theta
+            b = T["b0"] + np.einsum("k,...k,...ki->...i", self._masses[1:], thdd, T["k"])
+            Omd = np.linalg.solve(T["A"], b[..., None])[..., 0]
+        else:
+            Omd, thdd = self._force_solve(T, np.broadcast_to(u, theta.shape))
+        Om_sharp = np.concatenate([np.zeros_like(Om[..., :1]), Om], axis=-1)
+        qd = 0.5 * quat_multiply(q, Om_sharp)
+        omega = np.einsum("...ij,...j->...i", T["Lam"], Om)
+        r = self.parameters.radius_m
+        zd = np.stack([r * omega[..., 1], -r * omega[..., 0]], axis=-1)  # (omega x r e3)_12
+        return np.concatenate([theta_dot, thdd, qd, Omd, zd], axis=-1)
+
+    def rhs_jacobian(self, t, x, u) -> np.ndarray:
+        """``df/dx`` of (7.2) by complex-step differentiation, shape (2n + 9, 2n + 9)."""
+        J, _ = _cs_jacobian(lambda z: self.rhs(t, z, u), np.asarray(x, dtype=float))
+        return J
+
+    def dae_mass_matrix(self) -> np.ndarray:
+        """The DAE mass matrix (7.5), ``diag(1_{2n}, 0, 1_8)``, shape (2n + 9, 2n + 9)."""
+        d = np.ones(self.n_states)
+        d[2 * self._n] = 0.0
+        return np.diag(d)
+
+    def dae_rhs(self, t, x, u):
+        """Right-hand side ``g(t, x, u)`` of the index-1 DAE (7.3), shape (..., 2n + 9).
+
+        Row ``2n`` is the algebraic constraint ``|q|^2 - 1``; ``dae_mass_matrix() @ x_dot = g``.
+        """
+        f = self.rhs(t, x, u)
+        q = self.split_state(x)[2]
+        f = f.copy()
+        f[..., 2 * self._n] = np.sum(q * q, axis=-1) - 1.0
+        return f
+
+    # ------------------------------------------------------ observables
+    def energy(self, x):
+        """Total energy ``T + V`` (eqs. 5.3, 5.4 with the rolling constraint 5.12), J, shape (...).
+
+        ``T = 1/2 sum_{i>=0} m_i |Omega x s_i + zeta_i' theta_dot_i|^2 + 1/2 <Omega, I Omega>``,
+        ``V = g sum_{i>=0} m_i <zeta_i, Gamma>``. Conserved when the masses are
+        fixed (or free on their rails, ``inputs="force"`` with ``tau = 0``) and ``F_e = 0``.
+        """
+        T = self._terms(0.0, x)
+        _, theta_dot, _, Om, _ = self.split_state(x)
+        vel = cross(Om[..., None, :], T["s"])
+        if self._n:
+            vel = vel + np.concatenate([np.zeros_like(vel[..., :1, :]), theta_dot[..., :, None] * T["dzeta"]], axis=-2)
+        kin = 0.5 * np.einsum("k,...ki,...ki->...", self._masses, vel, vel) + 0.5 * np.sum(Om * Om * self._inertia, axis=-1)
+        pot = self.parameters.gravity_mps2 * np.einsum("k,...ki,...i->...", self._masses, T["zeta_all"], T["Gam"])
+        return kin + pot
+
+    def contact_angular_momentum(self, x):
+        """Angular momentum about the contact point, body frame, shape (..., 3), kg m^2/s.
+
+        ``K = I Omega + sum_{i>=0} m_i s_i x (Omega x s_i + zeta_i' theta_dot_i)``, the
+        quantity under ``(d/dt + Omega x)`` in eq. (5.20). When the total CM stays
+        at the GC and ``F_e = 0``, gravity and the contact force exert no torque
+        about the contact point and ``v_CP x p = 0``, so the spatial vector
+        ``Lambda K`` is constant: ``<K, Gamma>`` and ``|K|`` are conserved.
+        """
+        T = self._terms(0.0, x)
+        _, theta_dot, _, Om, _ = self.split_state(x)
+        vel = cross(Om[..., None, :], T["s"])
+        if self._n:
+            vel = vel + np.concatenate([np.zeros_like(vel[..., :1, :]), theta_dot[..., :, None] * T["dzeta"]], axis=-2)
+        return Om * self._inertia + np.einsum("k,...ki->...i", self._masses, cross(T["s"], vel))
+
+    def vertical(self, x):
+        """``Gamma = Lambda^T e3`` in body axes, shape (..., 3)."""
+        return quat_to_matrix(self.split_state(x)[2])[..., 2, :]
+
+    def mass_positions_body(self, x):
+        """Positions ``zeta_i`` (m) of the moving masses, body frame translated to the GC, shape (..., n, 3)."""
+        return self._rails(self.split_state(x)[0])[0]
+
+    def total_cm_body(self, x):
+        """Total centre of mass (m), body frame translated to the GC, shape (..., 3)."""
+        theta = self.split_state(x)[0]
+        zeta = self._rails(theta)[0]
+        m = self._masses
+        return (m[0] * self.parameters.cm_offset_m + np.einsum("k,...ki->...i", m[1:], zeta)) / m.sum()
+
+    def to_spatial_about_gc(self, x, body_vectors):
+        """Rotate body vectors ``(..., k, 3)`` to the spatial frame translated to the GC."""
+        Lam = quat_to_matrix(self.split_state(x)[2])
+        return np.einsum("...ij,...kj->...ki", Lam, np.asarray(body_vectors))
+
+    def contact_point(self, x):
+        """Spatial contact point ``(z_1, z_2, -r)`` in m, shape (..., 3)."""
+        z = self.split_state(x)[4]
+        return np.concatenate([z, np.full(z.shape[:-1] + (1,), -self.parameters.radius_m)], axis=-1)
+
+    # ------------------------------------------------------ simulation
+    def simulate(self, x0, t_span, rail_input: Callable[[float], Sequence[float]], *, method: str = "DOP853",
+                 rtol: float = 1e-10, atol: float = 1e-10, breakpoints: Sequence[float] = PAPER_KINK_TIMES,
+                 t_eval=None, use_jacobian: bool = True) -> RollingBallTrajectory:
+        """Integrate the ODE (7.2) with ``solve_ivp``, restarting at each kink of the input.
+
+        Parameters
+        ----------
+        x0 : array_like, shape (2n + 9,)
+            Initial state; its quaternion must be unit (within 1e-9).
+        t_span : (float, float)
+            Start and end time in s.
+        rail_input : callable
+            ``u(t) -> (n,)``: rail accelerations or forces (per ``inputs``).
+        method : str
+            Any ``solve_ivp`` method (``"DOP853"``, ``"Radau"``, ``"BDF"``, ...).
+        rtol, atol : float
+            Tolerances.
+        breakpoints : sequence of float
+            Times (s) where ``rail_input`` is not smooth; the integration is
+            restarted there so no step straddles a kink. Defaults to the
+            paper's kinks at 0.1 and 0.2 s.
+        t_eval : array_like, optional
+            Output times (the end time is always included).
+        use_jacobian : bool
+            Pass the complex-step Jacobian to implicit methods.
+
+        Returns
+        -------
+        RollingBallTrajectory
+
+        Raises
+        ------
+        ValueError
+            Non-unit quaternion or bad shapes.
+        IntegrationError
+            When ``solve_ivp`` fails.
+        """
+        x0 = self.validate_state(x0)
+
+        def fun(t, x):
+            return self.rhs(t, x, np.asarray(rail_input(t), dtype=float))
+
+        jac = (lambda t, x: self.rhs_jacobian(t, x, np.asarray(rail_input(t), dtype=float))) if use_jacobian else None
+        return _integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, method=method, rtol=rtol, atol=atol,
+                                    t_eval=t_eval, jac=jac)
+
+    def to_constrained_system(self, *, chart_rotation=None, singularity_margin: float = 1e-3) -> "RollingBallSystem":
+        """Express this ball in the common interface (:class:`ballctl.system.ConstrainedSystem`).
+
+        See :class:`RollingBallSystem`. ``inputs`` is inherited from this plant.
+        """
+        return RollingBallSystem(self, chart_rotation=chart_rotation, singularity_margin=singularity_margin)
+
+
+# ----------------------------------------------------------------------------------------------
+# The ball in generalized coordinates
+# ----------------------------------------------------------------------------------------------
+
+def _rot_z(a):
+    c, s = np.cos(a), np.sin(a)
+    o, i = 0.0 * c, 1.0 + 0.0 * c
+    return np.array([[c, -s, o], [s, c, o], [o, o, i]])
+
+
+def _rot_y(a):
+    c, s = np.cos(a), np.sin(a)
+    o, i = 0.0 * c, 1.0 + 0.0 * c
+    return np.array([[c, o, s], [o, i, o], [-s, o, c]])
+
+
+def _rot_x(a):
+    c, s = np.cos(a), np.sin(a)
+    o, i = 0.0 * c, 1.0 + 0.0 * c
+    return np.array([[i, o, o], [o, c, -s], [o, s, c]])
+
+
+class RollingBallSystem(ConstrainedSystem):
+    r"""The rolling ball in generalized coordinates, as a :class:`~ballctl.system.ConstrainedSystem`.
+
+    Coordinates (``n + 5``)::
+
+        (x_contact, y_contact, yaw, pitch, roll, theta_1, ..., theta_n)
+
+    ``(x_contact, y_contact)`` is the contact point (= GC) in m; the
+    orientation is ``Lambda = Rz(yaw) Ry(pitch) Rx(roll) C`` with a constant
+    chart rotation ``C`` (identity by default). The spatial angular velocity
+    is ``omega = W(yaw, pitch) (yaw, pitch, roll)_dot`` with
+    ``W = [[0, -sin yaw, cos yaw cos pitch], [0, cos yaw, sin yaw cos pitch], [1, 0, -sin pitch]]``;
+    the chart is singular at ``cos(pitch) = 0``. Choose ``C`` so that the
+    motion of interest stays away from it (``Lambda C^T`` must not have
+    pitch near +-pi/2).
+
+    Two nonholonomic rolling constraints (eq. 5.11 at the GC):
+    ``x_dot - r omega_2 = 0``, ``y_dot + r omega_1 = 0``.
+
+    Dynamics: Lagrange-d'Alembert with the kinetic energy
+    ``1/2 sum m_i |v_i|^2 + 1/2 omega^T Lambda I Lambda^T omega`` and potential
+    ``g sum m_i e3 . Lambda zeta_i``. With ``inputs="force"`` the rail forces
+    enter ``Q`` on the ``theta`` rows. With ``inputs="acceleration"`` the
+    ``theta`` rows become ``theta_ddot = u``: ``M = blockdiag(M_rr, 1)`` and
+    ``Q = (Q_r - M_r,theta u, u)``, which keeps ``M`` symmetric positive
+    definite and the constraints scleronomic.
+
+    Parameters
+    ----------
+    ball : RollingBall
+        Must have no external force (the common interface is autonomous).
+    chart_rotation : array_like, shape (3, 3), optional
+        Constant rotation ``C``.
+    singularity_margin : float
+        Raise :class:`~ballctl._errors.ChartSingularityError` when
+        ``|cos(pitch)| < singularity_margin``.
+    """
+
+    def __init__(self, ball: RollingBall, *, chart_rotation=None, singularity_margin: float = 1e-3) -> None:
+        if ball.parameters.external_force is not None:
+            raise ValueError("RollingBallSystem needs external_force=None: ConstrainedSystem is autonomous")
+        self.ball = ball
+        C = np.eye(3) if chart_rotation is None else np.asarray(chart_rotation, dtype=float)
+        if C.shape != (3, 3) or np.max(np.abs(C.T @ C - np.eye(3))) > 1e-9 or np.linalg.det(C) < 0:
+            raise ValueError("chart_rotation must be a 3x3 rotation matrix (C^T C = I within 1e-9, det = +1)")
+        self.chart_rotation = C
+        self.singularity_margin = check_positive(singularity_margin, "singularity_margin")
+        n = ball.n_masses
+        super().__init__(n_coordinates=n + 5, n_holonomic=0, n_nonholonomic=2, n_inputs=n,
+                         coordinate_names=("x_contact", "y_contact", "yaw", "pitch", "roll")
+                         + tuple(f"theta_{i + 1}" for i in range(n)),
+                         input_names=tuple(f"{'theta_ddot' if ball.inputs == 'acceleration' else 'tau'}_{i + 1}"
+                                           for i in range(n)))
+
+    # --------------------------------------------------------- kinematics
+    def _check_chart(self, pitch):
+        cos_pitch = np.real(np.cos(pitch))
+        if abs(cos_pitch) < self.singularity_margin:
+            raise ChartSingularityError(
+                f"pitch = {np.real(pitch):.6g} rad is within the chart singularity margin: |cos(pitch)| = "
+                f"{abs(cos_pitch):.3g} < singularity_margin = {self.singularity_margin}; the yaw-pitch-roll chart "
+                "is singular at pitch = +-pi/2. Rotate the chart away with chart_rotation=C (Lambda = Rz Ry Rx C).")
+
+    def _kinematics(self, x):
+        yaw, pitch, roll = x[2], x[3], x[4]
+        self._check_chart(pitch)
+        Lam = _rot_z(yaw) @ _rot_y(pitch) @ _rot_x(roll) @ self.chart_rotation
+        c1, s1, c2, s2 = np.cos(yaw), np.sin(yaw), np.cos(pitch), np.sin(pitch)
+        o, i = 0.0 * c1, 1.0 + 0.0 * c1
+        W = np.array([[o, -s1, c1 * c2], [o, c1, s1 * c2], [i, o, -s2]])
+        return Lam, W
+
+    @staticmethod
+    def _w_dot_times_rate(x, xd):
+        """``beta = W_dot(alpha, alpha_dot) alpha_dot``, shape (3,)."""
+        yaw, pitch = x[2], x[3]
+        a1d, a2d, a3d = xd[2], xd[3], xd[4]
+        c1, s1, c2, s2 = np.cos(yaw), np.sin(yaw), np.cos(pitch), np.sin(pitch)
+        return np.array([a1d * a2d * (-c1) + a3d * (a1d * (-s1 * c2) + a2d * (-c1 * s2)),
+                         a1d * a2d * (-s1) + a3d * (a1d * (c1 * c2) + a2d * (-s1 * s2)),
+                         a3d * a2d * (-c2)])
+
+    def _bodies(self, x):
+        """Positions and rail tangents of all masses in the spatial frame about the GC."""
+        ball = self.ball
+        Lam, W = self._kinematics(x)
+        theta = x[5:]
+        zeta, dzeta, ddzeta = ball._rails(theta)
+        rho0 = Lam @ ball.parameters.cm_offset_m
+        rho = zeta @ Lam.T
+        return Lam, W, rho0, rho, dzeta @ Lam.T, ddzeta @ Lam.T
+
+    def _jacobians(self, Lam, W, rho0, rho, tang):
+        """Velocity Jacobians ``v_i = J_i xd`` for i = 0..n, shape (n+1, 3, n+5)."""
+        n = self.ball.n_masses
+        dtype = np.result_type(Lam, W, rho)
+        J = np.zeros((n + 1, 3, n + 5), dtype=dtype)
+        J[:, 0, 0] = 1.0
+        J[:, 1, 1] = 1.0
+        allrho = np.concatenate([rho0[None, :], rho], axis=0)
+        J[:, :, 2:5] = -hat(allrho) @ W
+        for i in range(n):
+            J[i + 1, :, 5 + i] = tang[i]
+        return J
+
+    def _full_mass_matrix(self, x):
+        ball = self.ball
+        Lam, W, rho0, rho, tang, _ = self._bodies(x)
+        J = self._jacobians(Lam, W, rho0, rho, tang)
+        Is = Lam @ np.diag(ball._inertia) @ Lam.T
+        M = np.einsum("k,kai,kaj->ij", ball._masses, J, J)
+        M[2:5, 2:5] = M[2:5, 2:5] + W.T @ Is @ W
+        return M
+
+    def _full_forces(self, x, xd):
+        ball = self.ball
+        p = ball.parameters
+        Lam, W, rho0, rho, tang, curv = self._bodies(x)
+        J = self._jacobians(Lam, W, rho0, rho, tang)
+        omega = W @ xd[2:5]
+        beta = self._w_dot_times_rate(x, xd)
+        allrho = np.concatenate([rho0[None, :], rho], axis=0)
+        bias = cross(beta, allrho) + cross(omega, cross(omega, allrho))
+        if ball.n_masses:
+            td = xd[5:, None]
+            moving = 2.0 * td * cross(omega, tang) + td * td * curv
+            bias = bias + np.concatenate([np.zeros_like(moving[:1]), moving], axis=0)
+        gravity = np.zeros(3, dtype=bias.dtype)
+        gravity[2] = -p.gravity_mps2
+        f = ball._masses[:, None] * (gravity - bias)
+        Q = np.einsum("kai,ka->i", J, f)
+        Is = Lam @ np.diag(ball._inertia) @ Lam.T
+        Q[2:5] = Q[2:5] - W.T @ (Is @ beta + cross(omega, Is @ omega))
+        return Q
+
+    # ------------------------------------------------------- interface
+    def mass_matrix(self, x, u) -> np.ndarray:
+        x = np.asarray(x)
+        M = self._full_mass_matrix(x)
+        if self.ball.inputs == "acceleration":
+            M[:5, 5:] = 0.0
+            M[5:, :5] = 0.0
+            M[5:, 5:] = np.eye(self.ball.n_masses)
+        return M
+
+    def forces(self, x, xd, u) -> np.ndarray:
+        x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
+        Q = self._full_forces(x, xd)
+        Q = Q.astype(np.result_type(Q, u))
+        if self.ball.inputs == "acceleration":
+            M = self._full_mass_matrix(x)
+            Q[:5] = Q[:5] - M[:5, 5:] @ u
+            Q[5:] = u
+        else:
+            Q[5:] = Q[5:] + u
+        return Q
+
+    def constraint_jacobian(self, x) -> np.ndarray:
+        x = np.asarray(x)
+        _, W = self._kinematics(x)
+        r = self.ball.parameters.radius_m
+        D = np.zeros((2, self.n_coordinates), dtype=np.result_type(W, float))
+        D[0, 0] = 1.0
+        D[0, 2:5] = -r * W[1]
+        D[1, 1] = 1.0
+        D[1, 2:5] = r * W[0]
+        return D
+
+    def constraint_bias(self, x, xd) -> np.ndarray:
+        beta = self._w_dot_times_rate(np.asarray(x), np.asarray(xd))
+        r = self.ball.parameters.radius_m
+        return np.array([-r * beta[1], r * beta[0]])
+
+    # ------------------------------------------------------- conversions
+    def from_ode_state(self, x_ode) -> tuple[np.ndarray, np.ndarray]:
+        """Coordinates and velocities ``(x, xd)`` of a quaternion state (eq. 7.1) of the ball.
+
+        Raises
+        ------
+        ChartSingularityError
+            When the orientation is within ``singularity_margin`` of the chart singularity.
+        """
+        ball = self.ball
+        x_ode = ball.validate_state(x_ode, "x_ode")
+        theta, theta_dot, q, Om, z = ball.split_state(x_ode)
+        Lam = quat_to_matrix(q)
+        R = Lam @ self.chart_rotation.T
+        pitch = -np.arcsin(np.clip(R[2, 0], -1.0, 1.0))
+        self._check_chart(pitch)
+        yaw = np.arctan2(R[1, 0], R[0, 0])
+        roll = np.arctan2(R[2, 1], R[2, 2])
+        coords = np.concatenate([z, [yaw, pitch, roll], theta])
+        _, W = self._kinematics(coords)
+        rates = np.linalg.solve(W, Lam @ Om)
+        r = ball.parameters.radius_m
+        omega = Lam @ Om
+        vel = np.concatenate([[r * omega[1], -r * omega[0]], rates, theta_dot])
+        return coords, vel
+
+    def to_ode_state(self, x, xd) -> np.ndarray:
+        """Quaternion state (eq. 7.1) of coordinates ``x`` and velocities ``xd`` (``z`` from the contact point)."""
+        x = as_vector(x, "x", self.n_coordinates)
+        xd = as_vector(xd, "xd", self.n_coordinates)
+        Lam, W = self._kinematics(x)
+        Om = Lam.T @ (W @ xd[2:5])
+        q = quat_from_matrix(Lam)
+        return np.concatenate([x[5:], xd[5:], q, Om, x[:2]])
+
+    def body_angular_acceleration(self, x, xd, xdd) -> np.ndarray:
+        """``Omega_dot = Lambda^T (W alpha_ddot + W_dot alpha_dot)`` from generalized accelerations, shape (3,)."""
+        Lam, W = self._kinematics(np.asarray(x))
+        return Lam.T @ (W @ np.asarray(xdd)[2:5] + self._w_dot_times_rate(np.asarray(x), np.asarray(xd)))

@@ -1,0 +1,367 @@
+r"""Rolling disk actuated by internal point masses: the planar reduction of the ball.
+
+The ball of :mod:`ballctl.plants.rolling_ball` with principal axis ``E2``
+normal to the plane containing the GC, the CM and every rail, rolling in the
+``e1``-``e3`` plane (Putkaradze & Rogers 2018, section 5.4). Its single
+equation of motion is eq. (5.40) with ``K_i`` of eq. (5.38); the contact point
+follows from eq. (5.41), ``z = z_a - r (phi - phi_a)``.
+
+State (eq. 6.1), length ``2n + 2``::
+
+    x = (theta (n), theta_dot (n), phi, phi_dot)
+
+``phi`` is the angle from ``e1`` to ``E1`` (counter-clockwise; ``phi_dot > 0``
+rolls the disk towards ``-e1``), eq. (5.29).
+
+Inputs: ``inputs="acceleration"`` (``u = theta_ddot``, eq. 6.2) or
+``inputs="force"`` (generalized rail forces ``tau``). With
+``k_i = s_i3 zeta_i1' - s_i1 zeta_i3'`` (the ``e2`` component of
+``s_i x zeta_i'``) and ``D`` the denominator of (5.40), the force form solves
+the symmetric positive-definite system::
+
+    [ D            -m_i k_i         ] [phi_ddot  ]   [ -r F_e1 + sum m_i K_i(theta_ddot = 0) ]
+    [ -m_i k_i     m_i |zeta_i'|^2  ] [theta_ddot] = [ tau_i - m_i <zeta_i', c_i>             ]
+
+with ``c_i = g Gamma - phi_dot^2 zeta_i - 2 theta_dot_i phi_dot e2 x zeta_i' + theta_dot_i^2 zeta_i''``;
+the second row is the rail equation ``tau_i = m_i <zeta_i', a_i + g Gamma>`` of
+:mod:`ballctl.plants.rolling_ball`.
+
+References
+----------
+V. Putkaradze, S.M. Rogers, "On the dynamics of a rolling ball actuated by
+internal point masses", Meccanica 53 (2018) 3839-3868, eqs. (5.29)-(5.46), (6.1)-(6.7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._derivatives import jacobian as _cs_jacobian
+from .._validation import as_vector, check_positive
+from ..rails import CircleRail
+from .rolling_ball import PAPER_KINK_TIMES, PointMass, RollingBallTrajectory, _integrate_piecewise, paper_rail_acceleration
+
+__all__ = [
+    "RollingDiskParameters",
+    "RollingDisk",
+    "newton_single_mass_angular_acceleration",
+    "paper_disk_parameters",
+    "paper_disk_initial_state",
+    "paper_disk_rail_accelerations",
+]
+
+_PLANAR_TOL = 1e-12
+
+
+@dataclass(frozen=True, kw_only=True)
+class RollingDiskParameters:
+    """Parameters of the rolling disk (section 5.4).
+
+    Attributes
+    ----------
+    mass_kg : float
+        m0 in kg, > 0.
+    radius_m : float
+        r in m, > 0.
+    inertia_kgm2 : float
+        Polar moment ``d2`` about m0's CM, kg m^2, > 0.
+    cm_offset_m : ndarray, shape (2,)
+        ``(chi0_1, chi0_3)``: GC -> CM of m0 in the disk plane, m; inside the disk.
+    point_masses : tuple of PointMass
+        Masses on rails in the ``E1``-``E3`` plane (``zeta_2 = 0`` within 1e-12 m), inside the disk.
+    gravity_mps2 : float
+        g in m/s^2, > 0.
+    external_force : callable or None
+        ``F_e1(t) -> float``: horizontal force in N at the GC (its vertical part does no work).
+    """
+
+    mass_kg: float
+    radius_m: float
+    inertia_kgm2: float
+    cm_offset_m: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    point_masses: tuple[PointMass, ...] = ()
+    gravity_mps2: float = 9.81
+    external_force: Callable[[float], float] | None = None
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+
+        def attempt(fn):
+            try:
+                return fn()
+            except ValueError as exc:
+                problems.append(str(exc))
+                return None
+
+        mass = attempt(lambda: check_positive(self.mass_kg, "mass_kg", "kg"))
+        radius = attempt(lambda: check_positive(self.radius_m, "radius_m", "m"))
+        inertia = attempt(lambda: check_positive(self.inertia_kgm2, "inertia_kgm2", "kg m^2"))
+        gravity = attempt(lambda: check_positive(self.gravity_mps2, "gravity_mps2", "m/s^2"))
+        chi0 = attempt(lambda: as_vector(self.cm_offset_m, "cm_offset_m", 2))
+        if chi0 is not None and radius is not None and np.linalg.norm(chi0) >= radius:
+            problems.append(f"cm_offset_m must lie inside the disk, |chi0| < radius_m = {radius}")
+        masses = tuple(self.point_masses)
+        for k, pm in enumerate(masses):
+            if not isinstance(pm, PointMass):
+                problems.append(f"point_masses[{k}] must be a PointMass, got {type(pm).__name__}")
+                continue
+            lo, hi = pm.rail.parameter_range
+            zeta, dzeta, _ = pm.rail.evaluate(np.linspace(lo, hi, 257))
+            if np.max(np.abs(zeta[:, 1])) > _PLANAR_TOL or np.max(np.abs(dzeta[:, 1])) > _PLANAR_TOL:
+                problems.append(f"point_masses[{k}].rail must lie in the E1-E3 plane (zeta_2 = 0 within "
+                                f"{_PLANAR_TOL} m), got max |zeta_2| = {np.max(np.abs(zeta[:, 1])):.3g} m")
+            if radius is not None and not pm.rail.max_distance_m() < radius:
+                problems.append(f"point_masses[{k}].rail leaves the disk: max |zeta| = "
+                                f"{pm.rail.max_distance_m():.6g} m, must be < radius_m = {radius}")
+        if self.external_force is not None and not callable(self.external_force):
+            problems.append("external_force must be callable F_e1(t) -> float in N, or None")
+        if problems:
+            raise ValueError("invalid RollingDiskParameters:\n  " + "\n  ".join(problems))
+        for name, value in (("mass_kg", mass), ("radius_m", radius), ("inertia_kgm2", inertia),
+                            ("gravity_mps2", gravity)):
+            object.__setattr__(self, name, value)
+        chi0 = chi0.copy()
+        chi0.setflags(write=False)
+        object.__setattr__(self, "cm_offset_m", chi0)
+        object.__setattr__(self, "point_masses", masses)
+
+    @property
+    def n_masses(self) -> int:
+        """Number n of moving masses."""
+        return len(self.point_masses)
+
+
+def paper_disk_parameters() -> RollingDiskParameters:
+    """The disk of section 6 (eq. 6.5): four unit masses on concentric circles, g = 1.
+
+    Radii 0.9, 0.6333..., 0.3666..., 0.1 m (``.63`` and ``.36`` repeating).
+    """
+    radii = (0.9, 19.0 / 30.0, 11.0 / 30.0, 0.1)
+    return RollingDiskParameters(mass_kg=1.0, radius_m=1.0, inertia_kgm2=1.0, cm_offset_m=[0.0, 0.0],
+                                 point_masses=tuple(PointMass(mass_kg=1.0, rail=CircleRail(radius_m=r)) for r in radii),
+                                 gravity_mps2=1.0)
+
+
+def paper_disk_initial_state() -> np.ndarray:
+    """Initial state (6.7): all masses below the GC, at rest, ``phi = 0``. Shape (10,)."""
+    return np.array([-np.pi / 2] * 4 + [0.0] * 4 + [0.0, 0.0])
+
+
+def paper_disk_rail_accelerations(t) -> np.ndarray:
+    """Rail accelerations (6.6): ``u_i = (-1)^i * profile(t)``, i = 1..4. Shape (4,)."""
+    return paper_rail_acceleration(t) * np.array([-1.0, 1.0, -1.0, 1.0])
+
+
+def newton_single_mass_angular_acceleration(phi, phi_dot, theta, theta_dot, theta_ddot, *, mass_kg: float,
+                                            point_mass_kg: float, radius_m: float, rail_radius_m: float,
+                                            inertia_kgm2: float, gravity_mps2: float,
+                                            external_force_1: float = 0.0):
+    r"""``phi_ddot`` of a disk (CM at GC) with one mass on a centred circle, by Newton's laws, eq. (5.46).
+
+    An independent derivation used to validate eq. (5.40).
+
+    Parameters
+    ----------
+    phi, phi_dot : float or ndarray
+        Disk angle (rad) and rate (rad/s).
+    theta, theta_dot, theta_ddot : float or ndarray
+        Rail angle, rate and acceleration of the mass.
+    mass_kg, point_mass_kg : float
+        m0 and m1 in kg.
+    radius_m, rail_radius_m : float
+        r and r1 in m.
+    inertia_kgm2 : float
+        d2 in kg m^2.
+    gravity_mps2 : float
+        g in m/s^2.
+    external_force_1 : float
+        F_e1 in N.
+
+    Returns
+    -------
+    float or ndarray
+        ``phi_ddot`` in rad/s^2.
+    """
+    r, r1, m0, m1 = radius_m, rail_radius_m, mass_kg, point_mass_kg
+    a = phi + theta
+    num = r * external_force_1 + m1 * r1 * (np.cos(a) * (r * (phi_dot + theta_dot) ** 2 + gravity_mps2)
+                                            + (r1 + r * np.sin(a)) * theta_ddot)
+    den = inertia_kgm2 + (m0 + m1) * r ** 2 + m1 * r1 * (r1 + 2 * r * np.sin(a))
+    return -num / den
+
+
+class RollingDisk:
+    """The rolling disk, eqs. (5.40)-(5.41) and (6.2).
+
+    Parameters
+    ----------
+    parameters : RollingDiskParameters
+    inputs : {"acceleration", "force"}
+        ``u = theta_ddot`` or generalized rail forces ``tau`` (module docstring).
+
+    Examples
+    --------
+    >>> from ballctl.plants.rolling_disk import RollingDisk, paper_disk_parameters, paper_disk_initial_state
+    >>> disk = RollingDisk(paper_disk_parameters())
+    >>> disk.rhs(0.0, paper_disk_initial_state(), [0.0] * 4).shape
+    (10,)
+    """
+
+    def __init__(self, parameters: RollingDiskParameters, *, inputs: str = "acceleration") -> None:
+        if not isinstance(parameters, RollingDiskParameters):
+            raise ValueError(f"parameters must be RollingDiskParameters, got {type(parameters).__name__}")
+        if inputs not in ("acceleration", "force"):
+            raise ValueError(f"inputs must be 'acceleration' or 'force', got {inputs!r}")
+        self.parameters = parameters
+        self.inputs = inputs
+        self._n = parameters.n_masses
+        self._masses = np.array([parameters.mass_kg] + [pm.mass_kg for pm in parameters.point_masses])
+
+    @property
+    def n_masses(self) -> int:
+        """Number n of moving masses."""
+        return self._n
+
+    @property
+    def n_states(self) -> int:
+        """State length ``2n + 2`` (eq. 6.1)."""
+        return 2 * self._n + 2
+
+    def split_state(self, x):
+        """Return ``(theta, theta_dot, phi, phi_dot)`` of a state stack ``(..., 2n + 2)``."""
+        x = np.asarray(x)
+        n = self._n
+        return x[..., :n], x[..., n:2 * n], x[..., 2 * n], x[..., 2 * n + 1]
+
+    def _rails(self, theta):
+        """(zeta_1, zeta_3) and derivatives of all bodies i = 0..n, each (..., n+1, 2)."""
+        theta = np.asarray(theta)
+        lead = theta.shape[:-1]
+        chi0 = np.broadcast_to(np.asarray(self.parameters.cm_offset_m, dtype=float), lead + (2,))
+        parts = [[chi0], [np.zeros_like(chi0)], [np.zeros_like(chi0)]]
+        for i, pm in enumerate(self.parameters.point_masses):
+            out = pm.rail.evaluate(theta[..., i])
+            for k in range(3):
+                parts[k].append(np.asarray(out[k])[..., [0, 2]])
+        return tuple(np.stack(p, axis=-2) for p in parts)
+
+    def _terms(self, t, x):
+        theta, theta_dot, phi, phi_dot = self.split_state(x)
+        p = self.parameters
+        r, g, m = p.radius_m, p.gravity_mps2, self._masses
+        zeta, dzeta, ddzeta = self._rails(theta)
+        z1, z3 = zeta[..., 0], zeta[..., 1]
+        d1, d3 = dzeta[..., 0], dzeta[..., 1]
+        dd1, dd3 = ddzeta[..., 0], ddzeta[..., 1]
+        sphi, cphi = np.sin(phi)[..., None], np.cos(phi)[..., None]
+        pd = phi_dot[..., None]
+        td = np.concatenate([np.zeros_like(theta_dot[..., :1]), theta_dot], axis=-1)
+        s1, s3 = r * sphi + z1, r * cphi + z3
+        # K_i of eq. (5.38) at theta_ddot = 0
+        K0 = ((g + r * pd ** 2) * (z3 * sphi - z1 * cphi) + s3 * (-2 * pd * td * d3 + td ** 2 * dd1)
+              - s1 * (2 * pd * td * d1 + td ** 2 * dd3))
+        k = s3 * d1 - s1 * d3
+        den = p.inertia_kgm2 + np.einsum("k,...k->...", m, s1 ** 2 + s3 ** 2)
+        Fe = 0.0 if p.external_force is None else float(p.external_force(t))
+        num0 = -r * Fe + np.einsum("k,...k->...", m, K0)
+        # <zeta', c_i>, c_i = g Gamma - phi_dot^2 zeta - 2 theta_dot phi_dot e2 x zeta' + theta_dot^2 zeta''
+        zc = g * (d1 * sphi + d3 * cphi) - pd ** 2 * (d1 * z1 + d3 * z3) + td ** 2 * (d1 * dd1 + d3 * dd3)
+        return dict(k=k[..., 1:], den=den, num0=num0, zc=zc[..., 1:], dd=(d1 ** 2 + d3 ** 2)[..., 1:],
+                    s1=s1, s3=s3, zeta=zeta, dzeta=dzeta)
+
+    def angular_acceleration(self, t, x, rail_accelerations):
+        """``phi_ddot = kappa(t, x, u)``, eqs. (5.40)/(6.3), shape (...)."""
+        T = self._terms(t, x)
+        u = np.asarray(rail_accelerations)
+        return (T["num0"] + np.einsum("k,...k,...k->...", self._masses[1:], T["k"], u)) / T["den"]
+
+    def rail_forces(self, t, x, rail_accelerations):
+        """Generalized rail forces that produce the given rail accelerations, shape (..., n)."""
+        T = self._terms(t, x)
+        u = np.asarray(rail_accelerations)
+        phidd = (T["num0"] + np.einsum("k,...k,...k->...", self._masses[1:], T["k"], u)) / T["den"]
+        m = self._masses[1:]
+        return m * (T["dd"] * u - T["k"] * phidd[..., None] + T["zc"])
+
+    def _force_solve(self, T, tau):
+        n, m = self._n, self._masses[1:]
+        lead = T["den"].shape
+        K = np.zeros(lead + (n + 1, n + 1), dtype=np.result_type(T["den"], tau))
+        K[..., 0, 0] = T["den"]
+        K[..., 0, 1:] = -m * T["k"]
+        K[..., 1:, 0] = -m * T["k"]
+        idx = np.arange(n)
+        K[..., 1 + idx, 1 + idx] = m * T["dd"]
+        rhs = np.concatenate([T["num0"][..., None], tau - m * T["zc"]], axis=-1)
+        sol = np.linalg.solve(K, rhs[..., None])[..., 0]
+        return sol[..., 0], sol[..., 1:]
+
+    def rail_accelerations(self, t, x, rail_forces):
+        """Rail accelerations produced by generalized rail forces, shape (..., n)."""
+        return self._force_solve(self._terms(t, x), np.asarray(rail_forces))[1]
+
+    def rhs(self, t, x, u):
+        """ODE right-hand side (6.2), shape (..., 2n + 2)."""
+        theta, theta_dot, phi, phi_dot = self.split_state(x)
+        u = np.asarray(u)
+        if self.inputs == "acceleration":
+            thdd = np.broadcast_to(u, theta.shape)
+            phidd = self.angular_acceleration(t, x, thdd)
+        else:
+            phidd, thdd = self._force_solve(self._terms(t, x), np.broadcast_to(u, theta.shape))
+        return np.concatenate([theta_dot, thdd, phi_dot[..., None], phidd[..., None]], axis=-1)
+
+    def rhs_jacobian(self, t, x, u) -> np.ndarray:
+        """``df/dx`` by complex-step differentiation, shape (2n + 2, 2n + 2)."""
+        return _cs_jacobian(lambda z: self.rhs(t, z, u), np.asarray(x, dtype=float))[0]
+
+    def energy(self, x):
+        """Total energy ``T + V`` in J, shape (...); conserved with fixed (or free) masses and ``F_e = 0``."""
+        theta, theta_dot, phi, phi_dot = self.split_state(x)
+        T = self._terms(0.0, x)
+        pd = phi_dot[..., None]
+        td = np.concatenate([np.zeros_like(theta_dot[..., :1]), theta_dot], axis=-1)
+        v1 = -pd * T["s3"] + td * T["dzeta"][..., 0]
+        v3 = pd * T["s1"] + td * T["dzeta"][..., 1]
+        kin = 0.5 * np.einsum("k,...k->...", self._masses, v1 ** 2 + v3 ** 2) + 0.5 * self.parameters.inertia_kgm2 * phi_dot ** 2
+        gam1, gam3 = np.sin(phi)[..., None], np.cos(phi)[..., None]
+        pot = self.parameters.gravity_mps2 * np.einsum(
+            "k,...k->...", self._masses, T["zeta"][..., 0] * gam1 + T["zeta"][..., 1] * gam3)
+        return kin + pot
+
+    def contact_position(self, x, *, z_start_m: float = 0.0, phi_start: float = 0.0):
+        """e1 coordinate of the GC and contact point, eq. (5.41): ``z = z_a - r (phi - phi_a)``, m."""
+        phi = self.split_state(x)[2]
+        return z_start_m - self.parameters.radius_m * (phi - phi_start)
+
+    def to_spatial_about_gc(self, x, body_vectors):
+        """Rotate body-plane vectors ``(..., k, 2)`` (components 1, 3) by ``Lambda(phi)`` (eq. 5.29)."""
+        phi = self.split_state(x)[2][..., None]
+        v = np.asarray(body_vectors)
+        c, s = np.cos(phi), np.sin(phi)
+        return np.stack([c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1]], axis=-1)
+
+    def mass_positions_body(self, x):
+        """``(zeta_1, zeta_3)`` of the moving masses in m, shape (..., n, 2)."""
+        return self._rails(self.split_state(x)[0])[0][..., 1:, :]
+
+    def total_cm_body(self, x):
+        """Total CM (components 1, 3) in the body frame about the GC, m, shape (..., 2)."""
+        zeta = self._rails(self.split_state(x)[0])[0]
+        return np.einsum("k,...ki->...i", self._masses, zeta) / self._masses.sum()
+
+    def simulate(self, x0, t_span, rail_input: Callable[[float], Sequence[float]], *, method: str = "DOP853",
+                 rtol: float = 1e-12, atol: float = 1e-12, breakpoints: Sequence[float] = PAPER_KINK_TIMES,
+                 t_eval=None, use_jacobian: bool = True) -> RollingBallTrajectory:
+        """Integrate (6.2) piecewise between the kinks of the input; see :meth:`RollingBall.simulate`."""
+        x0 = as_vector(x0, "x0", self.n_states)
+
+        def fun(t, x):
+            return self.rhs(t, x, np.asarray(rail_input(t), dtype=float))
+
+        jac = (lambda t, x: self.rhs_jacobian(t, x, np.asarray(rail_input(t), dtype=float))) if use_jacobian else None
+        return _integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, method=method, rtol=rtol, atol=atol,
+                                    t_eval=t_eval, jac=jac)
