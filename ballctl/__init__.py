@@ -14,3 +14,7 @@ from .linearize import linearize, linearize_at
 from .discretize import DiscreteLTVSystem, discretization_error, discretize
 from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr
 from .schedule import GainSchedule
+from .closed_loop import ClosedLoopResult, RigLimits, simulate_closed_loop
+from .tracking import TrackingController, design_tracking_lqr
+from . import rails
+from .plants import PointMass, RollingBall, RollingBallParameters, RollingBallSystem, RollingDisk, RollingDiskParameters

@@ -88,8 +88,11 @@ class LTVSystem:
         p = self.partition
         dx = np.asarray(dx, dtype=float)
         dxd = np.asarray(dxd, dtype=float)
-        return np.concatenate([dx[..., list(p.independent)], dxd[..., list(p.independent)],
+        full = np.concatenate([dx[..., list(p.independent)], dxd[..., list(p.independent)],
                                dx[..., list(p.admissible_dependent)]], axis=-1)
+        if self.state_names == p.state_names:
+            return full
+        return full[..., [p.state_names.index(name) for name in self.state_names]]
 
     def expand(self, k: int, X) -> tuple[np.ndarray, np.ndarray]:
         """Full deviations ``(dx, dxd)``, each shape (n,), from the reduced state at sample ``k``."""
@@ -127,6 +130,27 @@ class LTVSystem:
         return control.ss(self.A[k], self.B[k], np.eye(N), np.zeros((N, self.n_inputs)),
                           states=list(self.state_names), inputs=list(self.input_names),
                           outputs=list(self.state_names), name=f"ltv_sample_{k}")
+
+    def select_states(self, names, *, coupling_tol: float = 1e-9) -> "LTVSystem":
+        """The subsystem of the named states (e.g. the dynamic part ``(dx_ai, dxd_ai)``).
+
+        Raises unless the other states do not drive the selected ones
+        (``|A[:, sel, other]| <= coupling_tol * max|A|``), so the subsystem is
+        exact, as for the ball-plate with independent (contact_x, contact_y,
+        yaw), where A23 = 0 along the circle.
+        """
+        idx = [self.state_index(n) for n in names]
+        other = [i for i in range(self.n_states) if i not in idx]
+        if other:
+            coupling = float(np.abs(self.A[:, idx][:, :, other]).max())
+            scale = max(1.0, float(np.abs(self.A).max()))
+            if coupling > coupling_tol * scale:
+                raise ValueError(
+                    f"the states {[self.state_names[i] for i in other]} drive the selected ones "
+                    f"(largest coupling {coupling:.3g}); the subsystem would not be exact")
+        sm = None if self.state_map is None else self.state_map[:, :, idx]
+        return LTVSystem(self.t, self.A[:, idx][:, :, idx], self.B[:, idx], tuple(self.state_names[i] for i in idx),
+                         self.input_names, self.partition, sm, self.derivative_method)
 
     def subsample(self, step: int) -> "LTVSystem":
         """Every ``step``-th sample."""

@@ -229,9 +229,10 @@ class GainSchedule:
         if unknown or repeated or missing:
             raise ValueError(f"the partition must list every coordinate exactly once (unknown {unknown}, "
                              f"repeated {repeated}, missing {missing})")
-        if N != 2 * len(ai) + len(ad):
-            raise ValueError(f"N={N} states do not match the partition: 2 * {len(ai)} independent + "
-                             f"{len(ad)} admissible-dependent = {2 * len(ai) + len(ad)}")
+        full_states = ai + tuple(f"{a}_rate" for a in ai) + ad
+        if not set(self.state_names) <= set(full_states):
+            raise ValueError(f"state names {self.state_names} are not among the partition's reduced states "
+                             f"{full_states}")
         x0 = _array(self.x0, "x0", (Kt, n))
         xd0 = _array(self.xd0, "xd0", (Kt, n))
         u0 = _array(self.u0, "u0", (Kt, nu))

@@ -293,7 +293,7 @@ def test_c_header_name_must_be_an_identifier(tmp_path, sched):
 # --------------------------------------------------------------- validation
 @pytest.mark.parametrize("over, match", [
     (dict(independent=("x_c",), admissible_dependent=("phi",)), r"missing \['y_c'\]"),
-    (dict(independent=("x_c", "y_c", "phi"), admissible_dependent=()), "N=5 states do not match the partition"),
+    (dict(independent=("x_c", "phi"), admissible_dependent=("y_c",)), "are not among the partition.s reduced states"),
     (dict(times=np.array([0.0, 0.01, 0.03, 0.04, 0.05, 0.06])), "uniformly spaced with step dt"),
     (dict(plant_parameters={"mass_kg": "heavy"}), r"plant_parameters\['mass_kg'\] must be a real number"),
     (dict(plant_parameters={"flag": True}), r"plant_parameters\['flag'\] must be a number"),

@@ -96,7 +96,7 @@ class CircularMotion(Reference):
         self.roll0 = check_finite_scalar(roll0, "roll0")
         p = plant.params
         speed = self.radius * abs(self.omega)
-        if self.roll_rate * p.radius < speed:
+        if self.roll_rate * p.radius < speed * (1.0 - 1e-12):
             raise InfeasibleReferenceError(
                 f"roll_rate too low for the speed: rolling needs roll_rate*R >= radius*|omega|, i.e. "
                 f"roll_rate >= {speed / p.radius:.6g} rad/s, got {self.roll_rate:.6g} rad/s")
@@ -114,7 +114,8 @@ class CircularMotion(Reference):
                 raise InfeasibleReferenceError(
                     f"the circle needs a plate tilt of {np.rad2deg(self.tilt):.4g} deg, above "
                     f"max_tilt = {np.rad2deg(max_tilt):.4g} deg")
-        self.lean = float(np.arccos(speed / (self.roll_rate * p.radius)))
+        # the ratio exceeds 1 only by rounding here (checked above)
+        self.lean = float(np.arccos(min(1.0, speed / (self.roll_rate * p.radius))))
         if self.lean > LEAN_LIMIT:
             raise ChartSingularityError(
                 f"roll_rate too high for the speed: the lean would be {np.rad2deg(self.lean):.4g} deg, "

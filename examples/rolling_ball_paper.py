@@ -1,0 +1,160 @@
+"""Reproduce the rolling disk (section 6) and rolling ball (section 7) of Putkaradze & Rogers (2018).
+
+Figures like the paper's figs. 6.3 and 7.2 (paths of the masses and of the total CM in the body and the
+spatial frame about the GC, and the path of the contact point), plus a GIF of the ball rolling.
+
+Usage::
+
+    python examples/rolling_ball_paper.py [OUT_DIR] [--quick]
+
+``OUT_DIR`` defaults to ``out/rolling_ball``; ``--quick`` integrates to t = 2 s instead of 20 s and
+makes a short animation.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ballctl.plants.rolling_ball import (RollingBall, paper_ball_initial_state, paper_ball_parameters,  # noqa: E402
+                                         paper_rail_acceleration)
+from ballctl.plants.rolling_disk import (RollingDisk, paper_disk_initial_state, paper_disk_parameters,  # noqa: E402
+                                         paper_disk_rail_accelerations)
+
+__all__ = ["main"]
+
+
+def _disk_figure(out: Path, t_end: float) -> None:
+    disk = RollingDisk(paper_disk_parameters())
+    run = disk.simulate(paper_disk_initial_state(), (0.0, t_end), paper_disk_rail_accelerations,
+                        t_eval=np.linspace(0.0, t_end, 1001))
+    body = disk.mass_positions_body(run.x)                      # (K, n, 2)
+    cm = disk.total_cm_body(run.x)                              # (K, 2)
+    spatial = disk.to_spatial_about_gc(run.x, body)
+    cm_spatial = disk.to_spatial_about_gc(run.x, cm[:, None, :])[:, 0]
+    z = disk.contact_position(run.x)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.5))
+    for i in range(disk.n_masses):
+        axes[0].plot(body[:, i, 0], body[:, i, 1], label=f"m{i + 1}")
+        axes[1].plot(spatial[:, i, 0], spatial[:, i, 1], label=f"m{i + 1}")
+    axes[0].plot(cm[:, 0], cm[:, 1], "k--", label="total CM")
+    axes[1].plot(cm_spatial[:, 0], cm_spatial[:, 1], "k--", label="total CM")
+    for ax, title in zip(axes[:2], ("body frame about GC", "spatial frame about GC")):
+        ax.add_patch(plt.Circle((0, 0), 1.0, fill=False, color="0.6"))
+        ax.set_aspect("equal")
+        ax.set_title(title)
+        ax.set_xlabel("e1 / m")
+        ax.set_ylabel("e3 / m")
+        ax.legend(fontsize=7)
+    axes[2].plot(run.t, z)
+    axes[2].set_xlabel("t / s")
+    axes[2].set_ylabel("GC and CP, e1 / m")
+    axes[2].set_title("contact point")
+    fig.suptitle("Rolling disk, Putkaradze & Rogers (2018) section 6")
+    fig.tight_layout()
+    fig.savefig(out / "disk_paths.png", dpi=110)
+    plt.close(fig)
+
+
+def _ball_run(t_end: float, samples: int):
+    ball = RollingBall(paper_ball_parameters())
+    run = ball.simulate(paper_ball_initial_state(), (0.0, t_end), lambda t: paper_rail_acceleration(t) * np.ones(3),
+                        t_eval=np.linspace(0.0, t_end, samples))
+    return ball, run
+
+
+def _ball_figure(out: Path, ball, run) -> None:
+    body = ball.mass_positions_body(run.x)
+    cm = ball.total_cm_body(run.x)
+    spatial = ball.to_spatial_about_gc(run.x, body)
+    cm_spatial = ball.to_spatial_about_gc(run.x, cm[:, None, :])[:, 0]
+    cp = ball.contact_point(run.x)
+    fig = plt.figure(figsize=(15, 5))
+    for k, (pos, cmp, title) in enumerate(((body, cm, "body frame about GC"),
+                                           (spatial, cm_spatial, "spatial frame about GC"))):
+        ax = fig.add_subplot(1, 3, k + 1, projection="3d")
+        for i in range(ball.n_masses):
+            ax.plot(*pos[:, i].T, label=f"m{i + 1}")
+        ax.plot(*cmp.T, "k--", label="total CM")
+        ax.set_title(title)
+        ax.set_box_aspect((1, 1, 1))
+        ax.legend(fontsize=7)
+    ax = fig.add_subplot(1, 3, 3)
+    ax.plot(cp[:, 0], cp[:, 1])
+    ax.plot(cp[0, 0], cp[0, 1], "go", label="start")
+    ax.set_aspect("equal")
+    ax.set_xlabel("e1 / m")
+    ax.set_ylabel("e2 / m")
+    ax.set_title("GC and contact point")
+    ax.legend()
+    fig.suptitle("Rolling ball, Putkaradze & Rogers (2018) section 7")
+    fig.tight_layout()
+    fig.savefig(out / "ball_paths.png", dpi=110)
+    plt.close(fig)
+
+
+def _ball_animation(out: Path, ball, run, frames: int) -> None:
+    try:
+        from matplotlib.animation import FuncAnimation, PillowWriter
+        import PIL  # noqa: F401
+    except ImportError:
+        print("pillow is not installed: skipping the GIF animation")
+        return
+    idx = np.linspace(0, len(run.t) - 1, frames).astype(int)
+    x = run.x[idx]
+    r = ball.parameters.radius_m
+    gc = np.concatenate([x[:, -2:], np.zeros((len(idx), 1))], axis=1)
+    masses = ball.to_spatial_about_gc(x, ball.mass_positions_body(x)) + gc[:, None, :]
+    cm = ball.to_spatial_about_gc(x, ball.total_cm_body(x)[:, None, :])[:, 0] + gc
+    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 13), np.linspace(0, np.pi, 7))
+    sphere = r * np.stack([np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v)], -1)  # body-fixed mesh
+    from ballctl._quaternion import quat_to_matrix
+    rot = quat_to_matrix(ball.split_state(x)[2])
+    fig = plt.figure(figsize=(5, 5))
+    ax = fig.add_subplot(projection="3d")
+    lo, hi = gc[:, :2].min(0) - 1.2 * r, gc[:, :2].max(0) + 1.2 * r
+    span = float(np.max(hi - lo))
+
+    def draw(k):
+        ax.cla()
+        ax.set_xlim(lo[0], lo[0] + span)
+        ax.set_ylim(lo[1], lo[1] + span)
+        ax.set_zlim(-r, -r + span)
+        mesh = sphere @ rot[k].T + gc[k]
+        ax.plot_wireframe(mesh[..., 0], mesh[..., 1], mesh[..., 2], color="0.7", linewidth=0.5)
+        ax.scatter(*masses[k].T, color=["C0", "C1", "C2"], s=30)
+        ax.scatter(*cm[k], color="k", marker="x")
+        ax.plot(gc[: k + 1, 0], gc[: k + 1, 1], -r * np.ones(k + 1), "r-", linewidth=1)
+        ax.set_title(f"t = {run.t[idx[k]]:.2f} s")
+        return []
+
+    anim = FuncAnimation(fig, draw, frames=len(idx), blit=False)
+    anim.save(out / "ball_rolling.gif", writer=PillowWriter(fps=10))
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", default="out/rolling_ball", help="output folder")
+    parser.add_argument("--quick", action="store_true", help="t = 2 s and a short animation (for tests)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t_end = 2.0 if args.quick else 20.0
+    _disk_figure(out, t_end)
+    ball, run = _ball_run(t_end, 201 if args.quick else 2001)
+    _ball_figure(out, ball, run)
+    _ball_animation(out, ball, run, frames=8 if args.quick else 120)
+    print(f"figures written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
