@@ -200,7 +200,9 @@ class Partition:
               cond_limit: float = _COND_LIMIT) -> float:
         """Raise :class:`PartitionError` unless ``D_dd`` is invertible at ``x``.
 
-        Returns the condition number of ``D_dd``.
+        The measure is ``|D|_2 / sigma_min(D_dd)`` (the condition of the
+        dependent block relative to the whole Jacobian, so a 1x1 block near
+        zero is caught); it is returned.
         """
         if self.coordinate_names != system.coordinate_names:
             raise PartitionError(f"partition coordinates {self.coordinate_names} do not match the system's "
@@ -214,11 +216,14 @@ class Partition:
         if D.shape[0] == 0:
             return 1.0
         Ddd = D[:, self.dependent_all]
-        cond = float(np.linalg.cond(Ddd))
+        # measured against the scale of the whole D, so that a 1x1 D_dd near zero is caught too
+        sv = np.linalg.svd(Ddd, compute_uv=False)
+        scale = float(np.linalg.norm(D, 2))
+        cond = float(scale / sv[-1]) if sv[-1] > 0 else float("inf")
         if not np.isfinite(cond) or cond > cond_limit:
             raise PartitionError(
                 f"D_dd (columns of D for {', '.join(self.coordinate_names[i] for i in self.dependent_all)}) "
-                f"is singular{where} (condition number {cond:.3g} > {cond_limit:.0e}); choose other "
+                f"is singular{where} (|D| / sigma_min(D_dd) = {cond:.3g} > {cond_limit:.0e}); choose other "
                 f"dependent coordinates, e.g. Partition.automatic(system, x)")
         if self.dependent:
             Cd = D[: system.n_holonomic][:, self.dependent]

@@ -315,3 +315,13 @@ def test_vectorized_equals_per_sample_and_user_loop():
     snap = ltv.to_statespace(3)
     np.testing.assert_array_equal(snap.A, ltv.A[3])
     assert list(snap.state_labels) == list(part.state_names)
+
+
+def test_one_by_one_dependent_block_near_zero_is_caught():
+    # knife edge with y dependent: D_dd = -cos(heading), singular at heading = 90 deg; a 1x1 block
+    # always has condition number 1, so the check must compare it with the scale of D
+    sys = knife_edge()
+    part = ballctl.Partition.from_coordinates(sys, ["x", "heading"], ["y"])
+    part.check(sys, [0.0, 0.0, 1.0])
+    with pytest.raises(ballctl.PartitionError, match="is singular"):
+        part.check(sys, [0.0, 0.0, np.pi / 2 - 1e-12])

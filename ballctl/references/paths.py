@@ -256,7 +256,7 @@ class PathMotion(Reference):
         Conserved spin about the plate normal ``yaw' + roll' sin(lean)`` in rad/s.
     initial_orientation : (yaw, lean, roll), optional
         Angles at ``t0`` in rad. Default: yaw along the initial velocity
-        (along +x if the path starts at rest), lean 0, roll 0.
+        (along +x if the path starts at rest; the ball rolls along (cos yaw, sin yaw)), lean 0, roll 0.
 
     Raises
     ------
@@ -285,7 +285,7 @@ class PathMotion(Reference):
         plate_angles_for_acceleration(plant, a, j, grid)  # raises when infeasible
         if initial_orientation is None:
             v0 = v[0]
-            yaw0 = float(np.arctan2(-v0[0], v0[1])) if np.hypot(*v0) > 1e-12 else 0.0
+            yaw0 = float(np.arctan2(v0[1], v0[0])) if np.hypot(*v0) > 1e-12 else 0.0
             initial_orientation = (yaw0, 0.0, 0.0)
         self.initial_orientation = tuple(as_vector(initial_orientation, "initial_orientation", 3))
         if abs(self.initial_orientation[1]) >= LEAN_LIMIT:
