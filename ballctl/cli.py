@@ -156,6 +156,17 @@ def _cmd_track(args) -> int:
     return 0
 
 
+def _cmd_partitions(args) -> int:
+    from .partition_study import compare_partitions
+
+    plant = _plant(args)
+    ref = _circle(args, plant)
+    steps = max(int(round(ref.period / args.dt)), 3)
+    table = compare_partitions(plant, ref, np.linspace(0.0, steps * args.dt, steps + 1))
+    print(table)
+    return 0
+
+
 def _controllability_rank(ctrl) -> int:
     """Rank of the discrete reachability matrix over the first second of samples (tolerance 1e-9 relative)."""
     Ad, Bd = ctrl.discrete.Ad, ctrl.discrete.Bd
@@ -194,6 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_circle_arguments(p)
     p.add_argument("--out", default="ballctl_reference.png", help="figure file (.png/.svg); '' to skip")
     p.set_defaults(func=_cmd_reference)
+
+    p = sub.add_parser("partitions", help="compare every coordinate partition's controllability along the circle")
+    _add_ball_arguments(p)
+    _add_circle_arguments(p)
+    p.add_argument("--dt", type=float, default=0.01, help="sample time of the Gramians in s (default 0.01)")
+    p.set_defaults(func=_cmd_partitions)
 
     p = sub.add_parser("track", help="the main job: LQR tracking of the circle on the nonlinear ball-plate")
     p.add_argument("--config", default=None, help="TOML file whose keys (or [track] table) set any flag")

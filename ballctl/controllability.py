@@ -246,7 +246,9 @@ def _local_polynomial_derivatives(t_nodes: np.ndarray, values: np.ndarray, times
         h = float(np.mean(np.diff(nodes))) if S > 1 else 1.0
         w = _fornberg_weights(0.0, (nodes - t) / h, order)           # (S, order+1), unit step
         w = w / h ** np.arange(order + 1)
-        out[:, i, :] = w.T @ values[idx]
+        base = values[idx[S // 2]]                  # differencing first makes constant entries exact
+        out[:, i, :] = w.T @ (values[idx] - base)
+        out[0, i, :] += base
     return out
 
 
@@ -957,8 +959,9 @@ class MonodromyReport:
                  f"spectral radius {self.spectral_radius:.6g}",
                  f"{'#':>3}  {'multiplier':>24}  {'|mu|':>10}  {'exponent [1/s]':>24}"]
         for i, (mu, ex) in enumerate(zip(self.multipliers, self.exponents)):
-            lines.append(f"{i:>3}  {mu.real:>+11.5g}{mu.imag:>+11.5g}j  {abs(mu):>10.6g}  "
-                         f"{ex.real:>+11.5g}{ex.imag:>+11.5g}j")
+            mu_s = f"{mu.real:+.6g} {mu.imag:+.6g}j"
+            ex_s = f"{ex.real:+.6g} {ex.imag:+.6g}j"
+            lines.append(f"{i:>3}  {mu_s:>24}  {abs(mu):>10.6g}  {ex_s:>24}")
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -42,6 +42,7 @@ import numpy as np
 from .._derivatives import jacobian as _cs_jacobian
 from .._validation import as_vector, check_positive
 from ..rails import CircleRail
+from ..system import ConstrainedSystem
 from .rolling_ball import PAPER_KINK_TIMES, PointMass, RollingBallTrajectory, _integrate_piecewise, paper_rail_acceleration
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "paper_disk_parameters",
     "paper_disk_initial_state",
     "paper_disk_rail_accelerations",
+    "RollingDiskSystem",
 ]
 
 _PLANAR_TOL = 1e-12
@@ -365,3 +367,192 @@ class RollingDisk:
         jac = (lambda t, x: self.rhs_jacobian(t, x, np.asarray(rail_input(t), dtype=float))) if use_jacobian else None
         return _integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, method=method, rtol=rtol, atol=atol,
                                     t_eval=t_eval, jac=jac)
+
+
+# ----------------------------------------------------------------------------------------------
+# The disk in generalized coordinates
+# ----------------------------------------------------------------------------------------------
+
+def _rolling_disk_to_constrained_system(self, *, contact_at_zero_angle_m: float = 0.0) -> "RollingDiskSystem":
+    """Express this disk in the common interface (:class:`ballctl.system.ConstrainedSystem`).
+
+    See :class:`RollingDiskSystem`; ``inputs`` is inherited from this plant.
+
+    Parameters
+    ----------
+    contact_at_zero_angle_m : float
+        The e1 coordinate (m) of the contact point when ``phi = 0`` (the
+        constant of eq. 5.41).
+
+    Returns
+    -------
+    RollingDiskSystem
+    """
+    return RollingDiskSystem(self, contact_at_zero_angle_m=contact_at_zero_angle_m)
+
+
+RollingDisk.to_constrained_system = _rolling_disk_to_constrained_system
+
+
+class RollingDiskSystem(ConstrainedSystem):
+    r"""The rolling disk in generalized coordinates, as a :class:`~ballctl.system.ConstrainedSystem`.
+
+    Coordinates (``n + 2``)::
+
+        (x_contact, phi, theta_1, ..., theta_n)
+
+    ``x_contact`` is the e1 coordinate of the contact point (= GC) in m,
+    ``phi`` the disk angle of eq. (5.29) in rad, ``theta_i`` the rail
+    parameters. Rolling without slipping, eq. (5.41), is the one holonomic
+    constraint ``C = x_contact + r phi - z_0 = 0`` (``z_0`` the contact point
+    at ``phi = 0``).
+
+    Dynamics: Lagrange's equations with the kinetic energy
+    ``1/2 sum m_i |v_i|^2 + 1/2 d2 phi_dot^2`` and the potential
+    ``g sum m_i e3 . Lambda(phi) zeta_i`` (the energy of
+    :meth:`RollingDisk.energy`), so that the motion equals eq. (5.40). With
+    ``inputs="force"`` the rail forces enter ``Q`` on the ``theta`` rows;
+    with ``inputs="acceleration"`` those rows become ``theta_ddot = u``:
+    ``M = blockdiag(M_rr, 1)``, ``Q = (Q_r - M_r,theta u, u)``, as in
+    :class:`~ballctl.plants.rolling_ball.RollingBallSystem`.
+
+    All callables accept stacks (leading axes) and are complex-step safe.
+
+    Parameters
+    ----------
+    disk : RollingDisk
+        Must have no external force (the common interface is autonomous).
+    contact_at_zero_angle_m : float
+        ``z_0`` in m.
+
+    References
+    ----------
+    V. Putkaradze, S.M. Rogers, Meccanica 53 (2018), eqs. (5.29), (5.40), (5.41).
+
+    Examples
+    --------
+    >>> from ballctl.plants.rolling_disk import RollingDisk, paper_disk_parameters
+    >>> sys_ = RollingDisk(paper_disk_parameters()).to_constrained_system()
+    >>> sys_.coordinate_names[:3]
+    ('x_contact', 'phi', 'theta_1')
+    """
+
+    def __init__(self, disk: RollingDisk, *, contact_at_zero_angle_m: float = 0.0) -> None:
+        if not isinstance(disk, RollingDisk):
+            raise ValueError(f"disk must be a RollingDisk, got {type(disk).__name__}")
+        if disk.parameters.external_force is not None:
+            raise ValueError("RollingDiskSystem needs external_force=None: ConstrainedSystem is autonomous")
+        z0 = float(contact_at_zero_angle_m)
+        if not np.isfinite(z0):
+            raise ValueError(f"contact_at_zero_angle_m must be finite (m), got {contact_at_zero_angle_m!r}")
+        self.disk = disk
+        self.contact_at_zero_angle_m = z0
+        n = disk.n_masses
+        super().__init__(n_coordinates=n + 2, n_holonomic=1, n_nonholonomic=0, n_inputs=n,
+                         coordinate_names=("x_contact", "phi") + tuple(f"theta_{i + 1}" for i in range(n)),
+                         input_names=tuple(f"{'theta_ddot' if disk.inputs == 'acceleration' else 'tau'}_{i + 1}"
+                                           for i in range(n)))
+
+    # --------------------------------------------------------- kinematics
+    def _bodies(self, x):
+        """Spatial (e1, e3) vectors about the GC of all bodies i = 0..n: rho, tangent, curvature, (..., n+1, 2)."""
+        x = np.asarray(x)
+        phi = x[..., 1]
+        zeta, dzeta, ddzeta = self.disk._rails(x[..., 2:])
+        c, s = np.cos(phi)[..., None], np.sin(phi)[..., None]
+
+        def rot(v):
+            return np.stack([c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1]], axis=-1)
+
+        return rot(zeta), rot(dzeta), rot(ddzeta)
+
+    @staticmethod
+    def _perp(v):
+        """``e2 x``-rotation in the e1-e3 plane: ``(v1, v3) -> (-v3, v1)``."""
+        return np.stack([-v[..., 1], v[..., 0]], axis=-1)
+
+    def _jacobians(self, rho, tang):
+        """Velocity Jacobians ``v_i = J_i xd``, shape (..., n+1, 2, n+2)."""
+        n = self.disk.n_masses
+        lead = rho.shape[:-2]
+        J = np.zeros(lead + (n + 1, 2, n + 2), dtype=np.result_type(rho, tang, float))
+        J[..., 0, 0] = 1.0
+        J[..., :, :, 1] = self._perp(rho)
+        for i in range(n):
+            J[..., i + 1, :, 2 + i] = tang[..., i + 1, :]
+        return J
+
+    def _full_mass_matrix(self, x):
+        rho, tang, _ = self._bodies(x)
+        J = self._jacobians(rho, tang)
+        M = np.einsum("k,...kai,...kaj->...ij", self.disk._masses, J, J)
+        M[..., 1, 1] = M[..., 1, 1] + self.disk.parameters.inertia_kgm2
+        return M
+
+    def _full_forces(self, x, xd):
+        p = self.disk.parameters
+        rho, tang, curv = self._bodies(x)
+        J = self._jacobians(rho, tang)
+        xd = np.asarray(xd)
+        pd = xd[..., 1][..., None, None]
+        td = np.concatenate([np.zeros_like(xd[..., :1]), xd[..., 2:]], axis=-1)[..., :, None]
+        bias = -pd * pd * rho + 2.0 * pd * td * self._perp(tang) + td * td * curv
+        gravity = np.array([0.0, -p.gravity_mps2])
+        f = self.disk._masses[:, None] * (gravity - bias)
+        return np.einsum("...kai,...ka->...i", J, f)
+
+    # ------------------------------------------------------- interface
+    def mass_matrix(self, x, u) -> np.ndarray:
+        M = self._full_mass_matrix(np.asarray(x))
+        if self.disk.inputs == "acceleration":
+            n = self.disk.n_masses
+            M[..., :2, 2:] = 0.0
+            M[..., 2:, :2] = 0.0
+            M[..., 2:, 2:] = np.eye(n)
+        return M
+
+    def forces(self, x, xd, u) -> np.ndarray:
+        x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
+        Q = self._full_forces(x, xd)
+        Q = Q.astype(np.result_type(Q, u))
+        if self.disk.inputs == "acceleration":
+            M = self._full_mass_matrix(x)
+            Q[..., :2] = Q[..., :2] - np.einsum("...ij,...j->...i", M[..., :2, 2:], u)
+            Q[..., 2:] = u
+        else:
+            Q[..., 2:] = Q[..., 2:] + u
+        return Q
+
+    def holonomic(self, x) -> np.ndarray:
+        x = np.asarray(x)
+        r = self.disk.parameters.radius_m
+        return (x[..., 0] + r * x[..., 1] - self.contact_at_zero_angle_m)[..., None]
+
+    def constraint_jacobian(self, x) -> np.ndarray:
+        x = np.asarray(x)
+        D = np.zeros(x.shape[:-1] + (1, self.n_coordinates), dtype=np.result_type(x, float))
+        D[..., 0, 0] = 1.0
+        D[..., 0, 1] = self.disk.parameters.radius_m
+        return D
+
+    def constraint_bias(self, x, xd) -> np.ndarray:
+        return np.zeros(np.shape(x)[:-1] + (1,), dtype=np.result_type(np.asarray(x), np.asarray(xd), float))
+
+    # ------------------------------------------------------- conversions
+    def from_ode_state(self, x_ode) -> tuple[np.ndarray, np.ndarray]:
+        """Coordinates and velocities ``(x, xd)`` of a plant state ``(theta, theta_dot, phi, phi_dot)`` (eq. 6.1).
+
+        The contact point follows from eq. (5.41), ``x_contact = z_0 - r phi``.
+        Accepts stacks ``(..., 2n + 2)``.
+        """
+        disk = self.disk
+        theta, theta_dot, phi, phi_dot = disk.split_state(np.asarray(x_ode, dtype=float))
+        r = disk.parameters.radius_m
+        x = np.concatenate([(self.contact_at_zero_angle_m - r * phi)[..., None], phi[..., None], theta], axis=-1)
+        xd = np.concatenate([(-r * phi_dot)[..., None], phi_dot[..., None], theta_dot], axis=-1)
+        return x, xd
+
+    def to_ode_state(self, x, xd) -> np.ndarray:
+        """Plant state ``(theta, theta_dot, phi, phi_dot)`` (eq. 6.1) of coordinates and velocities, (..., 2n + 2)."""
+        x, xd = np.asarray(x, dtype=float), np.asarray(xd, dtype=float)
+        return np.concatenate([x[..., 2:], xd[..., 2:], x[..., 1:2], xd[..., 1:2]], axis=-1)

@@ -1,0 +1,566 @@
+r"""The ball-plate with a truly moving plate: exact kinematics of a turning plate.
+
+The quasi-static model (:class:`~ballctl.BallPlate`, Agúndez et al. 2024,
+section 3.1) lets the plate angles set the direction of gravity in the plate
+frame and drops the plate's angular velocity and acceleration. Here the ball's
+kinetic energy and Newton-Euler equations are written in the inertial frame,
+so the plate's rates enter exactly (the two-body method of the paper's
+appendix B, eqs. (90)-(115), with body 2 in motion).
+
+Frames and coordinates
+----------------------
+The plate orientation is :math:`R_p = R_x(\alpha) R_y(\beta) R_z(\gamma)`
+(eq. 33 with an optional spin :math:`\gamma` about the plate normal, for
+turntable rigs). The pivot is the inertial origin and sits ``pivot_depth``
+:math:`d` below the plate's top surface, so a point with plate coordinates
+:math:`r` is at :math:`R_p (r + d\,e_z)`. The ball keeps the coordinates of
+:class:`~ballctl.BallPlate` (contact point and Z-X-Y angles *relative to the
+plate*); the plate angles are appended:
+
+``x = (contact_x, contact_y, yaw, lean, roll, alpha, beta[, plate_spin])``.
+
+Kinematics (all vectors in plate components). Plate angular velocity
+:math:`\Omega = G_p(q_p)\dot q_p` with
+
+.. math::
+
+    \Omega = \dot\alpha\,(c_\gamma c_\beta, -s_\gamma c_\beta, s_\beta)
+           + \dot\beta\,(s_\gamma, c_\gamma, 0) + \dot\gamma\,(0, 0, 1).
+
+Ball centre :math:`s = (x_C, y_C, R + d)`, relative velocity
+:math:`\dot s = (\dot x_C, \dot y_C, 0)`; absolute centre velocity
+:math:`v = \dot s + \Omega\times s = H\dot x`; ball angular velocity
+:math:`\omega_b = w + \Omega = G\dot x` with :math:`w` the relative one of
+:class:`~ballctl.BallPlate`. Rolling without slipping compares the ball's
+material point at the contact with the plate's point there:
+:math:`(\dot s + \Omega\times s) + (w + \Omega)\times(-R e_z) - \Omega\times(s - R e_z)
+= \dot s - w\times R e_z = 0`, so the constraints (43)-(44) are *unchanged*
+and do not involve the plate coordinates.
+
+Accelerations: :math:`a = H\ddot x + h`, :math:`\dot\omega_b^{abs} = G\ddot x + g_v` with
+
+.. math::
+
+    h = (\dot G_p\dot q_p)\times s + 2\Omega\times\dot s + \Omega\times(\Omega\times s),
+    \qquad g_v = \dot G_{rel}\dot q_a + \dot G_p\dot q_p + \Omega\times w .
+
+Projecting Newton's and Euler's equations of the ball (a sphere: no
+gyroscopic term :math:`\omega\times I\omega`) with :math:`H^T`, :math:`G^T`:
+
+.. math::
+
+    M_{ball} = m H^T H + I G^T G, \qquad
+    Q_{ball} = m H^T (g_p - h) - I G^T g_v,\qquad
+    g_p = R_p^T (0, 0, -g).
+
+Two ways to drive the plate coordinates
+---------------------------------------
+:class:`MovingPlateBallPlate` (prescribed plate motion): the inputs are the
+plate's angular accelerations :math:`u = \ddot q_p`. The plate rows are
+:math:`\ddot q_p = u` exactly; the ball rows carry the coupling to the right
+side, so M stays symmetric and block diagonal:
+
+.. math::
+
+    M = \begin{pmatrix} M_{bb} & 0 \\ 0 & I \end{pmatrix},\qquad
+    Q = \begin{pmatrix} Q_{ball,b} - M_{bp} u \\ u \end{pmatrix}.
+
+:class:`ServoPlateBallPlate` (two bodies): the plate is a rigid body with
+inertia tensor :math:`J` about the pivot (centre of mass on the pivot, so no
+gravity torque), driven on each gimbal axis by a position servo whose inputs
+are the commanded plate angles :math:`u = q_{p,cmd}`:
+
+.. math::
+
+    M = M_{ball} + \begin{pmatrix}0&0\\0&G_p^T J G_p\end{pmatrix},\qquad
+    Q = Q_{ball} + \begin{pmatrix}0\\ -G_p^T(J\dot G_p\dot q_p + \Omega\times J\Omega) + \tau\end{pmatrix},
+
+.. math::
+
+    \tau_i = \tau_{max}\tanh\!\Big(\frac{J_i k_v(r_i - \dot q_i)}{\tau_{max}}\Big),\quad
+    r_i = \dot q_{max}\tanh\!\Big(\frac{k_p (u_i - q_i)}{\dot q_{max}}\Big),\quad
+    k_p = \frac{\omega_s}{2\zeta},\; k_v = 2\zeta\omega_s,
+
+which is :math:`J_i(\omega_s^2 (u_i - q_i) - 2\zeta\omega_s\dot q_i)` for small
+signals: a second-order servo of bandwidth :math:`\omega_s` and damping
+:math:`\zeta`, with smooth (complex-step safe) torque and slew limits. The
+ball's reaction on the plate enters through the full :math:`M_{ball}, Q_{ball}`.
+
+Both plants are :class:`~ballctl.ConstrainedSystem` s; every method accepts a
+single state or a batch with a leading axis and is complex-step safe.
+
+References
+----------
+A.G. Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, sec. 3.1 and appendix B, eqs. (33), (40)-(48), (90)-(115).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_finite_scalar, check_positive
+from ..system import ConstrainedSystem
+from .ball_plate import LEAN_LIMIT, BallPlate, BallPlateParameters
+
+__all__ = ["MovingPlateParameters", "ServoParameters", "MovingPlateBallPlate", "ServoPlateBallPlate"]
+
+BALL_NAMES = ("contact_x", "contact_y", "yaw", "lean", "roll")
+PLATE_NAMES = ("alpha", "beta", "plate_spin")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MovingPlateParameters:
+    """Parameters of the moving-plate ball-plate.
+
+    Attributes
+    ----------
+    ball : BallPlateParameters
+        Ball mass (kg), radius (m), inertia (kg m^2) and gravity (m/s^2).
+    pivot_depth : float
+        Distance d in m from the pivot up to the plate's top surface (>= 0,
+        < 1 m); the ball centre sits at height ``R + d`` above the pivot in
+        the plate frame.
+    with_spin : bool
+        Add the plate's spin gamma about its normal as a third plate
+        coordinate (``R_p = Rx(alpha) Ry(beta) Rz(gamma)``, turntable rigs).
+    """
+
+    ball: BallPlateParameters = field(default_factory=BallPlateParameters)
+    pivot_depth: float = 0.0
+    with_spin: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ball, BallPlateParameters):
+            raise ValueError(f"ball must be a BallPlateParameters, got {type(self.ball).__name__}")
+        d = check_finite_scalar(self.pivot_depth, "pivot_depth")
+        if not 0.0 <= d < 1.0:
+            raise ValueError(f"pivot_depth must lie in [0, 1) m, got {self.pivot_depth!r}")
+        if not isinstance(self.with_spin, bool):
+            raise ValueError(f"with_spin must be True or False, got {self.with_spin!r}")
+
+    @property
+    def n_plate(self) -> int:
+        """Number of plate coordinates (2, or 3 with the spin)."""
+        return 3 if self.with_spin else 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServoParameters:
+    """A second-order position servo on each plate axis, and the plate's inertia.
+
+    Attributes
+    ----------
+    bandwidth : float
+        Natural frequency omega_s of the servo loop in rad/s (> 0).
+    damping : float
+        Damping ratio zeta (> 0).
+    plate_inertia : (float, float, float)
+        Principal moments (J_xx, J_yy, J_zz) of the plate (with its gimbal)
+        about the pivot in kg m^2, plate axes (each > 0). The centre of mass is
+        on the pivot. The default is a 0.6 m square aluminium plate of ~2 kg.
+    max_torque : float or None
+        Servo torque limit in N m (> 0), smooth ``tanh`` saturation; None: unlimited.
+    max_rate : float or None
+        Slew limit in rad/s (> 0), smooth ``tanh`` saturation of the rate
+        set-point; None: unlimited.
+    """
+
+    bandwidth: float = 60.0
+    damping: float = 0.8
+    plate_inertia: tuple[float, float, float] = (0.06, 0.06, 0.12)
+    max_torque: float | None = None
+    max_rate: float | None = None
+
+    def __post_init__(self) -> None:
+        check_positive(self.bandwidth, "bandwidth", "rad/s")
+        check_positive(self.damping, "damping")
+        inertia = tuple(self.plate_inertia)
+        if len(inertia) != 3:
+            raise ValueError(f"plate_inertia must have 3 entries (J_xx, J_yy, J_zz) in kg m^2, got {inertia}")
+        for i, value in enumerate(inertia):
+            check_positive(value, f"plate_inertia[{i}]", "kg m^2")
+        object.__setattr__(self, "plate_inertia", tuple(float(v) for v in inertia))
+        if self.max_torque is not None:
+            check_positive(self.max_torque, "max_torque", "N m")
+        if self.max_rate is not None:
+            check_positive(self.max_rate, "max_rate", "rad/s")
+
+    @property
+    def position_gain(self) -> float:
+        """``k_p = omega_s / (2 zeta)`` in 1/s: rate set-point per unit angle error."""
+        return self.bandwidth / (2.0 * self.damping)
+
+    @property
+    def rate_gain(self) -> float:
+        """``k_v = 2 zeta omega_s`` in 1/s: angular acceleration per unit rate error."""
+        return 2.0 * self.damping * self.bandwidth
+
+
+# ---------------------------------------------------------------- pure functions
+def _cross(a, b):
+    """Cross product on the last axis (complex-safe)."""
+    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
+                     a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
+
+
+def plate_kinematics(qp, qpd, gravity: float):
+    r"""Plate angular velocity and gravity in the plate frame.
+
+    Parameters
+    ----------
+    qp, qpd : ndarray, shape (..., n_p)
+        Plate angles ``(alpha, beta[, gamma])`` in rad and their rates in rad/s.
+    gravity : float
+        g in m/s^2.
+
+    Returns
+    -------
+    Gp : ndarray, shape (..., 3, n_p)
+        ``Omega = Gp @ qpd`` (plate components).
+    omega : ndarray, shape (..., 3)
+        Plate angular velocity Omega in rad/s.
+    Gpdot_qd : ndarray, shape (..., 3)
+        :math:`\dot G_p \dot q_p`, the velocity part of the angular acceleration.
+    g_plate : ndarray, shape (..., 3)
+        :math:`R_p^T (0, 0, -g)` in m/s^2.
+    """
+    qp = np.asarray(qp)
+    qpd = np.asarray(qpd)
+    n_p = qp.shape[-1]
+    ca, sa = np.cos(qp[..., 0]), np.sin(qp[..., 0])
+    cb, sb = np.cos(qp[..., 1]), np.sin(qp[..., 1])
+    da, db = qpd[..., 0], qpd[..., 1]
+    if n_p == 3:
+        cg, sg = np.cos(qp[..., 2]), np.sin(qp[..., 2])
+        dg = qpd[..., 2]
+    else:
+        cg, sg = 1.0 + 0.0 * ca, 0.0 * ca
+        dg = 0.0 * da
+    col_a = np.stack([cg * cb, -sg * cb, sb], axis=-1)
+    col_b = np.stack([sg, cg, 0.0 * cg], axis=-1)
+    cols = [col_a, col_b]
+    if n_p == 3:
+        cols.append(np.stack([0.0 * cg, 0.0 * cg, 1.0 + 0.0 * cg], axis=-1))
+    Gp = np.stack(cols, axis=-1)
+    omega = np.einsum("...ij,...j->...i", Gp, qpd)
+    dcol_a = np.stack([-sg * cb * dg - cg * sb * db, -cg * cb * dg + sg * sb * db, cb * db], axis=-1)
+    dcol_b = np.stack([cg * dg, -sg * dg, 0.0 * dg], axis=-1)
+    Gpdot_qd = dcol_a * da[..., None] + dcol_b * db[..., None]
+    gx, gy, gz = gravity * ca * sb, -gravity * sa, -gravity * ca * cb
+    g_plate = np.stack([cg * gx + sg * gy, -sg * gx + cg * gy, gz + 0.0 * cg], axis=-1)
+    return Gp, omega, Gpdot_qd, g_plate
+
+
+class _MovingPlateBase(ConstrainedSystem):
+    """Shared kinematics of the moving-plate plants (not a plant by itself)."""
+
+    input_suffix = ""
+
+    def __init__(self, params: MovingPlateParameters | None = None) -> None:
+        if params is None:
+            params = MovingPlateParameters()
+        if not isinstance(params, MovingPlateParameters):
+            raise ValueError(f"params must be a MovingPlateParameters, got {type(params).__name__}")
+        self.params = params
+        n_p = params.n_plate
+        self.n_plate = n_p
+        plate = PLATE_NAMES[:n_p]
+        super().__init__(n_coordinates=5 + n_p, n_holonomic=0, n_nonholonomic=2, n_inputs=n_p,
+                         coordinate_names=BALL_NAMES + plate,
+                         input_names=tuple(f"{p}{self.input_suffix}" for p in plate))
+
+    # ------------------------------------------------------------ kinematics
+    def quasi_static(self) -> BallPlate:
+        """The quasi-static :class:`~ballctl.BallPlate` with the same ball."""
+        return BallPlate(self.params.ball)
+
+    def _terms(self, x, xd):
+        """``H, G (..., 3, n)``, ``h, g_v, g_plate, omega (..., 3)`` of the module docstring."""
+        x = np.asarray(x)
+        xd = np.asarray(xd)
+        p = self.params
+        b = p.ball
+        n = self.n_coordinates
+        qp, qpd = x[..., 5:], xd[..., 5:]
+        Gp, Om, Gpdot_qd, g_plate = plate_kinematics(qp, qpd, b.gravity)
+        dtype = np.result_type(x, xd, float)
+        zero = np.zeros(x.shape[:-1], dtype=dtype)
+        s = np.stack([x[..., 0] + zero, x[..., 1] + zero, zero + (b.radius + p.pivot_depth)], axis=-1)
+        sd = np.stack([xd[..., 0] + zero, xd[..., 1] + zero, zero], axis=-1)
+        cps, sps = np.cos(x[..., 2]), np.sin(x[..., 2])
+        cph, sph = np.cos(x[..., 3]), np.sin(x[..., 3])
+        dpsi, dphi, dth = xd[..., 2], xd[..., 3], xd[..., 4]
+        H = np.zeros(x.shape[:-1] + (3, n), dtype=dtype)
+        H[..., 0, 0] = 1.0
+        H[..., 1, 1] = 1.0
+        # Omega x s = sum_j qpd_j (Gp[:, j] x s)
+        H[..., :, 5:] = np.swapaxes(_cross(np.swapaxes(Gp, -1, -2), s[..., None, :]), -1, -2)
+        G = np.zeros(x.shape[:-1] + (3, n), dtype=dtype)
+        G[..., 0, 3] = cps
+        G[..., 1, 3] = sps
+        G[..., 0, 4] = -sps * cph
+        G[..., 1, 4] = cps * cph
+        G[..., 2, 2] = 1.0
+        G[..., 2, 4] = sph
+        G[..., :, 5:] = Gp
+        w = np.stack([dphi * cps - dth * sps * cph, dphi * sps + dth * cps * cph, dpsi + dth * sph], axis=-1)
+        Grel_dot_qd = np.stack([-dphi * sps * dpsi - dth * (cps * cph * dpsi - sps * sph * dphi),
+                                dphi * cps * dpsi - dth * (sps * cph * dpsi + cps * sph * dphi),
+                                dth * cph * dphi], axis=-1)
+        h = _cross(Gpdot_qd, s) + 2.0 * _cross(Om, sd) + _cross(Om, _cross(Om, s))
+        g_v = Grel_dot_qd + Gpdot_qd + _cross(Om, w)
+        return H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s
+
+    def _ball_mass_and_forces(self, x, xd):
+        b = self.params.ball
+        H, G, h, g_v, g_plate, *_ = self._terms(x, xd)
+        Ht = np.swapaxes(H, -1, -2)
+        Gt = np.swapaxes(G, -1, -2)
+        M = b.mass * Ht @ H + b.ball_inertia * Gt @ G
+        Q = (b.mass * np.einsum("...ij,...j->...i", Ht, g_plate - h)
+             - b.ball_inertia * np.einsum("...ij,...j->...i", Gt, g_v))
+        return M, Q
+
+    def plate_angular_velocity(self, x, xd) -> np.ndarray:
+        """Plate angular velocity Omega in plate components, rad/s, shape (..., 3)."""
+        x = np.asarray(x)
+        return plate_kinematics(x[..., 5:], np.asarray(xd)[..., 5:], self.params.ball.gravity)[1]
+
+    def gravity_in_plate(self, x) -> np.ndarray:
+        """Gravity ``R_p^T (0, 0, -g)`` in the plate frame, m/s^2, shape (..., 3)."""
+        x = np.asarray(x)
+        return plate_kinematics(x[..., 5:], 0.0 * x[..., 5:], self.params.ball.gravity)[3]
+
+    def plate_rotation(self, x) -> np.ndarray:
+        """Plate orientation ``R_p = Rx(alpha) Ry(beta) Rz(gamma)``, shape (..., 3, 3)."""
+        x = np.asarray(x, dtype=float)
+        ca, sa = np.cos(x[..., 5]), np.sin(x[..., 5])
+        cb, sb = np.cos(x[..., 6]), np.sin(x[..., 6])
+        g = x[..., 7] if self.n_plate == 3 else 0.0 * ca
+        cg, sg = np.cos(g), np.sin(g)
+        one, zero = np.ones_like(ca), np.zeros_like(ca)
+        Rx = np.stack([np.stack([one, zero, zero], -1), np.stack([zero, ca, -sa], -1),
+                       np.stack([zero, sa, ca], -1)], -2)
+        Ry = np.stack([np.stack([cb, zero, sb], -1), np.stack([zero, one, zero], -1),
+                       np.stack([-sb, zero, cb], -1)], -2)
+        Rz = np.stack([np.stack([cg, -sg, zero], -1), np.stack([sg, cg, zero], -1),
+                       np.stack([zero, zero, one], -1)], -2)
+        return Rx @ Ry @ Rz
+
+    def ball_centre_inertial(self, x) -> np.ndarray:
+        """Ball centre in the inertial frame (origin at the pivot), m, shape (..., 3)."""
+        x = np.asarray(x, dtype=float)
+        p = self.params
+        s = np.stack([x[..., 0], x[..., 1], np.full(x.shape[:-1], p.ball.radius + p.pivot_depth)], axis=-1)
+        return np.einsum("...ij,...j->...i", self.plate_rotation(x), s)
+
+    def ball_angular_velocity(self, x, xd) -> np.ndarray:
+        """Absolute angular velocity of the ball in plate components, rad/s, shape (..., 3)."""
+        _, G, *_ = self._terms(x, xd)
+        return np.einsum("...ij,...j->...i", G, np.asarray(xd))
+
+    def ball_energy(self, x, xd) -> np.ndarray:
+        r"""Mechanical energy of the ball in J: :math:`\tfrac12 m|v|^2 + \tfrac12 I|\omega_b|^2 - m g_p\cdot s`.
+
+        Inertial kinetic energy plus the gravitational potential of the
+        centre (zero at the pivot's height).
+        """
+        b = self.params.ball
+        xd = np.asarray(xd)
+        H, G, _, _, g_plate, _, _, _, s = self._terms(x, xd)
+        v = np.einsum("...ij,...j->...i", H, xd)
+        w = np.einsum("...ij,...j->...i", G, xd)
+        return (0.5 * b.mass * np.sum(v * v, axis=-1) + 0.5 * b.ball_inertia * np.sum(w * w, axis=-1)
+                - b.mass * np.sum(g_plate * s, axis=-1))
+
+    def drive_force(self, x, xd, xdd) -> np.ndarray:
+        r"""Generalized force the plate drive exerts on the ball, per plate coordinate, shape (..., n_p).
+
+        :math:`(M_{ball}\ddot x - Q_{ball})_p` of the ball's own equations (the
+        contact reactions have no plate components, see the module
+        docstring); its power :math:`\tau\cdot\dot q_p` is the rate of change
+        of :meth:`ball_energy`. In N m for the tilt angles.
+        """
+        M, Q = self._ball_mass_and_forces(x, xd)
+        return (np.einsum("...ij,...j->...i", M, np.asarray(xdd)) - Q)[..., 5:]
+
+    # ------------------------------------------------------------ interface
+    def holonomic(self, x) -> np.ndarray:
+        """No holonomic constraints: shape (..., 0)."""
+        x = np.asarray(x)
+        return np.zeros(x.shape[:-1] + (0,), dtype=np.result_type(x, float))
+
+    def constraint_jacobian(self, x) -> np.ndarray:
+        """Rolling constraints (43)-(44) in plate-relative coordinates, shape (..., 2, n); zero plate columns."""
+        x = np.asarray(x)
+        R = self.params.ball.radius
+        cps, sps = np.cos(x[..., 2]), np.sin(x[..., 2])
+        cph = np.cos(x[..., 3])
+        D = np.zeros(x.shape[:-1] + (2, self.n_coordinates), dtype=np.result_type(x, float))
+        D[..., 0, 0] = 1.0
+        D[..., 0, 3] = -R * sps
+        D[..., 0, 4] = -R * cps * cph
+        D[..., 1, 1] = 1.0
+        D[..., 1, 3] = R * cps
+        D[..., 1, 4] = -R * sps * cph
+        return D
+
+    def constraint_bias(self, x, xd) -> np.ndarray:
+        """Analytic ``Ddot(x, xd) @ xd``, shape (..., 2) (as for the quasi-static plate)."""
+        x = np.asarray(x)
+        xd = np.asarray(xd)
+        R = self.params.ball.radius
+        cps, sps = np.cos(x[..., 2]), np.sin(x[..., 2])
+        cph, sph = np.cos(x[..., 3]), np.sin(x[..., 3])
+        dpsi, dphi, dth = xd[..., 2], xd[..., 3], xd[..., 4]
+        return R * np.stack([
+            -cps * dpsi * dphi + sps * cph * dpsi * dth + cps * sph * dphi * dth,
+            -sps * dpsi * dphi - cps * cph * dpsi * dth + sps * sph * dphi * dth], axis=-1)
+
+    def chart_margin(self, x) -> np.ndarray:
+        """``cos(lean) - cos(LEAN_LIMIT)``: positive while the Z-X-Y chart is usable."""
+        return np.cos(np.asarray(x)[..., 3]) - np.cos(LEAN_LIMIT)
+
+    def rechart(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
+        """The same physical state in a fresh ball chart (lean = roll = 0), see :meth:`BallPlate.rechart`."""
+        x = np.array(x, dtype=float)
+        xd = np.array(xd, dtype=float)
+        xb, xdb = self.quasi_static().rechart(x[:5], xd[:5])
+        x[:5], xd[:5] = xb, xdb
+        return x, xd
+
+
+class MovingPlateBallPlate(_MovingPlateBase):
+    r"""Ball on a plate whose motion is prescribed: inputs are the plate's angular accelerations.
+
+    n = 7 coordinates ``(contact_x, contact_y, yaw, lean, roll, alpha, beta)``
+    (8 with ``plate_spin``), l = 2 rolling constraints, inputs
+    ``(alpha_acc, beta_acc[, plate_spin_acc])`` in rad/s^2 with
+    :math:`\ddot q_p = u` exactly (see the module docstring for M and Q).
+
+    Parameters
+    ----------
+    params : MovingPlateParameters, optional
+
+    Examples
+    --------
+    >>> import numpy as np, ballctl
+    >>> from ballctl.plants.ball_plate_moving import MovingPlateBallPlate
+    >>> plant = MovingPlateBallPlate()
+    >>> x = np.zeros(7); xd = np.zeros(7)
+    >>> ballctl.check_system(plant, x, xd, [0.1, -0.2])
+    []
+    """
+
+    name = "ball_plate_moving"
+    input_suffix = "_acc"
+
+    def mass_matrix(self, x, u=None) -> np.ndarray:
+        """Block-diagonal ``M(x) = diag(M_bb, I)``, shape (..., n, n)."""
+        x = np.asarray(x)
+        M_ball, _ = self._ball_mass_and_forces(x, np.zeros(x.shape, dtype=np.result_type(x, float)))
+        M = np.zeros_like(M_ball)
+        M[..., :5, :5] = M_ball[..., :5, :5]
+        idx = np.arange(5, self.n_coordinates)
+        M[..., idx, idx] = 1.0
+        return M
+
+    def forces(self, x, xd, u) -> np.ndarray:
+        """``Q = (Q_ball,b - M_bp u, u)``, shape (..., n)."""
+        u = np.asarray(u)
+        M_ball, Q_ball = self._ball_mass_and_forces(x, xd)
+        Qb = Q_ball[..., :5] - np.einsum("...ij,...j->...i", M_ball[..., :5, 5:], u)
+        return np.concatenate([Qb, u + 0.0 * Q_ball[..., 5:]], axis=-1)
+
+
+class ServoPlateBallPlate(_MovingPlateBase):
+    r"""Two bodies: the ball and a plate with inertia driven by position servos (commanded angles).
+
+    n = 7 (or 8) coordinates as :class:`MovingPlateBallPlate`; inputs the
+    commanded plate angles ``(alpha_cmd, beta_cmd[, plate_spin_cmd])`` in rad,
+    which is what hardware takes. See the module docstring for the servo law.
+
+    Parameters
+    ----------
+    params : MovingPlateParameters, optional
+    servo : ServoParameters, optional
+    """
+
+    name = "ball_plate_servo"
+    input_suffix = "_cmd"
+
+    def __init__(self, params: MovingPlateParameters | None = None, servo: ServoParameters | None = None) -> None:
+        super().__init__(params)
+        if servo is None:
+            servo = ServoParameters()
+        if not isinstance(servo, ServoParameters):
+            raise ValueError(f"servo must be a ServoParameters, got {type(servo).__name__}")
+        self.servo = servo
+        self._J = np.diag(servo.plate_inertia)
+        self._axis_inertia = np.array(servo.plate_inertia[: self.n_plate])
+
+    def mass_matrix(self, x, u=None) -> np.ndarray:
+        """``M_ball + G_p^T J G_p`` in the plate block, shape (..., n, n)."""
+        x = np.asarray(x)
+        M, _ = self._ball_mass_and_forces(x, np.zeros(x.shape, dtype=np.result_type(x, float)))
+        Gp = plate_kinematics(x[..., 5:], 0.0 * x[..., 5:], 1.0)[0]
+        M[..., 5:, 5:] += np.swapaxes(Gp, -1, -2) @ self._J @ Gp
+        return M
+
+    def servo_torque(self, x, xd, u) -> np.ndarray:
+        """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p)."""
+        x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
+        sv = self.servo
+        err = u - x[..., 5:]
+        if sv.max_rate is None:
+            rate = sv.position_gain * err
+        else:
+            rate = sv.max_rate * np.tanh(sv.position_gain * err / sv.max_rate)
+        tau = self._axis_inertia * sv.rate_gain * (rate - xd[..., 5:])
+        if sv.max_torque is not None:
+            tau = sv.max_torque * np.tanh(tau / sv.max_torque)
+        return tau
+
+    def commands_for_torque(self, x, xd, tau) -> np.ndarray:
+        """Invert :meth:`servo_torque`: the commanded angles that produce ``tau``, shape (..., n_p).
+
+        Raises ``ValueError`` when the torque or the implied rate set-point
+        reaches a servo limit.
+        """
+        x, xd, tau = np.asarray(x, float), np.asarray(xd, float), np.asarray(tau, float)
+        sv = self.servo
+        if sv.max_torque is not None:
+            if np.any(np.abs(tau) >= sv.max_torque):
+                raise ValueError(f"the required torque {np.abs(tau).max():.4g} N m reaches max_torque "
+                                 f"= {sv.max_torque} N m")
+            tau = sv.max_torque * np.arctanh(tau / sv.max_torque)
+        rate = xd[..., 5:] + tau / (self._axis_inertia * sv.rate_gain)
+        if sv.max_rate is not None:
+            if np.any(np.abs(rate) >= sv.max_rate):
+                raise ValueError(f"the required rate set-point {np.abs(rate).max():.4g} rad/s reaches "
+                                 f"max_rate = {sv.max_rate} rad/s")
+            rate = sv.max_rate * np.arctanh(rate / sv.max_rate)
+        return x[..., 5:] + rate / sv.position_gain
+
+    def plate_kinetic_energy(self, x, xd) -> np.ndarray:
+        """Kinetic energy of the plate ``1/2 Omega^T J Omega`` in J."""
+        Om = self.plate_angular_velocity(x, xd)
+        return 0.5 * np.einsum("...i,ij,...j->...", Om, self._J, Om)
+
+    def plate_forces(self, x, xd) -> np.ndarray:
+        """Plate gyroscopic and velocity terms ``-G_p^T (J Gdot_p qd_p + Omega x J Omega)``, shape (..., n_p)."""
+        x, xd = np.asarray(x), np.asarray(xd)
+        Gp, Om, Gpdot_qd, _ = plate_kinematics(x[..., 5:], xd[..., 5:], 1.0)
+        JOm = np.einsum("ij,...j->...i", self._J, Om)
+        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + _cross(Om, JOm)
+        return -np.einsum("...ji,...j->...i", Gp, inner)
+
+    def forces(self, x, xd, u) -> np.ndarray:
+        """``Q_ball`` plus the plate's velocity terms and the servo torques, shape (..., n)."""
+        _, Q = self._ball_mass_and_forces(x, xd)
+        Q = Q + 0.0 * np.asarray(u).sum(axis=-1)[..., None]
+        Q[..., 5:] += self.plate_forces(x, xd) + self.servo_torque(x, xd, u)
+        return Q
