@@ -101,12 +101,12 @@ class PartitionComparison:
             if not r.admissible:
                 lines.append(f"{ai:<30} {ad:<24} {'-':>9} {'-':>9} {'-':>9} {'-':>10} {'-':>11}  not admissible: {r.reason}")
                 continue
-            full = f"{r.full.rank}/{r.full.n_states}"
-            dyn = f"{r.dynamic.rank}/{r.dynamic.n_states}"
             if r.nearly_singular:
                 lines.append(f"{ai:<30} {ad:<24} {'-':>9} {'-':>9} {'-':>9} {r.ddd_condition:10.2e} {'-':>11}  "
                              "nearly singular between samples: not usable")
                 continue
+            full = f"{r.full.rank}/{r.full.n_states}"
+            dyn = f"{r.dynamic.rank}/{r.dynamic.n_states}"
             weakest = ", ".join(f"{w:+.2f} {n}" for n, w in r.dynamic.directions[0][:3])
             lines.append(f"{ai:<30} {ad:<24} {full:>9} {dyn:>9} {r.coupling:9.2e} {r.ddd_condition:10.2e} "
                          f"{r.dynamic.condition_number:11.3e}  {weakest}")
@@ -174,8 +174,12 @@ def compare_partitions(system: ConstrainedSystem, reference: Reference, times, *
         dynamic = _scaled_gramian(disc.Ad[:, dyn_idx][:, :, dyn_idx], disc.Bd[:, dyn_idx],
                                   ltv.state_names[:2 * nai], rank_rtol)
         rows.append(PartitionRow(part, True, "", full, coupling, dynamic, ddd))
-    rows.sort(key=lambda r: (not r.admissible or r.nearly_singular, -(r.dynamic.rank / r.dynamic.n_states) if r.admissible else 0,
-                             r.coupling if r.admissible else 0))
+    def order(r: PartitionRow):
+        usable = r.admissible and not r.nearly_singular
+        return (not usable, -(r.dynamic.rank / r.dynamic.n_states) if usable else 0.0,
+                r.coupling if usable else 0.0)
+
+    rows.sort(key=order)
     return PartitionComparison(tuple(rows), float(times[0]), float(times[-1]), dt)
 
 

@@ -150,7 +150,9 @@ def test_infeasible_paths_and_chart_edge_are_refused():
     with pytest.raises(ballctl.InfeasibleReferenceError, match="at t=.*k_b\\*g"):
         ballctl.PathMotion(plant, ballctl.FigureEightPath(0.5, 6.0), duration=2.0)
     with pytest.raises(ballctl.ChartSingularityError, match="lean reaches 89 deg at t = "):
-        ballctl.PathMotion(plant, ballctl.FigureEightPath(0.3, 0.8), duration=30.0)
+        # heading across the initial velocity: the ball must lean over at once
+        ballctl.PathMotion(plant, ballctl.FigureEightPath(0.3, 0.8), duration=30.0,
+                           initial_orientation=(3 * np.pi / 4, 0.0, 0.0))
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
     pm = ballctl.PathMotion(plant, ballctl.CirclePath(0.5, 1.0), duration=1.0)
     with pytest.raises(ValueError, match="must lie in the reference's interval"):

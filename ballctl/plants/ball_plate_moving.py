@@ -388,6 +388,30 @@ class _MovingPlateBase(ConstrainedSystem):
         return (np.einsum("...ij,...j->...i", M, np.asarray(xdd)) - Q)[..., 5:]
 
     # ------------------------------------------------------------ interface
+    def _mass_and_forces(self, x, xd, u):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def mass_matrix(self, x, u=None) -> np.ndarray:
+        """Mass matrix ``M(x)``, shape (..., n, n) (see the class docstring)."""
+        x = np.asarray(x)
+        zero = np.zeros(x.shape, dtype=np.result_type(x, float))
+        return self._mass_and_forces(x, zero, np.zeros(x.shape[:-1] + (self.n_plate,)))[0]
+
+    def forces(self, x, xd, u) -> np.ndarray:
+        """Generalized forces ``Q(x, xd, u)``, shape (..., n) (see the class docstring)."""
+        return self._mass_and_forces(x, xd, u)[1]
+
+    def accelerations(self, x, xd, u, *, stabilization: tuple[float, float] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`ConstrainedSystem.accelerations`, with M and Q built in one pass."""
+        x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
+        M, Q = self._mass_and_forces(x, xd, u)
+        D = self.constraint_jacobian(x)
+        rhs_c = -self.constraint_bias(x, xd)
+        if stabilization is not None:
+            rhs_c = rhs_c - 2.0 * stabilization[0] * (D @ xd)
+        return self._solve_kkt(M, D, Q, rhs_c)
+
     def holonomic(self, x) -> np.ndarray:
         """No holonomic constraints: shape (..., 0)."""
         x = np.asarray(x)
@@ -458,22 +482,16 @@ class MovingPlateBallPlate(_MovingPlateBase):
     name = "ball_plate_moving"
     input_suffix = "_acc"
 
-    def mass_matrix(self, x, u=None) -> np.ndarray:
-        """Block-diagonal ``M(x) = diag(M_bb, I)``, shape (..., n, n)."""
-        x = np.asarray(x)
-        M_ball, _ = self._ball_mass_and_forces(x, np.zeros(x.shape, dtype=np.result_type(x, float)))
+    def _mass_and_forces(self, x, xd, u):
+        """``M = diag(M_bb, I)`` and ``Q = (Q_ball,b - M_bp u, u)``."""
+        u = np.asarray(u)
+        M_ball, Q_ball = self._ball_mass_and_forces(x, xd)
         M = np.zeros_like(M_ball)
         M[..., :5, :5] = M_ball[..., :5, :5]
         idx = np.arange(5, self.n_coordinates)
         M[..., idx, idx] = 1.0
-        return M
-
-    def forces(self, x, xd, u) -> np.ndarray:
-        """``Q = (Q_ball,b - M_bp u, u)``, shape (..., n)."""
-        u = np.asarray(u)
-        M_ball, Q_ball = self._ball_mass_and_forces(x, xd)
         Qb = Q_ball[..., :5] - np.einsum("...ij,...j->...i", M_ball[..., :5, 5:], u)
-        return np.concatenate([Qb, u + 0.0 * Q_ball[..., 5:]], axis=-1)
+        return M, np.concatenate([Qb, u + 0.0 * Q_ball[..., 5:]], axis=-1)
 
 
 class ServoPlateBallPlate(_MovingPlateBase):
@@ -502,13 +520,17 @@ class ServoPlateBallPlate(_MovingPlateBase):
         self._J = np.diag(servo.plate_inertia)
         self._axis_inertia = np.array(servo.plate_inertia[: self.n_plate])
 
-    def mass_matrix(self, x, u=None) -> np.ndarray:
-        """``M_ball + G_p^T J G_p`` in the plate block, shape (..., n, n)."""
-        x = np.asarray(x)
-        M, _ = self._ball_mass_and_forces(x, np.zeros(x.shape, dtype=np.result_type(x, float)))
-        Gp = plate_kinematics(x[..., 5:], 0.0 * x[..., 5:], 1.0)[0]
+    def _mass_and_forces(self, x, xd, u):
+        """``M_ball + G_p^T J G_p`` (plate block) and ``Q_ball`` + plate terms + servo torques."""
+        x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
+        M, Q = self._ball_mass_and_forces(x, xd)
+        Gp, Om, Gpdot_qd, _ = plate_kinematics(x[..., 5:], xd[..., 5:], 1.0)
         M[..., 5:, 5:] += np.swapaxes(Gp, -1, -2) @ self._J @ Gp
-        return M
+        JOm = np.einsum("ij,...j->...i", self._J, Om)
+        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + _cross(Om, JOm)
+        Q = Q + 0.0 * u.sum(axis=-1)[..., None]
+        Q[..., 5:] += -np.einsum("...ji,...j->...i", Gp, inner) + self.servo_torque(x, xd, u)
+        return M, Q
 
     def servo_torque(self, x, xd, u) -> np.ndarray:
         """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p)."""
@@ -558,9 +580,3 @@ class ServoPlateBallPlate(_MovingPlateBase):
         inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + _cross(Om, JOm)
         return -np.einsum("...ji,...j->...i", Gp, inner)
 
-    def forces(self, x, xd, u) -> np.ndarray:
-        """``Q_ball`` plus the plate's velocity terms and the servo torques, shape (..., n)."""
-        _, Q = self._ball_mass_and_forces(x, xd)
-        Q = Q + 0.0 * np.asarray(u).sum(axis=-1)[..., None]
-        Q[..., 5:] += self.plate_forces(x, xd) + self.servo_torque(x, xd, u)
-        return Q
