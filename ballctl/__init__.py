@@ -18,3 +18,6 @@ from .closed_loop import ClosedLoopResult, RigLimits, simulate_closed_loop
 from .tracking import TrackingController, design_tracking_lqr
 from . import rails
 from .plants import PointMass, RollingBall, RollingBallParameters, RollingBallSystem, RollingDisk, RollingDiskParameters
+from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
+                              transition_matrix)
+from .partition_study import compare_partitions

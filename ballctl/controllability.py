@@ -838,7 +838,7 @@ def _sm_blocks(dA: np.ndarray, dB: np.ndarray, order: int) -> list[np.ndarray]:
 
 def silverman_meadows(system: LTVSystem | LTVCallables, times, *, order: int | None = None,
                       period: float | None = None, rank_rtol: float = SM_RANK_RTOL,
-                      stencil_stride: int = 1) -> SilvermanMeadowsReport:
+                      stencil_stride: int = 1, balance: bool = True) -> SilvermanMeadowsReport:
     r"""Silverman–Meadows rank test of controllability at the given times.
 
     .. math::
@@ -870,6 +870,14 @@ def silverman_meadows(system: LTVSystem | LTVCallables, times, *, order: int | N
         Relative rank tolerance on the singular values (default 1e-6). The
         blocks :math:`B_j` carry units of B per s^j: scale time so that the
         blocks are comparable if they differ by many orders of magnitude.
+    balance : bool
+        Before the rank decision, scale block :math:`B_j` by :math:`\tau^j`
+        with :math:`\tau = 1/\max_t\|A(t)\|_2` (a time unit that makes the
+        blocks comparable) and every row to unit largest entry (states in
+        different units). Both scalings leave the exact rank unchanged and
+        keep the numerical rank from being swamped by the largest block;
+        the singular values reported are those of the balanced matrix and the
+        uncontrollable directions are mapped back to the original states.
     stencil_stride : int
         For samples differentiated by local polynomials (not periodic and
         uniform): use every ``stencil_stride``-th sample. Rounding and noise
@@ -905,7 +913,22 @@ def silverman_meadows(system: LTVSystem | LTVCallables, times, *, order: int | N
     blocks = _sm_blocks(dA, dB, order)
     Q = np.concatenate(blocks, axis=-1)                                   # (T, N, (k+1) nu)
     N, T = coef.N, times.shape[0]
-    U, s, _ = np.linalg.svd(Q, full_matrices=True)
+    Qb = Q
+    row_scale = np.ones((T, N))
+    if balance:
+        normA = float(max(np.linalg.norm(a, 2) for a in dA[0])) if len(dA) else 0.0
+        tau = 1.0 / normA if normA > 0 else 1.0
+        nu = blocks[0].shape[-1]
+        col = np.repeat(tau ** np.arange(order + 1), nu)
+        Qb = Q * col
+        rmax = np.max(np.abs(Qb), axis=-1)
+        row_scale = np.where(rmax > 0, 1.0 / np.where(rmax > 0, rmax, 1.0), 1.0)
+        Qb = Qb * row_scale[:, :, None]
+    U, s, _ = np.linalg.svd(Qb, full_matrices=True)
+    if balance:
+        # a left null vector v of S Q gives S v for Q: map and renormalize
+        U = U * row_scale[:, :, None]
+        U = U / np.linalg.norm(U, axis=1, keepdims=True)
     sv = np.zeros((T, N))
     sv[:, :s.shape[1]] = s[:, :N]
     ranks = np.array([int(np.sum(row > rank_rtol * row[0])) if row[0] > 0 else 0 for row in sv])

@@ -39,3 +39,32 @@ def test_cli_partitions(capsys):
     assert main(["partitions", "--radius", "0.3", "--omega", "1.2", "--dt", "0.02"]) == 0
     out = capsys.readouterr().out
     assert "contact_x, contact_y, yaw" in out and "6/6" in out
+
+
+def test_silverman_meadows_and_floquet_along_the_circle():
+    # spectral derivatives of the periodic samples (uniform, one period)
+    plant = ballctl.BallPlate()
+    ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
+    T = ref.period
+    for independent, admissible, rank in [(["contact_x", "contact_y", "yaw"], ["lean", "roll"], 6),
+                                          (["yaw", "lean", "roll"], ["contact_x", "contact_y"], 5)]:
+        part = ballctl.Partition.from_coordinates(plant, independent, admissible)
+        ltv = ballctl.linearize(plant, ref, np.linspace(0, T, 257), part)
+        sub = ltv.select_states(part.state_names[:6])
+        sm = ballctl.silverman_meadows(sub, [0.3, 1.7, 4.0], period=T)
+        assert list(sm.ranks) == [rank] * 3
+        pc = ballctl.periodic_controllability(sub)
+        assert pc.gramian.rank == rank
+        # every Floquet multiplier is 1: the uncontrolled motion along the circle neither grows nor decays
+        np.testing.assert_allclose(np.abs(ballctl.monodromy(sub).multipliers), 1.0, atol=1e-6)
+    # the unreachable direction is the linearized spin yaw' + sin(lean0) roll' + Omega cos(lean0) lean
+    expected = np.array([1.0, np.sin(ref.lean), ref.roll_rate * np.cos(ref.lean)])
+    expected /= np.linalg.norm(expected)
+    U = sm.left_singular_vectors[0][:, -1]
+    names = sub.state_names
+    got = np.array([U[names.index(n)] for n in ("yaw_rate", "roll_rate", "lean")])
+    got *= np.sign(got[2])
+    # spectral derivatives of 256 samples: the null vector to ~1e-6
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    others = [U[names.index(n)] for n in names if n not in ("yaw_rate", "roll_rate", "lean")]
+    assert np.abs(others).max() < 1e-6

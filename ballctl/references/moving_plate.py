@@ -1,0 +1,387 @@
+r"""Dynamic inversion on the exact moving-plate model: plate angles that respect their own rates.
+
+On a turning plate (:mod:`ballctl.plants.ball_plate_moving`) the contact point
+no longer accelerates at :math:`k_b g_p[:2]`: Newton's and Euler's equations of
+the ball in the plate frame (rolling :math:`\dot s = w\times R e_z`, absolute
+angular velocity :math:`\omega_b = w + \Omega`, Euler's equation
+:math:`I(\dot\omega_b + \Omega\times\omega_b) = -R e_z\times F`) give, after
+eliminating the contact force :math:`F = m(a - g_p)`,
+
+.. math::
+
+    \ddot s_\parallel = k_b\,(g_p - c)_\parallel
+        - \frac{I R}{I + mR^2}\big[(\Omega\times\omega_b + \dot\Omega)\times e_z\big]_\parallel,
+    \qquad c = \dot\Omega\times s + 2\Omega\times\dot s + \Omega\times(\Omega\times s),
+
+.. math::
+
+    \dot\sigma = -(\Omega\times\omega_b)_z, \qquad \sigma = \omega_{b,z},
+
+with :math:`s = (x_C, y_C, R + d)`, :math:`k_b = mR^2/(I + mR^2)` and
+:math:`\Omega = G_p(\alpha, \beta)(\dot\alpha, \dot\beta)`,
+:math:`\dot\Omega = G_p(\ddot\alpha, \ddot\beta) + \dot G_p(\dot\alpha,\dot\beta)`.
+The in-plane components of :math:`\omega_b` follow from the path
+(:math:`w_\parallel = (-\dot y_C, \dot x_C)/R`), so for a prescribed periodic
+contact path :math:`(x_C, y_C)(t)` these are three ODE-like equations in the
+unknown periodic functions :math:`\alpha, \beta` and the ball's spin
+:math:`\sigma` about the plate normal (no longer conserved when the plate
+turns). They are solved by Fourier collocation at N points of one period
+(spectral differentiation matrices) with Gauss-Newton on the exact
+complex-step Jacobian; the mean spin is prescribed (it is a free constant of
+the motion). The ball's orientation then follows by integrating the rolling
+kinematics once, as in :class:`~ballctl.PathMotion`.
+
+For the servo plant the commanded angles follow from the plate's equations:
+the torque the servo must supply is :math:`(M\ddot x - Q_{no\,servo})_p` and
+the servo law is inverted (:meth:`ServoPlateBallPlate.commands_for_torque`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from .._errors import ChartSingularityError, InfeasibleReferenceError
+from .._validation import as_vector, check_finite_scalar, check_positive
+from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate, _cross, plate_kinematics
+from .base import Reference, ReferenceSample
+from .circular import LEAN_LIMIT, CircularMotion
+from .inversion import plate_angles_for_acceleration
+from .paths import CirclePath, _evaluate_path
+
+__all__ = ["MovingPlateMotion", "exact_circular_motion", "spectral_derivative_matrices"]
+
+
+def spectral_derivative_matrices(n_points: int, period: float) -> tuple[np.ndarray, np.ndarray]:
+    """Real matrices ``D1, D2`` (shape (N, N)) differentiating a periodic function sampled at N points.
+
+    ``f' = D1 @ f`` and ``f'' = D2 @ f`` exactly for trigonometric polynomials
+    of degree < N/2 (the Nyquist mode is kept as a cosine: zero first
+    derivative at the samples).
+    """
+    n = int(n_points)
+    k = np.fft.fftfreq(n, d=1.0 / n) * (2.0 * np.pi / period)
+    k1 = k.copy()
+    if n % 2 == 0:
+        k1[n // 2] = 0.0
+        k[n // 2] = np.pi * n / period
+    eye = np.fft.fft(np.eye(n), axis=0)
+    D1 = np.real(np.fft.ifft(1j * k1[:, None] * eye, axis=0))
+    D2 = np.real(np.fft.ifft(-(k ** 2)[:, None] * eye, axis=0))
+    return D1, D2
+
+
+class _Fourier:
+    """Trigonometric interpolant of periodic samples with derivatives up to order 3."""
+
+    def __init__(self, values: np.ndarray, t0: float, period: float) -> None:
+        n = values.shape[0]
+        self.n, self.t0, self.period = n, t0, period
+        c = np.fft.rfft(values, axis=0) / n
+        weights = np.full(c.shape[0], 2.0)
+        weights[0] = 1.0
+        if n % 2 == 0:
+            weights[-1] = 1.0
+        self.c = c * weights.reshape((-1,) + (1,) * (values.ndim - 1))
+        self.k = np.arange(c.shape[0]) * 2.0 * np.pi / period
+        self.nyquist = n % 2 == 0
+
+    def __call__(self, t: np.ndarray, order: int = 0) -> np.ndarray:
+        phase = np.exp(1j * np.outer(t - self.t0, self.k))          # (K, modes)
+        factor = (1j * self.k) ** order
+        if self.nyquist and order % 2 == 1:
+            factor = factor.copy()
+            factor[-1] = 0.0
+        elif self.nyquist and order:
+            factor = factor.copy()
+            factor[-1] = (-1) ** (order // 2) * self.k[-1] ** order
+        return np.real(np.tensordot(phase * factor, self.c, axes=(1, 0)))
+
+
+class MovingPlateMotion(Reference):
+    r"""Reference along a periodic contact path, by dynamic inversion of the exact moving-plate model.
+
+    Parameters
+    ----------
+    plant : MovingPlateBallPlate or ServoPlateBallPlate
+        Without plate spin (two plate angles). For the prescribed plant the
+        reference inputs are the plate's angular accelerations; for the servo
+        plant they are the commanded plate angles.
+    path : callable
+        ``path(t) -> (p, v, a[, jerk])`` with a ``period`` attribute in s
+        (e.g. :func:`~ballctl.CirclePath`, :class:`~ballctl.references.paths.LissajousPath`).
+    spin : float
+        Mean over a period of the ball's spin about the plate normal
+        ``sigma = omega_b . e_z`` in rad/s (the conserved spin of the
+        quasi-static model).
+    duration : float
+        Length in s of ``[t0, t0 + duration]`` on which the ball's orientation
+        is integrated and the reference is defined.
+    t0 : float
+        Start time in s.
+    initial_orientation : (yaw, lean, roll), optional
+        Ball angles at ``t0`` in rad (default: yaw along the velocity, lean and roll 0).
+    n_collocation : int
+        Collocation points per period (even, >= 8).
+    tol : float
+        Gauss-Newton stops when the largest residual is below ``tol`` (m/s^2 and rad/s^2).
+    max_iter : int
+        Gauss-Newton iterations allowed.
+
+    Attributes
+    ----------
+    residuals : dict
+        ``contact_acceleration`` (m/s^2): largest difference between the
+        plant's contact acceleration and the path's along the reference at the
+        collocation points and at midpoints; ``spin`` (rad/s^2): same for the
+        spin equation; ``collocation`` the solver's final residual;
+        ``iterations``.
+    spin_drift : float
+        Mean over a period of the spin equation's right side in rad/s^2: the
+        secular change of the ball's spin that a periodic reference cannot
+        follow (zero for centred circles by symmetry; ~1e-5 rad/s^2 for
+        off-centre ones). The spin residual equals it.
+    quasi_static_difference : dict
+        Largest ``|alpha - alpha_qs|``, ``|beta - beta_qs|`` in rad over a
+        period, and the same relative to the quasi-static amplitude.
+
+    Raises
+    ------
+    InfeasibleReferenceError
+        If the path is not periodic, the quasi-static start is infeasible,
+        or Gauss-Newton does not reach ``tol``.
+    ChartSingularityError
+        If the ball's lean reaches ``LEAN_LIMIT`` within the duration.
+    """
+
+    def __init__(self, plant: MovingPlateBallPlate | ServoPlateBallPlate, path: Callable, *, spin: float,
+                 duration: float, t0: float = 0.0, initial_orientation: Sequence[float] | None = None,
+                 n_collocation: int = 64, tol: float = 1e-11, max_iter: int = 30) -> None:
+        if not isinstance(plant, (MovingPlateBallPlate, ServoPlateBallPlate)):
+            raise TypeError(f"plant must be a MovingPlateBallPlate or ServoPlateBallPlate, got {type(plant).__name__}")
+        if plant.n_plate != 2:
+            raise ValueError("the inversion needs a plant without plate spin (MovingPlateParameters(with_spin=False))")
+        if not callable(path):
+            raise TypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
+        period = getattr(path, "period", None)
+        if period is None:
+            raise InfeasibleReferenceError("the path must be periodic (a 'period' attribute in s)")
+        n_col = int(n_collocation)
+        if n_col < 8 or n_col % 2:
+            raise ValueError(f"n_collocation must be an even integer >= 8, got {n_collocation!r}")
+        self.system = plant
+        self.path = path
+        self.period = check_positive(period, "path.period", "s")
+        self.spin = check_finite_scalar(spin, "spin")
+        self.duration = check_positive(duration, "duration", "s")
+        self.t0 = check_finite_scalar(t0, "t0")
+        self.t_range = (self.t0, self.t0 + self.duration)
+        self.n_collocation = n_col
+        self._prescribed = MovingPlateBallPlate(plant.params)
+        self._solve(check_positive(tol, "tol"), int(max_iter))
+        _, v, _, _ = _evaluate_path(path, np.array([self.t0]))
+        if initial_orientation is None:
+            v0 = v[0]
+            yaw0 = float(np.arctan2(-v0[0], v0[1])) if np.hypot(*v0) > 1e-12 else 0.0
+            initial_orientation = (yaw0, 0.0, 0.0)
+        self.initial_orientation = tuple(as_vector(initial_orientation, "initial_orientation", 3))
+        if abs(self.initial_orientation[1]) >= LEAN_LIMIT:
+            raise ChartSingularityError(f"initial lean must satisfy |lean| < {np.rad2deg(LEAN_LIMIT):.0f} deg")
+        self._orientation = self._integrate_orientation()
+        if isinstance(plant, ServoPlateBallPlate):
+            self._commands = _Fourier(self._servo_commands(self._grid), self.t0, self.period)
+        self.residuals["contact_acceleration"], self.residuals["spin"] = self._check_residuals()
+
+    # ------------------------------------------------------------------ solve
+    def _ball_constants(self):
+        b = self.system.params.ball
+        mr2 = b.mass * b.radius ** 2
+        return b.radius, b.rolling_gain, b.ball_inertia * b.radius / (b.ball_inertia + mr2), b.gravity
+
+    def _contact_model(self, qp, qpd, qpdd, sigma, p, v):
+        """Predicted contact acceleration (..., N, 2) and spin rate (..., N) of the module docstring."""
+        R, k_b, c_rot, g = self._ball_constants()
+        Gp, Om, Gpdot_qd, g_plate = plate_kinematics(qp, qpd, g)
+        Omd = np.einsum("...ij,...j->...i", Gp, qpdd) + Gpdot_qd
+        zero = 0.0 * Om[..., 0]
+        d = self.system.params.pivot_depth
+        s = np.stack([p[:, 0] + zero, p[:, 1] + zero, zero + R + d], axis=-1)
+        sd = np.stack([v[:, 0] + zero, v[:, 1] + zero, zero], axis=-1)
+        wb = np.stack([-v[:, 1] / R + Om[..., 0], v[:, 0] / R + Om[..., 1], sigma + zero], axis=-1)
+        c = _cross(Omd, s) + 2.0 * _cross(Om, sd) + _cross(Om, _cross(Om, s))
+        gyro = _cross(Om, wb) + Omd
+        acc = k_b * (g_plate[..., :2] - c[..., :2]) - c_rot * np.stack([gyro[..., 1], -gyro[..., 0]], axis=-1)
+        return acc, -_cross(Om, wb)[..., 2]
+
+    def _residual(self, z, p, v, a):
+        N = self.n_collocation
+        alpha, beta, sigma = z[..., :N], z[..., N:2 * N], z[..., 2 * N:]
+        qp = np.stack([alpha, beta], axis=-1)
+        qpd = np.stack([alpha @ self._D1.T, beta @ self._D1.T], axis=-1)
+        qpdd = np.stack([alpha @ self._D2.T, beta @ self._D2.T], axis=-1)
+        acc, dsigma = self._contact_model(qp, qpd, qpdd, sigma, p, v)
+        r_acc = (acc - a).reshape(acc.shape[:-2] + (2 * N,))
+        # the mean of the spin equation is the secular spin drift (zero for centred circles): a
+        # periodic reference can only satisfy the equation up to it, which is reported
+        r_spin = sigma @ self._D1.T - (dsigma - np.mean(dsigma, axis=-1, keepdims=True))
+        r_mean = np.mean(sigma, axis=-1, keepdims=True) - self.spin
+        return np.concatenate([r_acc, r_spin, r_mean], axis=-1)
+
+    def _solve(self, tol: float, max_iter: int) -> None:
+        N, T = self.n_collocation, self.period
+        grid = self.t0 + T * np.arange(N) / N
+        self._grid = grid
+        self._D1, self._D2 = spectral_derivative_matrices(N, T)
+        p, v, a, j = _evaluate_path(self.path, grid)
+        qs = self.system.quasi_static()
+        u_qs, _ = plate_angles_for_acceleration(qs, a, j, grid)
+        self._quasi_static_angles = u_qs
+        z = np.concatenate([u_qs[:, 0], u_qs[:, 1], np.full(N, self.spin)])
+        h = 1e-30
+        res = self._residual(z, p, v, a)
+        it = 0
+        for it in range(1, max_iter + 1):
+            Z = z[None, :] + 1j * h * np.eye(3 * N)
+            J = (self._residual(Z, p, v, a).imag / h).T            # (3N + 1, 3N)
+            dz = np.linalg.lstsq(J, -res, rcond=None)[0]
+            z = z + dz
+            res = self._residual(z, p, v, a)
+            if np.max(np.abs(res)) < tol and np.max(np.abs(dz)) < 1e-8:
+                break
+        worst = float(np.max(np.abs(res)))
+        if not np.all(np.isfinite(z)) or worst > max(tol, 1e-9):
+            raise InfeasibleReferenceError(
+                f"the exact-plate inversion did not converge: residual {worst:.3g} after {it} Gauss-Newton "
+                f"iterations (tol {tol:.3g}); slow down the path or raise n_collocation")
+        self._z = z
+        self._angles = _Fourier(np.stack([z[:N], z[N:2 * N]], axis=-1), self.t0, T)
+        self._sigma = _Fourier(z[2 * N:], self.t0, T)
+        diff = np.abs(np.stack([z[:N], z[N:2 * N]], axis=-1) - u_qs).max(axis=0)
+        amp = np.abs(u_qs).max(axis=0)
+        self.quasi_static_difference = {"alpha_rad": float(diff[0]), "beta_rad": float(diff[1]),
+                                        "alpha_relative": float(diff[0] / max(amp[0], 1e-300)),
+                                        "beta_relative": float(diff[1] / max(amp[1], 1e-300))}
+        qp = np.stack([z[:N], z[N:2 * N]], axis=-1)
+        _, dsig = self._contact_model(qp, self._D1 @ qp, self._D2 @ qp, z[2 * N:], p, v)
+        self.spin_drift = float(np.mean(dsig))
+        self.residuals = {"collocation": worst, "iterations": float(it)}
+
+    # ------------------------------------------------------------ orientation
+    def _relative_rates(self, t, angles, v, qp, qpd, sigma):
+        """``(yaw', lean', roll')`` from the rolling kinematics, shapes (K,)."""
+        R = self.system.params.ball.radius
+        _, Om, _, _ = plate_kinematics(qp, qpd, 1.0)
+        wx, wy, wz = -v[:, 1] / R, v[:, 0] / R, sigma - Om[:, 2]
+        yaw, lean = angles[:, 0], angles[:, 1]
+        cps, sps, cph, sph = np.cos(yaw), np.sin(yaw), np.cos(lean), np.sin(lean)
+        dlean = wx * cps + wy * sps
+        droll = (-wx * sps + wy * cps) / cph
+        dyaw = wz - droll * sph
+        return np.stack([dyaw, dlean, droll], axis=-1)
+
+    def _integrate_orientation(self):
+        def rates(t, y):
+            tt = np.array([t])
+            _, v, _, _ = _evaluate_path(self.path, tt)
+            return self._relative_rates(tt, y[None], v, self._angles(tt), self._angles(tt, 1), self._sigma(tt))[0]
+
+        def hit_limit(t, y):
+            return LEAN_LIMIT - abs(y[1])
+
+        hit_limit.terminal = True
+        span = (self.t0, self.t0 + max(self.duration, self.period))
+        sol = solve_ivp(rates, span, np.array(self.initial_orientation), method="DOP853", rtol=1e-12,
+                        atol=1e-12, dense_output=True, events=hit_limit)
+        if sol.status == 1:
+            t_hit = float(sol.t_events[0][0])
+            raise ChartSingularityError(
+                f"the ball's lean reaches {np.rad2deg(LEAN_LIMIT):.0f} deg at t = {t_hit:.4g} s; shorten "
+                f"duration below {t_hit - self.t0:.4g} s or change spin/initial_orientation")
+        return sol
+
+    def _states(self, t: np.ndarray):
+        """Full ``x, xd`` (K, 7), plate accelerations and jerks (K, 2), path acceleration (K, 2)."""
+        p, v, a, _ = _evaluate_path(self.path, t)
+        qp, qpd = self._angles(t), self._angles(t, 1)
+        ang = self._orientation.sol(t).T
+        rates = self._relative_rates(t, ang, v, qp, qpd, self._sigma(t))
+        x = np.concatenate([p, ang, qp], axis=1)
+        xd = np.concatenate([v, rates, qpd], axis=1)
+        return x, xd, self._angles(t, 2), self._angles(t, 3), a
+
+    def _accelerations(self, x, xd, acc):
+        xdd = np.empty_like(x)
+        lam = np.empty((x.shape[0], 2))
+        for i in range(x.shape[0]):
+            xdd[i], lam[i] = self._prescribed.accelerations(x[i], xd[i], acc[i])
+        return xdd, lam
+
+    def _servo_commands(self, t: np.ndarray) -> np.ndarray:
+        plant = self.system
+        x, xd, acc, _, _ = self._states(t)
+        xdd, _ = self._accelerations(x, xd, acc)
+        u0 = x[:, 5:]
+        M, Q = plant._mass_and_forces(x, xd, u0)
+        tau = (np.einsum("kij,kj->ki", M, xdd) - Q)[:, 5:] + plant.servo_torque(x, xd, u0)
+        return plant.commands_for_torque(x, xd, tau)
+
+    def _check_residuals(self) -> tuple[float, float]:
+        """Largest contact-acceleration and spin-rate mismatch of the DAE at grid and mid points of a period."""
+        N, T = self.n_collocation, self.period
+        t = self.t0 + T * np.arange(2 * N) / (2 * N)
+        s = self._evaluate(t)
+        _, _, _, _, a = self._states(t)
+        # spin sigma = yaw' + roll' sin(lean) + Omega_z and its derivative from the DAE's xdd
+        dsig = (s.xdd[:, 2] + s.xdd[:, 4] * np.sin(s.x[:, 3]) + s.xd[:, 4] * np.cos(s.x[:, 3]) * s.xd[:, 3]
+                + s.xdd[:, 5] * np.sin(s.x[:, 6]) + s.xd[:, 5] * np.cos(s.x[:, 6]) * s.xd[:, 6])
+        return float(np.abs(s.xdd[:, :2] - a).max()), float(np.abs(dsig - self._sigma(t, 1)).max())
+
+    # --------------------------------------------------------------- evaluate
+    def _evaluate(self, t: np.ndarray) -> ReferenceSample:
+        x, xd, acc, jerk, _ = self._states(t)
+        if isinstance(self.system, ServoPlateBallPlate):
+            u, ud = self._commands(t), self._commands(t, 1)
+            xdd = np.empty_like(x)
+            lam = np.empty((x.shape[0], 2))
+            for i in range(x.shape[0]):
+                xdd[i], lam[i] = self.system.accelerations(x[i], xd[i], u[i])
+        else:
+            u, ud = acc, jerk
+            xdd, lam = self._accelerations(x, xd, acc)
+        return ReferenceSample(t.copy(), x, xd, xdd, u, ud, lam)
+
+    def plate_angles(self, t) -> tuple[np.ndarray, np.ndarray]:
+        """Exact plate angles (K, 2) in rad and rates (K, 2) in rad/s at times t (periodic)."""
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        return self._angles(t), self._angles(t, 1)
+
+    def quasi_static_angles(self, t) -> np.ndarray:
+        """The quasi-static model's plate angles (K, 2) in rad along the same path."""
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        _, _, a, j = _evaluate_path(self.path, t)
+        return plate_angles_for_acceleration(self.system.quasi_static(), a, j, t)[0]
+
+    def summary(self) -> dict[str, float]:
+        out = {"period_s": self.period, "duration_s": self.duration, "spin_rad_s": self.spin,
+               "n_collocation": float(self.n_collocation)}
+        out.update({f"residual_{k}": v for k, v in self.residuals.items()})
+        out.update({f"quasi_static_difference_{k}": v for k, v in self.quasi_static_difference.items()})
+        return out
+
+
+def exact_circular_motion(plant: MovingPlateBallPlate | ServoPlateBallPlate, radius: float, omega: float,
+                          roll_rate: float, *, center=(0.0, 0.0), phase: float = 0.0, roll0: float = 0.0,
+                          duration: float | None = None, n_collocation: int = 64) -> MovingPlateMotion:
+    """The circular steady motion of :class:`~ballctl.CircularMotion` on the exact moving plate.
+
+    Same circle, same mean spin ``omega + roll_rate sin(lean0)`` and same
+    initial orientation as the quasi-static reference; the plate angles are
+    solved from the exact dynamics. ``duration`` defaults to one period.
+    """
+    qs = CircularMotion(plant.quasi_static(), radius, omega, roll_rate, center=center, phase=phase, roll0=roll0)
+    s0 = qs(0.0)
+    path = CirclePath(radius, omega, center=center, phase=phase)
+    return MovingPlateMotion(plant, path, spin=float(qs.spin), duration=duration or qs.period,
+                             initial_orientation=tuple(s0.x[0, 2:5]), n_collocation=n_collocation)
