@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-__all__ = ["save_figure", "plot_reference", "plot_tracking"]
+__all__ = ["save_figure", "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs",
+           "plot_error", "plot_constraints", "plot_tracking"]
 
 
 def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 120) -> Path:
@@ -54,41 +55,120 @@ def plot_reference(reference, t) -> Figure:
     return fig
 
 
-def plot_tracking(results: dict, title: str = "") -> Figure:
-    """The paper's tracking figures in one: path on the plate, contact coordinates, yaw, plate angles,
-    position error and constraint fulfilment, for one or more labelled :class:`ClosedLoopResult` runs."""
-    fig = Figure(figsize=(13, 8))
-    axes = fig.subplots(2, 3)
+def _figure_and_axes(ax, figsize=(6, 4.5)):
+    if ax is not None:
+        return ax.figure, ax
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots()
+
+
+def _index(result, name):
+    return result.coordinate_names.index(name)
+
+
+def plot_path(results: dict, *, ax=None) -> Figure:
+    """Contact point on the plate against the reference, for labelled ClosedLoopResult runs."""
+    fig, ax = _figure_and_axes(ax)
     first = next(iter(results.values()))
-    names = first.coordinate_names
-    ix, iy, iyaw = names.index("contact_x"), names.index("contact_y"), names.index("yaw")
-    ax = axes[0, 0]
+    ix, iy = _index(first, "contact_x"), _index(first, "contact_y")
     ax.plot(first.x_ref[:, ix], first.x_ref[:, iy], "k--", lw=1, label="reference")
     for label, r in results.items():
         ax.plot(r.x[:, ix], r.x[:, iy], lw=1.2, label=label)
+        ax.plot(r.x[0, ix], r.x[0, iy], "o", ms=4, color=ax.lines[-1].get_color())
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel("contact_x [m]")
     ax.set_ylabel("contact_y [m]")
-    ax.set_title("contact point on the plate")
+    ax.set_title("contact point on the plate (dot: start)")
     ax.legend(fontsize=7)
-    ax = axes[0, 1]
-    ax.plot(first.t, first.x_ref[:, ix], "k--", lw=1, label="x_C reference")
-    ax.plot(first.t, first.x_ref[:, iy], "k:", lw=1, label="y_C reference")
+    return fig
+
+
+def plot_coordinates(results: dict, names=("contact_x", "contact_y", "yaw"), *, axes=None) -> Figure:
+    """Coordinates against their references over time (metres, or degrees for angles)."""
+    first = next(iter(results.values()))
+    if axes is None:
+        fig = Figure(figsize=(5 * len(names), 3.8))
+        axes = np.atleast_1d(fig.subplots(1, len(names)))
+    else:
+        fig = axes[0].figure
+    for ax, name in zip(axes, names):
+        i = _index(first, name)
+        angle = name not in ("contact_x", "contact_y")
+        conv = np.rad2deg if angle else (lambda v: v)
+        ax.plot(first.t, conv(first.x_ref[:, i]), "k--", lw=1, label="reference")
+        for label, r in results.items():
+            ax.plot(r.t, conv(r.x[:, i]), lw=1, label=label)
+        ax.set_xlabel("time [s]")
+        ax.set_ylabel(f"{name} [{'deg' if angle else 'm'}]")
+        ax.set_title(name)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def plot_lean_roll(results: dict) -> Figure:
+    """The ball's lean and roll (dependent coordinates, recovered from the rolling constraints)."""
+    return plot_coordinates(results, ("lean", "roll"))
+
+
+def plot_inputs(results: dict) -> Figure:
+    """Plate angles against their references and the plate angular rates (degrees, deg/s)."""
+    fig = Figure(figsize=(11, 4))
+    ax1, ax2 = fig.subplots(1, 2)
+    first = next(iter(results.values()))
+    for i, name in enumerate(first.input_names):
+        ax1.plot(first.t, np.rad2deg(first.u_ref[:, i]), "k--" if i == 0 else "k:", lw=1, label=f"{name} reference")
     for label, r in results.items():
-        ax.plot(r.t, r.x[:, ix], lw=1, label=f"x_C {label}")
-        ax.plot(r.t, r.x[:, iy], lw=1, label=f"y_C {label}")
-    ax.set_xlabel("time [s]")
-    ax.set_ylabel("[m]")
-    ax.set_title("contact coordinates")
-    ax.legend(fontsize=6, ncol=2)
-    ax = axes[0, 2]
-    ax.plot(first.t, np.rad2deg(first.x_ref[:, iyaw]), "k--", lw=1, label="reference")
+        for i, name in enumerate(r.input_names):
+            ax1.plot(r.t, np.rad2deg(r.u[:, i]), lw=1, label=f"{name} {label}")
+            if len(r.t) > 1:
+                ax2.plot(r.t[:-1], np.rad2deg(np.diff(r.u[:, i]) / np.diff(r.t)), lw=1, label=f"{name} {label}")
+    ax1.set_xlabel("time [s]")
+    ax1.set_ylabel("plate angle [deg]")
+    ax1.set_title("plate angles")
+    ax1.legend(fontsize=6, ncol=2)
+    ax2.set_xlabel("time [s]")
+    ax2.set_ylabel("plate rate [deg/s]")
+    ax2.set_title("plate angular rates (command steps / dt)")
+    ax2.legend(fontsize=6, ncol=2)
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_error(results: dict, *, ax=None) -> Figure:
+    """Distance of the contact point from its reference (log scale)."""
+    fig, ax = _figure_and_axes(ax)
     for label, r in results.items():
-        ax.plot(r.t, np.rad2deg(r.x[:, iyaw]), lw=1, label=label)
+        ax.semilogy(r.t, np.maximum(r.position_error, 1e-12), lw=1, label=label)
     ax.set_xlabel("time [s]")
-    ax.set_ylabel("yaw [deg]")
-    ax.set_title("yaw")
+    ax.set_ylabel("distance to reference [m]")
+    ax.set_title("tracking error")
+    ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
+    return fig
+
+
+def plot_constraints(results: dict, *, ax=None) -> Figure:
+    """Fulfilment of the nonholonomic constraints, max |D(x) xd| (nonlinear runs)."""
+    fig, ax = _figure_and_axes(ax)
+    for label, r in results.items():
+        if r.model == "nonlinear" and r.velocity_residual.size:
+            ax.semilogy(r.t, np.maximum(np.abs(r.velocity_residual).max(axis=1), 1e-18), lw=1, label=label)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("max |D(x) xd| [m/s]")
+    ax.set_title("nonholonomic constraint fulfilment")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def plot_tracking(results: dict, title: str = "") -> Figure:
+    """Overview: path, x_C/y_C/yaw, plate angles, error and constraints for labelled runs."""
+    fig = Figure(figsize=(13, 8))
+    axes = fig.subplots(2, 3)
+    plot_path(results, ax=axes[0, 0])
+    plot_coordinates(results, ("contact_x", "yaw"), axes=[axes[0, 1], axes[0, 2]])
+    first = next(iter(results.values()))
     ax = axes[1, 0]
     for i, name in enumerate(first.input_names):
         ax.plot(first.t, np.rad2deg(first.u_ref[:, i]), "k--" if i == 0 else "k:", lw=1, label=f"{name} reference")
@@ -99,22 +179,8 @@ def plot_tracking(results: dict, title: str = "") -> Figure:
     ax.set_ylabel("plate angle [deg]")
     ax.set_title("plate angles")
     ax.legend(fontsize=6, ncol=2)
-    ax = axes[1, 1]
-    for label, r in results.items():
-        ax.semilogy(r.t, np.maximum(r.position_error, 1e-12), lw=1, label=label)
-    ax.set_xlabel("time [s]")
-    ax.set_ylabel("distance to reference [m]")
-    ax.set_title("tracking error")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
-    ax = axes[1, 2]
-    for label, r in results.items():
-        if r.model == "nonlinear" and r.velocity_residual.size:
-            ax.semilogy(r.t, np.maximum(np.abs(r.velocity_residual).max(axis=1), 1e-18), lw=1, label=label)
-    ax.set_xlabel("time [s]")
-    ax.set_ylabel("|D(x) xd| [m/s]")
-    ax.set_title("nonholonomic constraint fulfilment")
-    ax.legend(fontsize=7)
+    plot_error(results, ax=axes[1, 1])
+    plot_constraints(results, ax=axes[1, 2])
     if title:
         fig.suptitle(title)
     fig.tight_layout()

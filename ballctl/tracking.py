@@ -17,7 +17,7 @@ import numpy as np
 from ._validation import check_positive
 from .discretize import DiscreteLTVSystem, discretize
 from .linearize import linearize
-from .lqr import FiniteHorizonLQR, bryson, finite_horizon_lqr
+from .lqr import FiniteHorizonLQR, bryson, finite_horizon_lqr, periodic_lqr
 from .ltv import LTVSystem
 from .partition import Partition
 from .references.base import Reference, ReferenceSample
@@ -93,7 +93,7 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
                         Q: np.ndarray | None = None, R: np.ndarray | None = None, Q_N: np.ndarray | None = None,
                         max_state_errors: Mapping[str, float] | None = None,
                         max_input_errors: Mapping[str, float] | None = None,
-                        terminal_factor: float = 1.0) -> TrackingController:
+                        terminal_factor: float = 1.0, terminal: str = "weight") -> TrackingController:
     """Design a finite-horizon LQR tracking a reference (eqs. 18-29).
 
     Parameters
@@ -113,6 +113,12 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
     Q, R, Q_N : ndarray, optional
         Weights; or give ``max_state_errors`` / ``max_input_errors`` (Bryson's
         rule, eq. 26, by state and input name), with ``Q_N = terminal_factor * Q``.
+    terminal : {"weight", "periodic"}
+        ``"weight"``: the finite-horizon LQR of eqs. (24)-(29) with ``Q_N``.
+        ``"periodic"`` (periodic references only, a whole number of steps
+        per period): the terminal weight is the periodic Riccati solution
+        at the horizon's phase, so the gains are the infinite-horizon
+        periodic LQR's over the whole horizon (no end effects).
     """
     dt = check_positive(dt, "dt", "s")
     horizon = check_positive(horizon, "horizon", "s")
@@ -132,5 +138,26 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
     Q = np.asarray(Q, dtype=float)
     R = np.asarray(R, dtype=float)
     Q_N = terminal_factor * Q if Q_N is None else np.asarray(Q_N, dtype=float)
+    if terminal == "periodic":
+        Q_N = _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R)
+    elif terminal != "weight":
+        raise ValueError(f"terminal must be 'weight' or 'periodic', got {terminal!r}")
     lqr = finite_horizon_lqr(disc, None, Q, R, Q_N)
     return TrackingController(system, reference, partition, dt, ltv, disc, lqr, reference(times), Q, R, Q_N)
+
+
+def _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R) -> np.ndarray:
+    """Periodic Riccati solution at the phase of ``t0 + steps * dt``."""
+    period = getattr(reference, "period", None)
+    if period is None:
+        raise ValueError("terminal='periodic' needs a periodic reference (reference.period is None)")
+    per_steps = int(round(period / dt))
+    if abs(per_steps * dt - period) > 1e-9 * period:
+        raise ValueError(f"terminal='periodic' needs a whole number of steps per period: period {period:.9g} s, "
+                         f"dt {dt} s gives {period / dt:.6g} steps; choose dt = period / integer")
+    times = t0 + dt * np.arange(per_steps)
+    ltv = linearize(system, reference, times, partition)
+    if states is not None:
+        ltv = ltv.select_states(list(states))
+    per = periodic_lqr(discretize(ltv, dt), None, Q, R)
+    return per.riccati[steps % per_steps]

@@ -119,3 +119,20 @@ def test_cli_track_writes_everything(tmp_path, capsys):
     bad.write_text("[track]\nspeeed = 2.0\n")
     with pytest.raises(SystemExit):
         main(["track", "--config", str(bad)])
+
+
+def test_periodic_terminal_weight_gives_periodic_gains(setup):
+    # with the periodic Riccati solution as terminal weight, the finite-horizon gains are periodic:
+    # the gains one period apart agree (to the periodic solution's convergence tolerance)
+    plant, ref, part, design, x0, xd0 = setup
+    dt = ref.period / 100
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=2 * ref.period, states=part.state_names[:6],
+                                       max_state_errors=MAX_STATE_ERRORS,
+                                       max_input_errors={"alpha": 0.05, "beta": 0.05}, terminal="periodic")
+    g = ctrl.lqr.gains
+    np.testing.assert_allclose(g[:100], g[100:], rtol=1e-8, atol=1e-10 * np.abs(g).max())
+    r = ballctl.simulate_closed_loop(ctrl, x0, xd0)
+    assert r.summary()["final_error"] < 1e-3
+    with pytest.raises(ValueError, match="whole number of steps per period"):
+        ballctl.design_tracking_lqr(plant, ref, part, dt=0.01, horizon=1.0, states=part.state_names[:6],
+                                    Q=np.eye(6), R=np.eye(2), terminal="periodic")
