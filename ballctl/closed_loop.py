@@ -29,6 +29,7 @@ from scipy.integrate import solve_ivp
 
 from ._errors import IntegrationError
 from ._validation import as_vector, check_positive
+from .simulate import rk4
 from .tracking import TrackingController
 
 __all__ = ["RigLimits", "ClosedLoopResult", "simulate_closed_loop"]
@@ -184,18 +185,6 @@ class _Progress:
                 print(file=sys.stderr)
 
 
-def _rk4(f, y, t, h, substeps):
-    hs = h / substeps
-    for _ in range(substeps):
-        k1 = f(t, y)
-        k2 = f(t + hs / 2, y + hs / 2 * k1)
-        k3 = f(t + hs / 2, y + hs / 2 * k2)
-        k4 = f(t + hs, y + hs * k3)
-        y = y + hs / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        t = t + hs
-    return y
-
-
 def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: float | None = None,
                          model: str = "nonlinear", feedback: bool = True,
                          noise_std: dict[str, float] | None = None, seed: int | None = None,
@@ -301,7 +290,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         if t_b <= t_a:
             return y
         if integrator == "rk4":
-            return _rk4(rhs_for(u_const), y, t_a, t_b - t_a, substeps)
+            return rk4(rhs_for(u_const), y, t_a, t_b - t_a, substeps)
         sol = solve_ivp(rhs_for(u_const), (t_a, t_b), y, method=integrator, rtol=rtol, atol=atol)
         if not sol.success:
             raise IntegrationError(f"plant integration failed at t = {sol.t[-1]:.6g} s: {sol.message}")

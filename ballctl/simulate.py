@@ -30,7 +30,7 @@ from ._errors import ChartSingularityError, IntegrationError
 from ._validation import as_times, as_vector
 from .system import ConstrainedSystem
 
-__all__ = ["SimulationResult", "simulate", "input_function"]
+__all__ = ["SimulationResult", "simulate", "input_function", "rk4"]
 
 
 @dataclass(frozen=True)
@@ -249,3 +249,23 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
     vel = np.array([system.constraint_jacobian(x) @ xd for x, xd in zip(X, XD)]).reshape(
         len(t_out), system.n_constraints)
     return SimulationResult(t_out, X, XD, U, pos, vel, int(nfev), wall, method, success, message, tuple(changes))
+
+
+def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, steps: int = 1) -> np.ndarray:
+    """Classical fourth-order Runge-Kutta: ``steps`` steps of ``h / steps`` from ``(t, y)``.
+
+    ``y`` may be a stack ``(batch, nx)`` when ``fun`` accepts one. Used for
+    fixed-step plant integration between controller samples and for batch runs.
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    hs = h / steps
+    y = np.asarray(y, dtype=float)
+    for _ in range(steps):
+        k1 = fun(t, y)
+        k2 = fun(t + hs / 2, y + hs / 2 * k1)
+        k3 = fun(t + hs / 2, y + hs / 2 * k2)
+        k4 = fun(t + hs, y + hs * k3)
+        y = y + hs / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        t = t + hs
+    return y

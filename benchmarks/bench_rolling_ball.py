@@ -17,6 +17,7 @@ import time
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from ballctl.simulate import rk4
 from ballctl.plants.rolling_ball import RollingBall, paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
 
 __all__ = ["main", "rk4_batch"]
@@ -29,16 +30,7 @@ def rk4_batch(fun, t_span, x0, dt: float) -> np.ndarray:
     """
     t0, t1 = t_span
     steps = int(round((t1 - t0) / dt))
-    x = np.array(x0, dtype=float)
-    t = t0
-    for _ in range(steps):
-        k1 = fun(t, x)
-        k2 = fun(t + dt / 2, x + dt / 2 * k1)
-        k3 = fun(t + dt / 2, x + dt / 2 * k2)
-        k4 = fun(t + dt, x + dt * k3)
-        x = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        t += dt
-    return x
+    return rk4(fun, x0, t0, steps * dt, steps)
 
 
 def main(argv=None) -> int:

@@ -136,3 +136,16 @@ def test_periodic_terminal_weight_gives_periodic_gains(setup):
     with pytest.raises(ValueError, match="whole number of steps per period"):
         ballctl.design_tracking_lqr(plant, ref, part, dt=0.01, horizon=1.0, states=part.state_names[:6],
                                     Q=np.eye(6), R=np.eye(2), terminal="periodic")
+
+
+def test_fixed_step_rk4_agrees_with_adaptive_integration(setup):
+    # between samples the input is constant, so the contact point moves with constant acceleration
+    # (exact for RK4); the orientation (roll rate 40 rad/s, h = 20 ms / 4) to ~(h Omega)^4, and the
+    # yaw differences feed back into the commands: contact points agree to the adaptive rtol (1e-9)
+    # times the loop gain
+    plant, ref, part, design, x0, xd0 = setup
+    ctrl = design(horizon=1.0)
+    a = ballctl.simulate_closed_loop(ctrl, x0, xd0)
+    b = ballctl.simulate_closed_loop(ctrl, x0, xd0, integrator="rk4", substeps=4)
+    assert np.abs(a.x[:, :2] - b.x[:, :2]).max() < 1e-7
+    assert np.abs(a.x[:, 2:] - b.x[:, 2:]).max() < 1e-4
