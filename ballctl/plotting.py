@@ -18,7 +18,20 @@ __all__ = ["save_figure", "plot_reference", "plot_path", "plot_coordinates", "pl
 
 
 def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 120) -> Path:
-    """Save ``fig`` to ``path`` (format from the suffix) via a temporary file and an atomic rename."""
+    """Save ``fig`` to ``path`` (format from the suffix) via a temporary file and an atomic rename.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    path : path-like
+        Target file; its suffix (.png, .svg, .pdf) picks the format. Parent folders are created.
+    dpi : int
+        Resolution of raster formats.
+
+    Returns
+    -------
+    pathlib.Path
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
@@ -67,7 +80,15 @@ def _index(result, name):
 
 
 def plot_path(results: dict, *, ax=None) -> Figure:
-    """Contact point on the plate against the reference, for labelled ClosedLoopResult runs."""
+    """Contact point on the plate against the reference, for labelled ClosedLoopResult runs.
+
+    Parameters
+    ----------
+    results : dict of str to ClosedLoopResult
+        Labelled runs (e.g. ``{"NL": ..., "L": ...}``); the first one's reference is drawn.
+    ax : matplotlib Axes, optional
+        Draw into this axes instead of a new figure.
+    """
     fig, ax = _figure_and_axes(ax)
     first = next(iter(results.values()))
     ix, iy = _index(first, "contact_x"), _index(first, "contact_y")
@@ -84,7 +105,17 @@ def plot_path(results: dict, *, ax=None) -> Figure:
 
 
 def plot_coordinates(results: dict, names=("contact_x", "contact_y", "yaw"), *, axes=None) -> Figure:
-    """Coordinates against their references over time (metres, or degrees for angles)."""
+    """Coordinates against their references over time (metres, or degrees for angles).
+
+    Parameters
+    ----------
+    results : dict of str to ClosedLoopResult
+        Labelled runs (e.g. ``{"NL": ..., "L": ...}``); the first one's reference is drawn.
+    names : sequence of str
+        Coordinates to draw, one panel each.
+    axes : sequence of Axes, optional
+        Draw into these axes.
+    """
     first = next(iter(results.values()))
     if axes is None:
         fig = Figure(figsize=(5 * len(names), 3.8))
@@ -137,7 +168,14 @@ def plot_inputs(results: dict) -> Figure:
 
 
 def plot_error(results: dict, *, ax=None) -> Figure:
-    """Distance of the contact point from its reference (log scale)."""
+    """Distance of the contact point from its reference (log scale).
+
+    Parameters
+    ----------
+    results : dict of str to ClosedLoopResult
+        Labelled runs (e.g. ``{"NL": ..., "L": ...}``); the first one's reference is drawn.
+    ax : matplotlib Axes, optional
+    """
     fig, ax = _figure_and_axes(ax)
     for label, r in results.items():
         ax.semilogy(r.t, np.maximum(r.position_error, 1e-12), lw=1, label=label)
@@ -150,7 +188,14 @@ def plot_error(results: dict, *, ax=None) -> Figure:
 
 
 def plot_constraints(results: dict, *, ax=None) -> Figure:
-    """Fulfilment of the nonholonomic constraints, max |D(x) xd| (nonlinear runs)."""
+    """Fulfilment of the nonholonomic constraints, max |D(x) xd| (nonlinear runs).
+
+    Parameters
+    ----------
+    results : dict of str to ClosedLoopResult
+        Labelled runs (e.g. ``{"NL": ..., "L": ...}``); the first one's reference is drawn.
+    ax : matplotlib Axes, optional
+    """
     fig, ax = _figure_and_axes(ax)
     for label, r in results.items():
         if r.model == "nonlinear" and r.velocity_residual.size:
@@ -163,7 +208,15 @@ def plot_constraints(results: dict, *, ax=None) -> Figure:
 
 
 def plot_tracking(results: dict, title: str = "") -> Figure:
-    """Overview: path, x_C/y_C/yaw, plate angles, error and constraints for labelled runs."""
+    """Overview: path, x_C/y_C/yaw, plate angles, error and constraints for labelled runs.
+
+    Parameters
+    ----------
+    results : dict of str to ClosedLoopResult
+        Labelled runs (e.g. ``{"NL": ..., "L": ...}``); the first one's reference is drawn.
+    title : str
+        Figure title.
+    """
     fig = Figure(figsize=(13, 8))
     axes = fig.subplots(2, 3)
     plot_path(results, ax=axes[0, 0])

@@ -84,8 +84,13 @@ class SimulationResult:
 def input_function(inputs, n_inputs: int) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
     """Normalize ``inputs`` to a callable ``(t, x, xd) -> u`` of shape (nu,).
 
-    ``inputs`` may be ``None`` (zero inputs), a constant array, a callable of
-    ``t`` or a callable of ``(t, x, xd)`` (state feedback).
+    Parameters
+    ----------
+    inputs : None, array_like or callable
+        ``None`` (zero inputs), a constant array, a callable of ``t`` or a
+        callable of ``(t, x, xd)`` (state feedback).
+    n_inputs : int
+        Number of inputs.
     """
     if inputs is None:
         zero = np.zeros(n_inputs)

@@ -336,6 +336,19 @@ def check_system(system: ConstrainedSystem, x, xd, u, *, rtol: float = 1e-8) -> 
     holonomic rows of ``D`` with ``C_x``, of ``constraint_bias`` with ``D``, and
     complex-step safety) and returns them as a list of messages; an empty list
     means the system passed. Use it when writing a new plant.
+
+    Parameters
+    ----------
+    system : ConstrainedSystem
+    x, xd : array_like, shape (n,)
+        A state to check at (away from singular configurations).
+    u : array_like, shape (nu,)
+    rtol : float
+        Relative tolerance of the symmetry check.
+
+    Returns
+    -------
+    list of str
     """
     problems: list[str] = []
     n, m, k, nu = system.n_coordinates, system.n_holonomic, system.n_constraints, system.n_inputs

@@ -72,6 +72,17 @@ def plate_angles_for_acceleration(plant: BallPlate, acceleration, jerk, t=None) 
 def rolling_multipliers(plant: BallPlate, u, contact_acceleration) -> np.ndarray:
     """Lagrange multipliers of the rolling constraints, shape (K, 2), in N.
 
+    Parameters
+    ----------
+    plant : BallPlate
+    u : ndarray, shape (K, 2)
+        Plate angles in rad.
+    contact_acceleration : ndarray, shape (K, 2)
+        Contact-point acceleration in m/s^2 (plate frame).
+
+    Notes
+    -----
+
     The generalized constraint force is ``-D^T lam = B^T F`` with ``F`` the
     friction force on the ball, and ``m a = m g_plate + F`` in the plate
     plane, so ``lam = -F = m (g_plate[:2] - a)``.

@@ -103,7 +103,19 @@ class LissajousPath:
 
 
 def CirclePath(radius: float, omega: float, *, center=(0.0, 0.0), phase: float = 0.0) -> LissajousPath:
-    """Circle of radius m run at omega rad/s, starting at angle ``phase``."""
+    """Circle as a :class:`LissajousPath`.
+
+    Parameters
+    ----------
+    radius : float
+        Radius in m (> 0).
+    omega : float
+        Angular rate in rad/s (negative: clockwise).
+    center : (float, float)
+        Centre in m.
+    phase : float
+        Angle of the start point in rad.
+    """
     radius = check_positive(radius, "radius", "m")
     return LissajousPath(amplitude_x=radius, amplitude_y=radius, omega_x=omega, omega_y=omega,
                          phase_x=phase + np.pi / 2, phase_y=phase, center=tuple(center))
@@ -111,7 +123,21 @@ def CirclePath(radius: float, omega: float, *, center=(0.0, 0.0), phase: float =
 
 def EllipsePath(semi_major: float, semi_minor: float, omega: float, *, center=(0.0, 0.0),
                 phase: float = 0.0, rotation: float = 0.0) -> LissajousPath:
-    """Ellipse with semi-axes in m, run at omega rad/s, major axis at ``rotation`` rad."""
+    """Ellipse as a :class:`LissajousPath`.
+
+    Parameters
+    ----------
+    semi_major, semi_minor : float
+        Semi-axes in m (> 0).
+    omega : float
+        Angular rate of the parametrisation in rad/s.
+    center : (float, float)
+        Centre in m.
+    phase : float
+        Start parameter in rad.
+    rotation : float
+        Angle of the major axis in rad.
+    """
     a = check_positive(semi_major, "semi_major", "m")
     b = check_positive(semi_minor, "semi_minor", "m")
     return LissajousPath(amplitude_x=a, amplitude_y=b, omega_x=omega, omega_y=omega,
@@ -119,7 +145,19 @@ def EllipsePath(semi_major: float, semi_minor: float, omega: float, *, center=(0
 
 
 def FigureEightPath(size: float, omega: float, *, center=(0.0, 0.0), rotation: float = 0.0) -> LissajousPath:
-    """Figure-eight (lemniscate of Gerono) ``(A sin wt, A/2 sin 2wt)`` of half-width ``size`` m."""
+    """Figure-eight (lemniscate of Gerono) ``(A sin wt, A/2 sin 2wt)``.
+
+    Parameters
+    ----------
+    size : float
+        Half-width A in m (> 0).
+    omega : float
+        Rate w in rad/s; one loop of the eight takes ``2 pi / w`` s.
+    center : (float, float)
+        Centre in m.
+    rotation : float
+        Rotation of the figure in rad.
+    """
     A = check_positive(size, "size", "m")
     return LissajousPath(amplitude_x=A, amplitude_y=A / 2, omega_x=omega, omega_y=2 * omega,
                          center=tuple(center), rotation=rotation)
