@@ -17,7 +17,9 @@ from .schedule import GainSchedule
 from .closed_loop import ClosedLoopResult, RigLimits, simulate_closed_loop
 from .tracking import TrackingController, design_tracking_lqr
 from . import rails
-from .plants import PointMass, RollingBall, RollingBallParameters, RollingBallSystem, RollingDisk, RollingDiskParameters
+from .plants import (PointMass, RollingBall, RollingBallParameters, RollingBallSystem, RollingDisk,
+                     RollingDiskParameters, RollingDiskSystem)
+from .rail_layouts import compare_rail_layouts
 from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
 from .partition_study import compare_partitions

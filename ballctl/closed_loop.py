@@ -120,12 +120,16 @@ class ClosedLoopResult:
 
     @property
     def position_error(self) -> np.ndarray:
-        """Distance in m between the contact point and its reference, shape (K,) (ball-plate names)."""
+        """Distance in m between the contact point and its reference, shape (K,).
+
+        Uses the coordinates named ``contact_x`` and/or ``contact_y`` (ball-plate,
+        rolling ball, rolling disk).
+        """
         names = self.coordinate_names
-        if "contact_x" not in names or "contact_y" not in names:
-            raise ValueError("position_error needs coordinates named contact_x and contact_y")
-        i, j = names.index("contact_x"), names.index("contact_y")
-        return np.hypot(self.x[:, i] - self.x_ref[:, i], self.x[:, j] - self.x_ref[:, j])
+        idx = [names.index(n) for n in ("contact_x", "contact_y") if n in names]
+        if not idx:
+            raise ValueError("position_error needs coordinates named contact_x and/or contact_y")
+        return np.linalg.norm(self.x[:, idx] - self.x_ref[:, idx], axis=1)
 
     @property
     def control_effort(self) -> np.ndarray:

@@ -8,7 +8,7 @@ total inertia is an exact solution
 constrained system (:meth:`RollingBall.to_constrained_system`, rail
 accelerations as inputs) is linearized along that roll
 (:func:`ballctl.linearize`, independent ``(yaw, pitch, roll, theta_i)``,
-admissible-dependent ``(x_contact, y_contact)``), discretized (zero-order
+admissible-dependent ``(contact_x, contact_y)``), discretized (zero-order
 hold) and the rank of the discrete reachability Gramian over one revolution
 (:func:`ballctl.controllability.discrete_gramian`) is reported: full rank
 ``N = 2 n + 8`` means every small deviation from the roll (position,
@@ -19,7 +19,7 @@ Two first-order invariants of every straight roll
 -----------------------------------------------
 No layout reaches rank N: along the roll about ``e1`` the linearized
 rolling constraint ``y_dot + r omega_1 = 0`` integrates to
-``delta y_contact + r delta roll = const`` (the along-track position and the
+``delta contact_y + r delta roll = const`` (the along-track position and the
 roll phase cannot be set independently at first order), and the vertical
 angular momentum about the contact point (a combination of ``yaw_rate`` and
 ``pitch`` with small rail terms) is conserved at first order: internal
@@ -375,7 +375,7 @@ def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_ra
         n = layout.n_rails
         ref = StraightRollReference(system, layout.park_angles, roll_rate=roll_rate)
         part = Partition.from_coordinates(system, ["yaw", "pitch", "roll"] + [f"theta_{i + 1}" for i in range(n)],
-                                          ["x_contact", "y_contact"])
+                                          ["contact_x", "contact_y"])
         ltv = linearize(system, ref, times, part)
         disc = discretize(ltv, dt)
         scales = np.ones(ltv.n_states)

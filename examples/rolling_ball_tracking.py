@@ -39,8 +39,8 @@ def run(out: Path, *, t_final: float = 10.0, dt: float = 0.1) -> dict:
     system = RollingBall(paper_ball_parameters()).to_constrained_system()
     ref = paper_ball_reference(system, t_final=t_final)
     part = ballctl.Partition.from_coordinates(system, ["yaw", "pitch", "roll", "theta_1", "theta_2", "theta_3"],
-                                              ["x_contact", "y_contact"])
-    errors = {"x_contact": 0.02, "y_contact": 0.02, **{n: 1.0 for n in ("yaw", "pitch", "roll")},
+                                              ["contact_x", "contact_y"])
+    errors = {"contact_x": 0.02, "contact_y": 0.02, **{n: 1.0 for n in ("yaw", "pitch", "roll")},
               **{f"{n}_rate": 2.0 for n in ("yaw", "pitch", "roll")},
               **{f"theta_{i}": 1.0 for i in range(1, 4)}, **{f"theta_{i}_rate": 2.0 for i in range(1, 4)}}
     ctrl = ballctl.design_tracking_lqr(system, ref, part, dt=dt, horizon=t_final, max_state_errors=errors,
@@ -60,8 +60,8 @@ def run(out: Path, *, t_final: float = 10.0, dt: float = 0.1) -> dict:
     axes[0].plot(closed.x[:, 0], closed.x[:, 1], label="closed loop")
     axes[0].plot(opened.x[:, 0], opened.x[:, 1], label="open loop")
     axes[0].set_aspect("equal")
-    axes[0].set_xlabel("x_contact / m")
-    axes[0].set_ylabel("y_contact / m")
+    axes[0].set_xlabel("contact_x / m")
+    axes[0].set_ylabel("contact_y / m")
     axes[0].legend()
     axes[1].semilogy(closed.t, err(closed), label="closed loop")
     axes[1].semilogy(opened.t, err(opened), label="open loop")

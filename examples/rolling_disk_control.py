@@ -36,7 +36,7 @@ def run(out: Path, *, dt: float = 0.05, horizon: float = 12.0) -> dict:
     system = RollingDisk(paper_disk_parameters()).to_constrained_system()
     ref = DiskRollReference(system, cruise_speed_mps=0.3, ramp_time_s=4.0, stop_position_m=2.0)
     part = ballctl.Partition.from_coordinates(system, ["phi"] + [f"theta_{i}" for i in range(1, 5)], [],
-                                              ["x_contact"])
+                                              ["contact_x"])
     errors = {"phi": 0.02, "phi_rate": 0.05, **{f"theta_{i}": 0.5 for i in range(1, 5)},
               **{f"theta_{i}_rate": 1.0 for i in range(1, 5)}}
     ctrl = ballctl.design_tracking_lqr(system, ref, part, dt=dt, horizon=horizon, max_state_errors=errors,

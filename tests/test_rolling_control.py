@@ -103,12 +103,12 @@ def test_disk_reference_rejects_unreachable_speed(disk_setup):
 def test_disk_lqr_converges_to_position_and_speed_open_loop_does_not(disk_setup):
     system, ref = disk_setup
     part = ballctl.Partition.from_coordinates(system, ["phi"] + [f"theta_{i}" for i in range(1, 5)], [],
-                                              ["x_contact"])
+                                              ["contact_x"])
     ctrl = ballctl.design_tracking_lqr(system, ref, part, dt=0.05, horizon=12.0, max_state_errors=DISK_ERRORS,
                                        max_input_errors={f"theta_ddot_{i}": 2.0 for i in range(1, 5)})
     s0 = ref(0.0)
     x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
-    x0[1] += 0.1           # 10 cm behind (x_contact = -r phi follows from the constraint)
+    x0[1] += 0.1           # 10 cm behind (contact_x = -r phi follows from the constraint)
     x0[0] -= 0.1
     xd0[1] += 0.1          # rolling backwards at 0.1 m/s
     xd0[0] -= 0.1
@@ -158,8 +158,8 @@ def test_ball_reference_solves_the_dae_and_matches_the_quaternion_ode(ball_setup
 def test_ball_lqr_on_rail_accelerations_tracks_the_paper_motion(ball_setup):
     system, ref = ball_setup
     part = ballctl.Partition.from_coordinates(system, ["yaw", "pitch", "roll", "theta_1", "theta_2", "theta_3"],
-                                              ["x_contact", "y_contact"])
-    errors = {"x_contact": 0.02, "y_contact": 0.02, **{n: 1.0 for n in ("yaw", "pitch", "roll")},
+                                              ["contact_x", "contact_y"])
+    errors = {"contact_x": 0.02, "contact_y": 0.02, **{n: 1.0 for n in ("yaw", "pitch", "roll")},
               **{f"{n}_rate": 2.0 for n in ("yaw", "pitch", "roll")},
               **{f"theta_{i}": 1.0 for i in range(1, 4)}, **{f"theta_{i}_rate": 2.0 for i in range(1, 4)}}
     ctrl = ballctl.design_tracking_lqr(system, ref, part, dt=0.1, horizon=8.0, max_state_errors=errors,
@@ -205,10 +205,10 @@ def test_straight_roll_kinematic_invariant_is_along_track_position_and_roll():
     np.testing.assert_allclose(system.chart_rotation @ axis, [1.0, 0.0, 0.0], atol=1e-12)
     ref = StraightRollReference(system, layout.park_angles, roll_rate=1.0)
     part = ballctl.Partition.from_coordinates(system, ["yaw", "pitch", "roll", "theta_1", "theta_2", "theta_3"],
-                                              ["x_contact", "y_contact"])
+                                              ["contact_x", "contact_y"])
     ltv = ballctl.linearize(system, ref, np.linspace(0.0, 6.0, 7), part)
     v = np.zeros(ltv.n_states)
-    v[ltv.state_index("y_contact")] = 1.0
+    v[ltv.state_index("contact_y")] = 1.0
     v[ltv.state_index("roll")] = system.ball.parameters.radius_m
     # d/dt (dy + r droll) = 0 for every state and input: v^T A = 0, v^T B = 0
     assert np.abs(np.einsum("i,kij->kj", v, ltv.A)).max() < 1e-12
@@ -224,3 +224,12 @@ def test_simulate_paper_ball_writes_figure_and_numbers(tmp_path):
     assert 0.0 < out["distance_travelled_m"] < 1.0
     with pytest.raises(ValueError, match="t_final"):
         simulate_paper_ball(tmp_path, t_final=-1.0)
+
+
+def test_cli_simulate_ball(tmp_path, capsys):
+    from ballctl.cli import main
+
+    assert main(["simulate-ball", "--t-final", "1.0", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "max_quaternion_norm_error" in out
+    assert (tmp_path / "ball_paths.png").stat().st_size > 10_000

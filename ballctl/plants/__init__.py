@@ -6,10 +6,10 @@ parametrised over it, so a new plant is one new file plus one line here.
 
 from .ball_plate import BallPlate, BallPlateParameters
 from .rolling_ball import PointMass, RollingBall, RollingBallParameters, RollingBallSystem
-from .rolling_disk import RollingDisk, RollingDiskParameters
+from .rolling_disk import RollingDisk, RollingDiskParameters, RollingDiskSystem
 
 __all__ = ["PLANTS", "BallPlate", "BallPlateParameters", "PointMass", "RollingBall", "RollingBallParameters",
-           "RollingBallSystem", "RollingDisk", "RollingDiskParameters"]
+           "RollingBallSystem", "RollingDisk", "RollingDiskParameters", "RollingDiskSystem"]
 
 #: plants in the common ConstrainedSystem interface, buildable with default arguments
 PLANTS = {"ball_plate": BallPlate}

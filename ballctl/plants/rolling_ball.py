@@ -664,9 +664,9 @@ class RollingBallSystem(ConstrainedSystem):
 
     Coordinates (``n + 5``)::
 
-        (x_contact, y_contact, yaw, pitch, roll, theta_1, ..., theta_n)
+        (contact_x, contact_y, yaw, pitch, roll, theta_1, ..., theta_n)
 
-    ``(x_contact, y_contact)`` is the contact point (= GC) in m; the
+    ``(contact_x, contact_y)`` is the contact point (= GC) in m; the
     orientation is ``Lambda = Rz(yaw) Ry(pitch) Rx(roll) C`` with a constant
     chart rotation ``C`` (identity by default). The spatial angular velocity
     is ``omega = W(yaw, pitch) (yaw, pitch, roll)_dot`` with
@@ -708,7 +708,7 @@ class RollingBallSystem(ConstrainedSystem):
         self.singularity_margin = check_positive(singularity_margin, "singularity_margin")
         n = ball.n_masses
         super().__init__(n_coordinates=n + 5, n_holonomic=0, n_nonholonomic=2, n_inputs=n,
-                         coordinate_names=("x_contact", "y_contact", "yaw", "pitch", "roll")
+                         coordinate_names=("contact_x", "contact_y", "yaw", "pitch", "roll")
                          + tuple(f"theta_{i + 1}" for i in range(n)),
                          input_names=tuple(f"{'theta_ddot' if ball.inputs == 'acceleration' else 'tau'}_{i + 1}"
                                            for i in range(n)))

@@ -368,43 +368,39 @@ class RollingDisk:
         return _integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, method=method, rtol=rtol, atol=atol,
                                     t_eval=t_eval, jac=jac)
 
+    def to_constrained_system(self, *, contact_at_zero_angle_m: float = 0.0) -> "RollingDiskSystem":
+        """Express this disk in the common interface (:class:`ballctl.system.ConstrainedSystem`).
+
+        See :class:`RollingDiskSystem`; ``inputs`` is inherited from this plant.
+
+        Parameters
+        ----------
+        contact_at_zero_angle_m : float
+            The e1 coordinate (m) of the contact point when ``phi = 0`` (the
+            constant of eq. 5.41).
+
+        Returns
+        -------
+        RollingDiskSystem
+        """
+        return RollingDiskSystem(self, contact_at_zero_angle_m=contact_at_zero_angle_m)
+
 
 # ----------------------------------------------------------------------------------------------
 # The disk in generalized coordinates
 # ----------------------------------------------------------------------------------------------
-
-def _rolling_disk_to_constrained_system(self, *, contact_at_zero_angle_m: float = 0.0) -> "RollingDiskSystem":
-    """Express this disk in the common interface (:class:`ballctl.system.ConstrainedSystem`).
-
-    See :class:`RollingDiskSystem`; ``inputs`` is inherited from this plant.
-
-    Parameters
-    ----------
-    contact_at_zero_angle_m : float
-        The e1 coordinate (m) of the contact point when ``phi = 0`` (the
-        constant of eq. 5.41).
-
-    Returns
-    -------
-    RollingDiskSystem
-    """
-    return RollingDiskSystem(self, contact_at_zero_angle_m=contact_at_zero_angle_m)
-
-
-RollingDisk.to_constrained_system = _rolling_disk_to_constrained_system
-
 
 class RollingDiskSystem(ConstrainedSystem):
     r"""The rolling disk in generalized coordinates, as a :class:`~ballctl.system.ConstrainedSystem`.
 
     Coordinates (``n + 2``)::
 
-        (x_contact, phi, theta_1, ..., theta_n)
+        (contact_x, phi, theta_1, ..., theta_n)
 
-    ``x_contact`` is the e1 coordinate of the contact point (= GC) in m,
+    ``contact_x`` is the e1 coordinate of the contact point (= GC) in m,
     ``phi`` the disk angle of eq. (5.29) in rad, ``theta_i`` the rail
     parameters. Rolling without slipping, eq. (5.41), is the one holonomic
-    constraint ``C = x_contact + r phi - z_0 = 0`` (``z_0`` the contact point
+    constraint ``C = contact_x + r phi - z_0 = 0`` (``z_0`` the contact point
     at ``phi = 0``).
 
     Dynamics: Lagrange's equations with the kinetic energy
@@ -434,7 +430,7 @@ class RollingDiskSystem(ConstrainedSystem):
     >>> from ballctl.plants.rolling_disk import RollingDisk, paper_disk_parameters
     >>> sys_ = RollingDisk(paper_disk_parameters()).to_constrained_system()
     >>> sys_.coordinate_names[:3]
-    ('x_contact', 'phi', 'theta_1')
+    ('contact_x', 'phi', 'theta_1')
     """
 
     def __init__(self, disk: RollingDisk, *, contact_at_zero_angle_m: float = 0.0) -> None:
@@ -449,7 +445,7 @@ class RollingDiskSystem(ConstrainedSystem):
         self.contact_at_zero_angle_m = z0
         n = disk.n_masses
         super().__init__(n_coordinates=n + 2, n_holonomic=1, n_nonholonomic=0, n_inputs=n,
-                         coordinate_names=("x_contact", "phi") + tuple(f"theta_{i + 1}" for i in range(n)),
+                         coordinate_names=("contact_x", "phi") + tuple(f"theta_{i + 1}" for i in range(n)),
                          input_names=tuple(f"{'theta_ddot' if disk.inputs == 'acceleration' else 'tau'}_{i + 1}"
                                            for i in range(n)))
 
@@ -542,7 +538,7 @@ class RollingDiskSystem(ConstrainedSystem):
     def from_ode_state(self, x_ode) -> tuple[np.ndarray, np.ndarray]:
         """Coordinates and velocities ``(x, xd)`` of a plant state ``(theta, theta_dot, phi, phi_dot)`` (eq. 6.1).
 
-        The contact point follows from eq. (5.41), ``x_contact = z_0 - r phi``.
+        The contact point follows from eq. (5.41), ``contact_x = z_0 - r phi``.
         Accepts stacks ``(..., 2n + 2)``.
         """
         disk = self.disk

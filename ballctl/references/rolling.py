@@ -141,7 +141,7 @@ class DiskRollReference(Reference):
       constant speed;
     * with ``stop_position_m``: ``beta = -A sin^4(pi (t - t_2) / T)`` on
       ``[t_2, t_2 + T]`` brings the disk to rest exactly (the mirror image of
-      the start), at ``x_contact = x_0 + stop_position_m`` with
+      the start), at ``contact_x = x_0 + stop_position_m`` with
       ``t_2 = stop_position_m / cruise_speed_mps``.
 
     The amplitude ``A`` is solved so that the contact point's speed at ``T``
@@ -530,11 +530,11 @@ class StraightRollReference(Reference):
     GC, the uniform roll ``omega = roll_rate * e1`` (spatial) is an exact
     solution: the angular momentum about the contact point is conserved and
     stays along ``e1``. The contact point moves along ``-e2`` at
-    ``roll_rate * r``. The chart rotation of the system must map ``a`` to the
-    chart's roll axis (``chart_rotation @ a = e1``, e.g.
-    ``chart_rotation = Lambda0^T``-like; :func:`ballctl.rail_layouts.straight_roll_setup`
-    builds it), so that ``yaw = pitch = 0`` and ``roll = roll_rate t``, far
-    from the chart singularity.
+    ``roll_rate * r``. The ball starts with ``Lambda0 = C``, the system's chart
+    rotation, which must map the rolling axis to ``e1`` (``C @ a = e1``;
+    :func:`ballctl.rail_layouts.straight_roll_setup` builds it); then
+    ``Lambda(t) = Rx(roll_rate t) C``: ``yaw = pitch = 0`` and
+    ``roll = roll_rate t``, far from the chart singularity.
 
     Samples are analytic; ``xdd`` and ``lam`` come from the index-1 equations
     (``xdd = 0`` to rounding when the conditions above hold, which the tests check).
