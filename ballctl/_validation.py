@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["as_vector", "as_matrix", "as_times", "check_positive", "check_finite_scalar", "check_in_range"]
+__all__ = ["as_vector", "as_matrix", "as_times", "check_positive", "check_finite_scalar", "check_in_range",
+           "names_tuple", "ProblemCollector"]
 
 
 def as_vector(value, name: str, size: int | None = None, *, allow_complex: bool = False) -> np.ndarray:
@@ -115,3 +116,46 @@ def names_tuple(names: Sequence[str] | None, count: int, default_prefix: str, na
     if len(set(out)) != len(out):
         raise ValueError(f"{name} must be unique, got {out}")
     return out
+
+
+class ProblemCollector:
+    """Collects every validation problem so a constructor reports all of them in one error.
+
+    Parameters
+    ----------
+    what : str
+        Name of the object being validated, used in the message.
+
+    Examples
+    --------
+    >>> check = ProblemCollector("Params")
+    >>> mass = check.attempt(lambda: check_positive(-1.0, "mass_kg", "kg"))
+    >>> check.add("radius_m must be > 0 m")
+    >>> check.raise_if_any()
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid Params:
+      mass_kg must be > 0 kg, got -1.0
+      radius_m must be > 0 m
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.problems: list[str] = []
+
+    def attempt(self, fn):
+        """Return ``fn()``, or record its ``ValueError`` and return None."""
+        try:
+            return fn()
+        except ValueError as exc:
+            self.problems.append(str(exc))
+            return None
+
+    def add(self, message: str) -> None:
+        """Record one problem."""
+        self.problems.append(message)
+
+    def raise_if_any(self) -> None:
+        """Raise one ``ValueError`` listing every recorded problem."""
+        if self.problems:
+            raise ValueError(f"invalid {self.what}:\n  " + "\n  ".join(self.problems))

@@ -64,7 +64,7 @@ from scipy.integrate import solve_ivp
 from .._derivatives import jacobian as _cs_jacobian
 from .._errors import ChartSingularityError, IntegrationError
 from .._quaternion import cross, hat, quat_from_matrix, quat_multiply, quat_to_matrix
-from .._validation import as_vector, check_positive
+from .._validation import ProblemCollector, as_vector, check_positive
 from ..rails import CircleRail, Rail
 from ..system import ConstrainedSystem
 
@@ -160,40 +160,32 @@ class RollingBallParameters:
     external_force: Callable[[float], np.ndarray] | None = None
 
     def __post_init__(self) -> None:
-        problems: list[str] = []
+        check = ProblemCollector("RollingBallParameters")
 
-        def attempt(fn):
-            try:
-                return fn()
-            except ValueError as exc:
-                problems.append(str(exc))
-                return None
-
-        mass = attempt(lambda: check_positive(self.mass_kg, "mass_kg", "kg"))
-        radius = attempt(lambda: check_positive(self.radius_m, "radius_m", "m"))
-        gravity = attempt(lambda: check_positive(self.gravity_mps2, "gravity_mps2", "m/s^2"))
-        inertia = attempt(lambda: as_vector(self.principal_inertia_kgm2, "principal_inertia_kgm2", 3))
+        mass = check.attempt(lambda: check_positive(self.mass_kg, "mass_kg", "kg"))
+        radius = check.attempt(lambda: check_positive(self.radius_m, "radius_m", "m"))
+        gravity = check.attempt(lambda: check_positive(self.gravity_mps2, "gravity_mps2", "m/s^2"))
+        inertia = check.attempt(lambda: as_vector(self.principal_inertia_kgm2, "principal_inertia_kgm2", 3))
         if inertia is not None and np.any(inertia <= 0.0):
-            problems.append("principal_inertia_kgm2 must be positive definite: every principal moment "
-                            f"(d1, d2, d3) must be > 0 kg m^2, got {inertia.tolist()}")
-        chi0 = attempt(lambda: as_vector(self.cm_offset_m, "cm_offset_m", 3))
+            check.add("principal_inertia_kgm2 must be positive definite: every principal moment "
+                      f"(d1, d2, d3) must be > 0 kg m^2, got {inertia.tolist()}")
+        chi0 = check.attempt(lambda: as_vector(self.cm_offset_m, "cm_offset_m", 3))
         if chi0 is not None and radius is not None and np.linalg.norm(chi0) >= radius:
-            problems.append(f"cm_offset_m must lie inside the ball, |chi0| < radius_m = {radius}, "
-                            f"got |chi0| = {np.linalg.norm(chi0)}")
+            check.add(f"cm_offset_m must lie inside the ball, |chi0| < radius_m = {radius}, "
+                      f"got |chi0| = {np.linalg.norm(chi0)}")
         masses = tuple(self.point_masses)
         for k, pm in enumerate(masses):
             if not isinstance(pm, PointMass):
-                problems.append(f"point_masses[{k}] must be a PointMass, got {type(pm).__name__}")
+                check.add(f"point_masses[{k}] must be a PointMass, got {type(pm).__name__}")
                 continue
             if radius is not None:
                 dist = pm.rail.max_distance_m()
                 if not dist < radius:
-                    problems.append(f"point_masses[{k}].rail leaves the ball: max |zeta| over its parameter "
-                                    f"range {pm.rail.parameter_range} is {dist:.6g} m, must be < radius_m = {radius}")
+                    check.add(f"point_masses[{k}].rail leaves the ball: max |zeta| over its parameter "
+                              f"range {pm.rail.parameter_range} is {dist:.6g} m, must be < radius_m = {radius}")
         if self.external_force is not None and not callable(self.external_force):
-            problems.append(f"external_force must be callable F_e(t) -> (3,) in N or None, got {self.external_force!r}")
-        if problems:
-            raise ValueError("invalid RollingBallParameters:\n  " + "\n  ".join(problems))
+            check.add(f"external_force must be callable F_e(t) -> (3,) in N or None, got {self.external_force!r}")
+        check.raise_if_any()
         for name, value in (("mass_kg", mass), ("radius_m", radius), ("gravity_mps2", gravity)):
             object.__setattr__(self, name, value)
         for name, value in (("principal_inertia_kgm2", inertia), ("cm_offset_m", chi0)):

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._derivatives import jacobian as _cs_jacobian
-from .._validation import as_vector, check_positive
+from .._validation import ProblemCollector, as_vector, check_positive
 from ..rails import CircleRail
 from ..system import ConstrainedSystem
 from .rolling_ball import PAPER_KINK_TIMES, PointMass, RollingBallTrajectory, _integrate_piecewise, paper_rail_acceleration
@@ -89,39 +89,31 @@ class RollingDiskParameters:
     external_force: Callable[[float], float] | None = None
 
     def __post_init__(self) -> None:
-        problems: list[str] = []
+        check = ProblemCollector("RollingDiskParameters")
 
-        def attempt(fn):
-            try:
-                return fn()
-            except ValueError as exc:
-                problems.append(str(exc))
-                return None
-
-        mass = attempt(lambda: check_positive(self.mass_kg, "mass_kg", "kg"))
-        radius = attempt(lambda: check_positive(self.radius_m, "radius_m", "m"))
-        inertia = attempt(lambda: check_positive(self.inertia_kgm2, "inertia_kgm2", "kg m^2"))
-        gravity = attempt(lambda: check_positive(self.gravity_mps2, "gravity_mps2", "m/s^2"))
-        chi0 = attempt(lambda: as_vector(self.cm_offset_m, "cm_offset_m", 2))
+        mass = check.attempt(lambda: check_positive(self.mass_kg, "mass_kg", "kg"))
+        radius = check.attempt(lambda: check_positive(self.radius_m, "radius_m", "m"))
+        inertia = check.attempt(lambda: check_positive(self.inertia_kgm2, "inertia_kgm2", "kg m^2"))
+        gravity = check.attempt(lambda: check_positive(self.gravity_mps2, "gravity_mps2", "m/s^2"))
+        chi0 = check.attempt(lambda: as_vector(self.cm_offset_m, "cm_offset_m", 2))
         if chi0 is not None and radius is not None and np.linalg.norm(chi0) >= radius:
-            problems.append(f"cm_offset_m must lie inside the disk, |chi0| < radius_m = {radius}")
+            check.add(f"cm_offset_m must lie inside the disk, |chi0| < radius_m = {radius}")
         masses = tuple(self.point_masses)
         for k, pm in enumerate(masses):
             if not isinstance(pm, PointMass):
-                problems.append(f"point_masses[{k}] must be a PointMass, got {type(pm).__name__}")
+                check.add(f"point_masses[{k}] must be a PointMass, got {type(pm).__name__}")
                 continue
             lo, hi = pm.rail.parameter_range
             zeta, dzeta, _ = pm.rail.evaluate(np.linspace(lo, hi, 257))
             if np.max(np.abs(zeta[:, 1])) > _PLANAR_TOL or np.max(np.abs(dzeta[:, 1])) > _PLANAR_TOL:
-                problems.append(f"point_masses[{k}].rail must lie in the E1-E3 plane (zeta_2 = 0 within "
-                                f"{_PLANAR_TOL} m), got max |zeta_2| = {np.max(np.abs(zeta[:, 1])):.3g} m")
+                check.add(f"point_masses[{k}].rail must lie in the E1-E3 plane (zeta_2 = 0 within "
+                          f"{_PLANAR_TOL} m), got max |zeta_2| = {np.max(np.abs(zeta[:, 1])):.3g} m")
             if radius is not None and not pm.rail.max_distance_m() < radius:
-                problems.append(f"point_masses[{k}].rail leaves the disk: max |zeta| = "
-                                f"{pm.rail.max_distance_m():.6g} m, must be < radius_m = {radius}")
+                check.add(f"point_masses[{k}].rail leaves the disk: max |zeta| = "
+                          f"{pm.rail.max_distance_m():.6g} m, must be < radius_m = {radius}")
         if self.external_force is not None and not callable(self.external_force):
-            problems.append("external_force must be callable F_e1(t) -> float in N, or None")
-        if problems:
-            raise ValueError("invalid RollingDiskParameters:\n  " + "\n  ".join(problems))
+            check.add("external_force must be callable F_e1(t) -> float in N, or None")
+        check.raise_if_any()
         for name, value in (("mass_kg", mass), ("radius_m", radius), ("inertia_kgm2", inertia),
                             ("gravity_mps2", gravity)):
             object.__setattr__(self, name, value)
