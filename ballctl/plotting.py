@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 __all__ = ["save_figure", "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs",
-           "plot_error", "plot_constraints", "plot_tracking"]
+           "plot_error", "plot_constraints", "plot_tracking", "plot_ball_paths"]
 
 
 def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 120) -> Path:
@@ -234,6 +234,51 @@ def plot_tracking(results: dict, title: str = "") -> Figure:
     ax.legend(fontsize=6, ncol=2)
     plot_error(results, ax=axes[1, 1])
     plot_constraints(results, ax=axes[1, 2])
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ball_paths(ball, run, title: str = "") -> Figure:
+    """Mass and total-CM paths in the body and spatial frames and the contact-point path of a rolling ball.
+
+    Like Putkaradze & Rogers (2018), fig. 7.2.
+
+    Parameters
+    ----------
+    ball : RollingBall
+    run : RollingBallTrajectory
+        From ``ball.simulate``.
+    title : str
+        Figure title.
+    """
+    body = ball.mass_positions_body(run.x)
+    cm = ball.total_cm_body(run.x)
+    spatial = ball.to_spatial_about_gc(run.x, body)
+    cm_spatial = ball.to_spatial_about_gc(run.x, cm[:, None, :])[:, 0]
+    cp = ball.contact_point(run.x)
+    fig = Figure(figsize=(15, 5))
+    for k, (pos, cmp, frame) in enumerate(((body, cm, "body frame about GC"),
+                                           (spatial, cm_spatial, "spatial frame about GC"))):
+        ax = fig.add_subplot(1, 3, k + 1, projection="3d")
+        for i in range(ball.n_masses):
+            ax.plot(*pos[:, i].T, label=f"m{i + 1}")
+        ax.plot(*cmp.T, "k--", label="total CM")
+        ax.set_title(frame)
+        ax.set_xlabel("e1 [m]")
+        ax.set_ylabel("e2 [m]")
+        ax.set_zlabel("e3 [m]")
+        ax.set_box_aspect((1, 1, 1))
+        ax.legend(fontsize=7)
+    ax = fig.add_subplot(1, 3, 3)
+    ax.plot(cp[:, 0], cp[:, 1])
+    ax.plot(cp[0, 0], cp[0, 1], "go", label="start")
+    ax.set_aspect("equal")
+    ax.set_xlabel("e1 [m]")
+    ax.set_ylabel("e2 [m]")
+    ax.set_title("GC and contact point")
+    ax.legend()
     if title:
         fig.suptitle(title)
     fig.tight_layout()

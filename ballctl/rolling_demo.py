@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import check_positive
+from .plotting import plot_ball_paths, save_figure
 from .plants.rolling_ball import RollingBall, paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
 
 __all__ = ["simulate_paper_ball"]
@@ -50,11 +51,6 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
     >>> sorted(out)[:3]
     ['distance_travelled_m', 'figures', 'final_contact_point_m']
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     t_final = check_positive(t_final, "t_final", "s")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 2:
         raise ValueError(f"samples must be an integer >= 2, got {samples!r}")
@@ -63,36 +59,12 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
     ball = RollingBall(paper_ball_parameters())
     run = ball.simulate(paper_ball_initial_state(), (0.0, t_final),
                         lambda t: paper_rail_acceleration(t) * np.ones(3), t_eval=np.linspace(0.0, t_final, samples))
-    body = ball.mass_positions_body(run.x)
     cm = ball.total_cm_body(run.x)
-    spatial = ball.to_spatial_about_gc(run.x, body)
     cm_spatial = ball.to_spatial_about_gc(run.x, cm[:, None, :])[:, 0]
     cp = ball.contact_point(run.x)
     q = ball.split_state(run.x)[2]
-
-    fig = plt.figure(figsize=(15, 5))
-    for k, (pos, cmp, title) in enumerate(((body, cm, "body frame about GC"),
-                                           (spatial, cm_spatial, "spatial frame about GC"))):
-        ax = fig.add_subplot(1, 3, k + 1, projection="3d")
-        for i in range(ball.n_masses):
-            ax.plot(*pos[:, i].T, label=f"m{i + 1}")
-        ax.plot(*cmp.T, "k--", label="total CM")
-        ax.set_title(title)
-        ax.set_box_aspect((1, 1, 1))
-        ax.legend(fontsize=7)
-    ax = fig.add_subplot(1, 3, 3)
-    ax.plot(cp[:, 0], cp[:, 1])
-    ax.plot(cp[0, 0], cp[0, 1], "go", label="start")
-    ax.set_aspect("equal")
-    ax.set_xlabel("e1 / m")
-    ax.set_ylabel("e2 / m")
-    ax.set_title("GC and contact point")
-    ax.legend()
-    fig.suptitle(f"Rolling ball, Putkaradze & Rogers (2018) section 7, t = 0..{t_final:g} s")
-    fig.tight_layout()
-    path = out / "ball_paths.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save_figure(plot_ball_paths(ball, run, f"Rolling ball, Putkaradze & Rogers (2018) section 7, "
+                                                  f"t = 0..{t_final:g} s"), out / "ball_paths.png", dpi=110)
 
     return {
         "t_final_s": float(run.t[-1]),

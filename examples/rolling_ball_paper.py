@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ballctl.plotting import plot_ball_paths, save_figure  # noqa: E402
 from ballctl.plants.rolling_ball import (RollingBall, paper_ball_initial_state, paper_ball_parameters,  # noqa: E402
                                          paper_rail_acceleration)
 from ballctl.plants.rolling_disk import (RollingDisk, paper_disk_initial_state, paper_disk_parameters,  # noqa: E402
@@ -70,33 +71,8 @@ def _ball_run(t_end: float, samples: int):
 
 
 def _ball_figure(out: Path, ball, run) -> None:
-    body = ball.mass_positions_body(run.x)
-    cm = ball.total_cm_body(run.x)
-    spatial = ball.to_spatial_about_gc(run.x, body)
-    cm_spatial = ball.to_spatial_about_gc(run.x, cm[:, None, :])[:, 0]
-    cp = ball.contact_point(run.x)
-    fig = plt.figure(figsize=(15, 5))
-    for k, (pos, cmp, title) in enumerate(((body, cm, "body frame about GC"),
-                                           (spatial, cm_spatial, "spatial frame about GC"))):
-        ax = fig.add_subplot(1, 3, k + 1, projection="3d")
-        for i in range(ball.n_masses):
-            ax.plot(*pos[:, i].T, label=f"m{i + 1}")
-        ax.plot(*cmp.T, "k--", label="total CM")
-        ax.set_title(title)
-        ax.set_box_aspect((1, 1, 1))
-        ax.legend(fontsize=7)
-    ax = fig.add_subplot(1, 3, 3)
-    ax.plot(cp[:, 0], cp[:, 1])
-    ax.plot(cp[0, 0], cp[0, 1], "go", label="start")
-    ax.set_aspect("equal")
-    ax.set_xlabel("e1 / m")
-    ax.set_ylabel("e2 / m")
-    ax.set_title("GC and contact point")
-    ax.legend()
-    fig.suptitle("Rolling ball, Putkaradze & Rogers (2018) section 7")
-    fig.tight_layout()
-    fig.savefig(out / "ball_paths.png", dpi=110)
-    plt.close(fig)
+    fig = plot_ball_paths(ball, run, "Rolling ball, Putkaradze & Rogers (2018) section 7")
+    save_figure(fig, out / "ball_paths.png", dpi=110)
 
 
 def _ball_animation(out: Path, ball, run, frames: int) -> None:
