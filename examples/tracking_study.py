@@ -86,8 +86,9 @@ def path_study(plant, dt, horizon, out):
     states = [n for n in part.state_names if n.startswith("contact")]
     summaries = {}
     for name, path in paths.items():
-        dur = min(horizon, getattr(path, "duration", horizon) or horizon)
-        dur = dt * int(dur / dt)
+        available = getattr(path, "duration", None)
+        dur = horizon if available is None else min(horizon, available - dt)  # the reference needs t0 + dur + dt
+        dur = dt * int(dur / dt + 1e-9)
         ref = ballctl.PathMotion(plant, path, duration=dur + dt, spin=0.0)
         ctrl = design(plant, ref, dt=dt, horizon=dur, states=states, errors=ERRORS4)
         x0, xd0 = offset_start(ref, 0.0, 0.02, -0.01)
