@@ -1,25 +1,59 @@
-"""ballctl: control design for nonholonomic rolling systems."""
+"""ballctl: control design for nonholonomic rolling systems.
 
-from ._errors import *  # noqa: F401,F403
-from .ltv import LTVSystem
-from .partition import Partition
-from .system import ConstrainedSystem, check_system
+The layout follows the pipeline: ``plants`` (constrained multibody models in
+the common :class:`ConstrainedSystem` interface), ``references`` (dynamic
+inversion), ``linearize`` (coordinate-partition linearization),
+``controllability``, ``discretize``, ``lqr``, ``tracking`` (the design
+chain), ``closed_loop`` (sampled control of the nonlinear plant),
+``schedule`` (gain files), ``plotting`` and ``cli``. See ``docs/conventions.md``.
+"""
 
-__version__ = "0.1.0"
-from .plants import BallPlate, BallPlateParameters
-from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPath, LissajousPath,
-                         PathMotion, Reference, ReferenceSample, WaypointPath)
-from .simulate import SimulationResult, simulate
-from .linearize import linearize, linearize_at
-from .discretize import DiscreteLTVSystem, discretization_error, discretize
-from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr
-from .schedule import GainSchedule
-from .closed_loop import ClosedLoopResult, RigLimits, simulate_closed_loop
-from .tracking import TrackingController, design_tracking_lqr
 from . import rails
-from .plants import (PointMass, RollingBall, RollingBallParameters, RollingBallSystem, RollingDisk,
-                     RollingDiskParameters, RollingDiskSystem)
-from .rail_layouts import compare_rail_layouts
+from ._errors import (BallctlError, ChartSingularityError, InfeasibleReferenceError, IntegrationError,
+                      PartitionError, ScheduleFileError)
+from .closed_loop import ClosedLoopResult, RigLimits, simulate_closed_loop
 from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
+from .discretize import DiscreteLTVSystem, discretization_error, discretize
+from .linearize import linearize, linearize_at
+from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr
+from .ltv import LTVSystem
+from .partition import Partition
 from .partition_study import compare_partitions
+from .plants import (BallPlate, BallPlateParameters, MovingPlateBallPlate, MovingPlateParameters, PointMass,
+                     RollingBall, RollingBallParameters, RollingBallSystem, RollingDisk, RollingDiskParameters,
+                     RollingDiskSystem, ServoParameters, ServoPlateBallPlate)
+from .rail_layouts import compare_rail_layouts
+from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPath, LissajousPath, PathMotion,
+                         Reference, ReferenceSample, WaypointPath)
+from .references.moving_plate import MovingPlateMotion, exact_circular_motion
+from .schedule import GainSchedule
+from .simulate import SimulationResult, simulate
+from .system import ConstrainedSystem, check_system
+from .tracking import TrackingController, design_tracking_lqr
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # errors
+    "BallctlError", "ChartSingularityError", "InfeasibleReferenceError", "IntegrationError", "PartitionError",
+    "ScheduleFileError",
+    # interface and plants
+    "ConstrainedSystem", "check_system", "BallPlate", "BallPlateParameters", "MovingPlateBallPlate",
+    "MovingPlateParameters", "ServoParameters", "ServoPlateBallPlate", "RollingBall", "RollingBallParameters",
+    "RollingBallSystem", "RollingDisk", "RollingDiskParameters", "RollingDiskSystem", "PointMass", "rails",
+    # references
+    "Reference", "ReferenceSample", "CircularMotion", "PathMotion", "CirclePath", "EllipsePath", "FigureEightPath",
+    "LissajousPath", "WaypointPath", "MovingPlateMotion", "exact_circular_motion",
+    # simulation
+    "simulate", "SimulationResult",
+    # linearization and controllability
+    "Partition", "LTVSystem", "linearize", "linearize_at", "compare_partitions", "compare_rail_layouts", "gramian",
+    "discrete_gramian", "transition_matrix", "silverman_meadows", "monodromy", "periodic_controllability",
+    # discretization and LQR
+    "DiscreteLTVSystem", "discretize", "discretization_error", "bryson", "finite_horizon_lqr", "FiniteHorizonLQR",
+    "periodic_lqr", "PeriodicLQR",
+    # tracking
+    "TrackingController", "design_tracking_lqr", "simulate_closed_loop", "ClosedLoopResult", "RigLimits",
+    "GainSchedule",
+]

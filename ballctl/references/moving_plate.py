@@ -57,6 +57,13 @@ __all__ = ["MovingPlateMotion", "exact_circular_motion", "spectral_derivative_ma
 def spectral_derivative_matrices(n_points: int, period: float) -> tuple[np.ndarray, np.ndarray]:
     """Real matrices ``D1, D2`` (shape (N, N)) differentiating a periodic function sampled at N points.
 
+    Parameters
+    ----------
+    n_points : int
+        Number N of uniform samples over one period.
+    period : float
+        Period in s.
+
     ``f' = D1 @ f`` and ``f'' = D2 @ f`` exactly for trigonometric polynomials
     of degree < N/2 (the Nyquist mode is kept as a cosine: zero first
     derivative at the samples).
@@ -375,6 +382,16 @@ def exact_circular_motion(plant: MovingPlateBallPlate | ServoPlateBallPlate, rad
                           roll_rate: float, *, center=(0.0, 0.0), phase: float = 0.0, roll0: float = 0.0,
                           duration: float | None = None, n_collocation: int = 64) -> MovingPlateMotion:
     """The circular steady motion of :class:`~ballctl.CircularMotion` on the exact moving plate.
+
+    Parameters
+    ----------
+    plant : MovingPlateBallPlate or ServoPlateBallPlate
+    radius, omega, roll_rate, center, phase, roll0
+        As for :class:`~ballctl.CircularMotion` (m, rad/s, rad/s, m, rad, rad).
+    duration : float, optional
+        Interval in s on which the reference is defined (default: one period).
+    n_collocation : int
+        Fourier collocation points per period of the plate-angle solve.
 
     Same circle, same mean spin ``omega + roll_rate sin(lean0)`` and same
     initial orientation as the quasi-static reference; the plate angles are
