@@ -45,7 +45,7 @@ A.G. Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, sections 2.2-2.3.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

@@ -6,7 +6,7 @@ import control
 import numpy as np
 import pytest
 
-from ballctl.discretize import DiscreteLTVSystem, discretize
+from ballctl.discretize import discretize
 from ballctl.lqr import (FiniteHorizonLQR, RiccatiConditioningWarning, RiccatiConvergenceError, bryson,
                          finite_horizon_lqr, periodic_lqr)
 from ballctl.ltv import LTVSystem

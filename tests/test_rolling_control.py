@@ -15,7 +15,7 @@ import ballctl
 from ballctl._errors import InfeasibleReferenceError
 from ballctl.plants.rolling_ball import (PointMass, RollingBall, paper_ball_initial_state, paper_ball_parameters,
                                          paper_rail_acceleration)
-from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters, RollingDiskSystem, paper_disk_parameters
+from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters, paper_disk_parameters
 from ballctl.rail_layouts import ROLL_INVARIANTS, compare_rail_layouts, default_layouts, straight_roll_setup
 from ballctl.rails import CircleRail, EllipseRail
 from ballctl.references.rolling import (DiskRollReference, StraightRollReference, dae_residuals,

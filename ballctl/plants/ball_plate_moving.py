@@ -102,7 +102,7 @@ import numpy as np
 
 from .._validation import check_finite_scalar, check_positive
 from ..system import ConstrainedSystem
-from .ball_plate import LEAN_LIMIT, BallPlate, BallPlateParameters
+from .ball_plate import BallPlate, BallPlateParameters
 
 __all__ = ["MovingPlateParameters", "ServoParameters", "MovingPlateBallPlate", "ServoPlateBallPlate"]
 
@@ -265,6 +265,7 @@ class _MovingPlateBase(ConstrainedSystem):
         if not isinstance(params, MovingPlateParameters):
             raise ValueError(f"params must be a MovingPlateParameters, got {type(params).__name__}")
         self.params = params
+        self._ball_plate = BallPlate(params.ball)
         n_p = params.n_plate
         self.n_plate = n_p
         plate = PLATE_NAMES[:n_p]
@@ -418,41 +419,30 @@ class _MovingPlateBase(ConstrainedSystem):
         return np.zeros(x.shape[:-1] + (0,), dtype=np.result_type(x, float))
 
     def constraint_jacobian(self, x) -> np.ndarray:
-        """Rolling constraints (43)-(44) in plate-relative coordinates, shape (..., 2, n); zero plate columns."""
+        """Rolling constraints (43)-(44) in plate-relative coordinates, shape (..., 2, n); zero plate columns.
+
+        The rolling constraint is written relative to the plate, so it is
+        exactly :meth:`BallPlate.constraint_jacobian` of the ball coordinates.
+        """
         x = np.asarray(x)
-        R = self.params.ball.radius
-        cps, sps = np.cos(x[..., 2]), np.sin(x[..., 2])
-        cph = np.cos(x[..., 3])
         D = np.zeros(x.shape[:-1] + (2, self.n_coordinates), dtype=np.result_type(x, float))
-        D[..., 0, 0] = 1.0
-        D[..., 0, 3] = -R * sps
-        D[..., 0, 4] = -R * cps * cph
-        D[..., 1, 1] = 1.0
-        D[..., 1, 3] = R * cps
-        D[..., 1, 4] = -R * sps * cph
+        D[..., :, :5] = self._ball_plate.constraint_jacobian(x[..., :5])
         return D
 
     def constraint_bias(self, x, xd) -> np.ndarray:
-        """Analytic ``Ddot(x, xd) @ xd``, shape (..., 2) (as for the quasi-static plate)."""
-        x = np.asarray(x)
-        xd = np.asarray(xd)
-        R = self.params.ball.radius
-        cps, sps = np.cos(x[..., 2]), np.sin(x[..., 2])
-        cph, sph = np.cos(x[..., 3]), np.sin(x[..., 3])
-        dpsi, dphi, dth = xd[..., 2], xd[..., 3], xd[..., 4]
-        return R * np.stack([
-            -cps * dpsi * dphi + sps * cph * dpsi * dth + cps * sph * dphi * dth,
-            -sps * dpsi * dphi - cps * cph * dpsi * dth + sps * sph * dphi * dth], axis=-1)
+        """Analytic ``Ddot(x, xd) @ xd``, shape (..., 2): that of :class:`BallPlate` (no plate terms)."""
+        x, xd = np.asarray(x), np.asarray(xd)
+        return self._ball_plate.constraint_bias(x[..., :5], xd[..., :5])
 
     def chart_margin(self, x) -> np.ndarray:
         """``cos(lean) - cos(LEAN_LIMIT)``: positive while the Z-X-Y chart is usable."""
-        return np.cos(np.asarray(x)[..., 3]) - np.cos(LEAN_LIMIT)
+        return self._ball_plate.chart_margin(np.asarray(x)[..., :5])
 
     def rechart(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
         """The same physical state in a fresh ball chart (lean = roll = 0), see :meth:`BallPlate.rechart`."""
         x = np.array(x, dtype=float)
         xd = np.array(xd, dtype=float)
-        xb, xdb = self.quasi_static().rechart(x[:5], xd[:5])
+        xb, xdb = self._ball_plate.rechart(x[:5], xd[:5])
         x[:5], xd[:5] = xb, xdb
         return x, xd
 

@@ -44,12 +44,12 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._errors import ChartSingularityError, InfeasibleReferenceError
-from .._validation import as_vector, check_finite_scalar, check_positive
+from .._validation import check_finite_scalar, check_positive
 from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate, _cross, plate_kinematics
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT, CircularMotion
 from .inversion import plate_angles_for_acceleration
-from .paths import CirclePath, _evaluate_path
+from .paths import CirclePath, _evaluate_path, initial_ball_orientation
 
 __all__ = ["MovingPlateMotion", "exact_circular_motion", "spectral_derivative_matrices",
            "chebyshev_derivative_matrices"]
@@ -253,13 +253,7 @@ class MovingPlateMotion(Reference):
         self._prescribed = MovingPlateBallPlate(plant.params)
         self._solve(check_positive(tol, "tol"), int(max_iter))
         _, v, _, _ = _evaluate_path(path, np.array([self.t0]))
-        if initial_orientation is None:
-            v0 = v[0]
-            yaw0 = float(np.arctan2(v0[1], v0[0])) if np.hypot(*v0) > 1e-12 else 0.0
-            initial_orientation = (yaw0, 0.0, 0.0)
-        self.initial_orientation = tuple(as_vector(initial_orientation, "initial_orientation", 3))
-        if abs(self.initial_orientation[1]) >= LEAN_LIMIT:
-            raise ChartSingularityError(f"initial lean must satisfy |lean| < {np.rad2deg(LEAN_LIMIT):.0f} deg")
+        self.initial_orientation = initial_ball_orientation(initial_orientation, v[0])
         self._orientation = self._integrate_orientation()
         if isinstance(plant, ServoPlateBallPlate):
             self._commands = self._interpolant(self._servo_commands(self._grid))

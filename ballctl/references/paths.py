@@ -277,6 +277,27 @@ def _evaluate_path(path: Callable, t: np.ndarray):
     return arrays
 
 
+def initial_ball_orientation(initial_orientation: Sequence[float] | None, velocity) -> tuple[float, float, float]:
+    """Validated ``(yaw, lean, roll)`` in rad; by default rolling along ``velocity`` with lean and roll 0.
+
+    Parameters
+    ----------
+    initial_orientation : (yaw, lean, roll) or None
+        Given angles in rad, or None for the default.
+    velocity : array_like, shape (2,)
+        Initial contact velocity in m/s (the ball rolls along ``(cos yaw, sin yaw)``);
+        yaw 0 when it is zero.
+    """
+    if initial_orientation is None:
+        v0 = np.asarray(velocity, dtype=float)
+        yaw0 = float(np.arctan2(v0[1], v0[0])) if np.hypot(*v0) > 1e-12 else 0.0
+        initial_orientation = (yaw0, 0.0, 0.0)
+    out = tuple(float(a) for a in as_vector(initial_orientation, "initial_orientation", 3))
+    if abs(out[1]) >= LEAN_LIMIT:
+        raise ChartSingularityError(f"initial lean must satisfy |lean| < {np.rad2deg(LEAN_LIMIT):.0f} deg")
+    return out
+
+
 class PathMotion(Reference):
     """Dynamic inversion of the quasi-static ball-plate along any smooth planar path.
 
@@ -321,13 +342,7 @@ class PathMotion(Reference):
         grid = np.linspace(self.t0, self.t0 + self.duration, max(int(check_samples), 2))
         _, v, a, j = _evaluate_path(path, grid)
         plate_angles_for_acceleration(plant, a, j, grid)  # raises when infeasible
-        if initial_orientation is None:
-            v0 = v[0]
-            yaw0 = float(np.arctan2(v0[1], v0[0])) if np.hypot(*v0) > 1e-12 else 0.0
-            initial_orientation = (yaw0, 0.0, 0.0)
-        self.initial_orientation = tuple(as_vector(initial_orientation, "initial_orientation", 3))
-        if abs(self.initial_orientation[1]) >= LEAN_LIMIT:
-            raise ChartSingularityError(f"initial lean must satisfy |lean| < {np.rad2deg(LEAN_LIMIT):.0f} deg")
+        self.initial_orientation = initial_ball_orientation(initial_orientation, v[0])
         self._solution = self._integrate_orientation()
 
     def _orientation_rates(self, t, angles):
