@@ -170,10 +170,9 @@ class MovingPlateMotion(Reference):
     and ends at rest starts and ends with a level plate) and the spin equals
     ``spin`` at ``t0``. Convergence is spectral for smooth paths (measured:
     contact residual 4e-13 m/s^2 with 48 intervals on a 4 s C-infinity
-    rest-to-rest move) but only algebraic for paths of limited smoothness:
-    the cubic :class:`~ballctl.WaypointPath` is C2, and since the exact model
-    involves the plate's angular acceleration the residual between nodes
-    stays near 1e-2 m/s^2 (reported in ``residuals``).
+    rest-to-rest move) but only algebraic for piecewise-smooth paths such as
+    :class:`~ballctl.WaypointPath` (spline knots, speed-ramp junctions): about
+    3e-3 m/s^2 between nodes with 96 intervals (reported in ``residuals``).
 
     Parameters
     ----------

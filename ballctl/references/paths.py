@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from scipy.interpolate import CubicSpline
+from scipy.interpolate import make_interp_spline
 
 from .._derivatives import directional_derivative
 from .._errors import ChartSingularityError
@@ -164,11 +164,14 @@ def FigureEightPath(size: float, omega: float, *, center=(0.0, 0.0), rotation: f
 
 
 class WaypointPath:
-    """A C2 path through waypoints with a smooth speed profile.
+    """A C4 path through waypoints with a smooth speed profile.
 
-    The geometric curve is a cubic spline through the waypoints parametrised
-    by cumulative chord length (natural end conditions, or periodic when
-    ``closed``). The time law ``s(t)`` runs along it at ``speed`` m/s
+    The geometric curve is a quintic spline through the waypoints
+    parametrised by cumulative chord length (vanishing third and fourth
+    derivatives at the ends, or periodic when ``closed``), so the plate
+    angles of the quasi-static inversion are C2 and those of the exact
+    moving-plate inversion (which involve the plate's angular acceleration)
+    are continuous. The time law ``s(t)`` runs along it at ``speed`` m/s
     (nominal, in chord-length units), starting and ending at rest through
     quintic ramps of ``ramp_time`` s (zero velocity and acceleration at the
     ends), so plate angles start and end level; a closed path loops at
@@ -202,7 +205,12 @@ class WaypointPath:
         s = np.concatenate([[0.0], np.cumsum(seg)])
         self.length = float(s[-1])
         self.waypoints = pts
-        self._spline = CubicSpline(s, pts, bc_type="periodic" if closed else "natural")
+        if closed:
+            bc = "periodic"
+        else:  # quintic with vanishing 3rd and 4th derivatives at the ends ("natural" for k = 5)
+            zero = [(3, np.zeros(2)), (4, np.zeros(2))]
+            bc = (zero, zero)
+        self._spline = make_interp_spline(s, pts, k=5, bc_type=bc)
         self.ramp_time = 0.0 if closed else float(max(0.0, check_finite_scalar(ramp_time, "ramp_time")))
         T = self.ramp_time
         if not closed and self.speed * T > self.length:
@@ -251,9 +259,9 @@ class WaypointPath:
         t = np.atleast_1d(np.asarray(t, dtype=float))
         s, sd, sdd, sddd = self._time_law(t)
         c0 = self._spline(s)
-        c1 = self._spline(s, 1)
-        c2 = self._spline(s, 2)
-        c3 = self._spline(s, 3)
+        c1 = self._spline(s, nu=1)
+        c2 = self._spline(s, nu=2)
+        c3 = self._spline(s, nu=3)
         p = c0
         v = c1 * sd[:, None]
         a = c2 * sd[:, None] ** 2 + c1 * sdd[:, None]
