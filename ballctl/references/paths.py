@@ -206,11 +206,12 @@ class WaypointPath:
         self.length = float(s[-1])
         self.waypoints = pts
         if closed:
-            bc = "periodic"
+            self._spline = make_interp_spline(s, pts, k=5, bc_type="periodic")
+        elif pts.shape[0] == 2:  # a straight segment: the line itself
+            self._spline = make_interp_spline(s, pts, k=1)
         else:  # quintic with vanishing 3rd and 4th derivatives at the ends ("natural" for k = 5)
             zero = [(3, np.zeros(2)), (4, np.zeros(2))]
-            bc = (zero, zero)
-        self._spline = make_interp_spline(s, pts, k=5, bc_type=bc)
+            self._spline = make_interp_spline(s, pts, k=5, bc_type=(zero, zero))
         self.ramp_time = 0.0 if closed else float(max(0.0, check_finite_scalar(ramp_time, "ramp_time")))
         T = self.ramp_time
         if not closed and self.speed * T > self.length:
