@@ -179,17 +179,13 @@ def _cmd_simulate_ball(args) -> int:
 
 
 def _controllability_rank(ctrl) -> int:
-    """Rank of the discrete reachability matrix over the first second of samples (tolerance 1e-9 relative)."""
-    Ad, Bd = ctrl.discrete.Ad, ctrl.discrete.Bd
-    N = Ad.shape[1]
-    steps = min(len(Ad), max(N, int(round(1.0 / ctrl.dt))))
-    Phi = np.eye(N)
-    W = np.zeros((N, N))
-    for k in range(steps - 1, -1, -1):
-        W += Phi @ Bd[k] @ Bd[k].T @ Phi.T
-        Phi = Phi @ Ad[k]
-    ev = np.linalg.eigvalsh(W)
-    return int(np.sum(ev > 1e-9 * ev.max()))
+    """Rank of the discrete reachability Gramian over the first second of control samples."""
+    from .controllability import discrete_gramian
+
+    steps = min(len(ctrl.discrete.Ad), max(ctrl.ltv.n_states, int(round(1.0 / ctrl.dt))))
+    report = discrete_gramian(ctrl.discrete.Ad[:steps], ctrl.discrete.Bd[:steps], state_names=ctrl.state_names,
+                              rank_rtol=1e-9)
+    return int(report.rank)
 
 
 def _atomic_text(path: Path, text: str) -> None:

@@ -89,7 +89,9 @@ class ClosedLoopResult:
     X_measured : ndarray, shape (K, N)
         What the controller saw (with noise).
     velocity_residual : ndarray, shape (K, m + l)
-        Constraint residual ``D(x) xd``.
+        Constraint residual ``D(x) xd``. For ``model="linear"`` the state is
+        the reference plus the linear deviation, which satisfies the
+        constraints to first order only: the residual is then O(|X|^2).
     state_names, input_names : tuple of str
     model : str
         "nonlinear" or "linear".
