@@ -162,7 +162,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     par = dict(mass=args.mass, inertia=args.inertia, offset=args.offset)
     motion = dict(speed=args.speed, turn_rate=args.turn_rate)
-    np.set_printoptions(precision=5, suppress=True, linewidth=110)
+    fmt = dict(precision=5, suppress_small=True, max_line_width=110)  # local, not np.set_printoptions
 
     # 1. the system, checked against the contract (shapes, symmetry, rank, bias, complex-step safety)
     sleigh = make_sleigh(**par)
@@ -196,8 +196,9 @@ def main(argv=None) -> dict:
     A_exact, B_exact, poly = analytic_ltv(s.x[k, 2], **par, **motion)
     eig = np.linalg.eigvals(ltv.A[k])
     print(f"partition {partition.describe()}, states {ltv.state_names}, derivatives: {ltv.derivative_method}")
-    print(f"A at t = {times[k]:.4g} s (heading {np.rad2deg(s.x[k, 2]):.3g} deg):\n{ltv.A[k]}")
-    print(f"B:\n{ltv.B[k]}")
+    print(f"A at t = {times[k]:.4g} s (heading {np.rad2deg(s.x[k, 2]):.3g} deg):\n"
+          f"{np.array2string(ltv.A[k], **fmt)}")
+    print(f"B:\n{np.array2string(ltv.B[k], **fmt)}")
     print(f"eigenvalues of A: {np.sort_complex(eig)}")
     print(f"predicted: 0, 0 and the roots of p(s): {np.sort_complex(np.roots(poly))}")
     A_err = max(float(np.abs(ltv.A[j] - analytic_ltv(s.x[j, 2], **par, **motion)[0]).max())
