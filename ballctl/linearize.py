@@ -142,8 +142,6 @@ def linearize_samples(system: ConstrainedSystem, sample: ReferenceSample, partit
     x0, xd0, xdd0 = sample.x, sample.xd, sample.xdd
     u0, lam0 = sample.u, sample.lam
     K = x0.shape[0]
-    for k in range(K):
-        partition.check(system, x0[k], t=float(sample.t[k]))
     ai = list(partition.independent)
     ad = list(partition.admissible_dependent)
     dep = list(partition.dependent_all)
@@ -156,8 +154,9 @@ def linearize_samples(system: ConstrainedSystem, sample: ReferenceSample, partit
     Df = _Batched(system.constraint_jacobian, (x0,))
     biasf = _Batched(system.constraint_bias, (x0, xd0))
 
-    M0 = Mf(x0, u0)
     D0 = Df(x0)
+    partition.check_jacobians(system, D0, [f" at t={t:.6g} s" for t in sample.t])
+    M0 = Mf(x0, u0)
     # K0 = d/dx (M xdd0 + D^T lam0 - Q), C0 = -dQ/dxd, Bu = d/du (Q - M xdd0)
     K0 = (np.einsum("kijn,kj->kin", _jac(Mf, [x0, u0], 0, state), xdd0)
           + np.einsum("kjin,kj->kin", _jac(Df, [x0], 0, state), lam0)

@@ -204,32 +204,56 @@ class Partition:
         dependent block relative to the whole Jacobian, so a 1x1 block near
         zero is caught); it is returned.
         """
+        x = np.asarray(x, dtype=float)
+        D = np.asarray(system.constraint_jacobian(x), dtype=float)
+        where = [f" at t={t:.6g} s" if t is not None else f" at x={np.array2string(x, precision=4)}"]
+        return float(self.check_jacobians(system, D[None], where, cond_limit=cond_limit)[0])
+
+    def check_jacobians(self, system: ConstrainedSystem, D, where, *, cond_limit: float = _COND_LIMIT
+                        ) -> np.ndarray:
+        """:meth:`check` for a stack of already evaluated constraint Jacobians.
+
+        Parameters
+        ----------
+        system : ConstrainedSystem
+        D : ndarray, shape (K, m + l, n)
+            ``D(x_k)`` at K states.
+        where : sequence of str
+            How to name each state in an error (e.g. ``" at t=0.5 s"``).
+        cond_limit : float
+
+        Returns
+        -------
+        ndarray, shape (K,)
+            ``|D|_2 / sigma_min(D_dd)`` per state; raises at the first state beyond ``cond_limit``.
+        """
         if self.coordinate_names != system.coordinate_names:
             raise PartitionError(f"partition coordinates {self.coordinate_names} do not match the system's "
                                  f"{system.coordinate_names}")
         if (len(self.independent), len(self.admissible_dependent), len(self.dependent)) != (
                 system.n_dof, system.n_nonholonomic, system.n_holonomic):
             raise PartitionError("partition sizes do not match the system's n - m - l, l, m")
-        x = np.asarray(x, dtype=float)
-        D = np.asarray(system.constraint_jacobian(x), dtype=float)
-        where = f" at t={t:.6g} s" if t is not None else f" at x={np.array2string(x, precision=4)}"
-        if D.shape[0] == 0:
-            return 1.0
-        Ddd = D[:, self.dependent_all]
+        D = np.asarray(D, dtype=float)
+        if D.shape[1] == 0:
+            return np.ones(D.shape[0])
         # measured against the scale of the whole D, so that a 1x1 D_dd near zero is caught too
-        sv = np.linalg.svd(Ddd, compute_uv=False)
-        scale = float(np.linalg.norm(D, 2))
-        cond = float(scale / sv[-1]) if sv[-1] > 0 else float("inf")
-        if not np.isfinite(cond) or cond > cond_limit:
+        sv_dd = np.linalg.svd(D[:, :, list(self.dependent_all)], compute_uv=False)
+        scale = np.linalg.svd(D, compute_uv=False)[:, 0]
+        with np.errstate(divide="ignore"):
+            cond = np.where(sv_dd[:, -1] > 0, scale / sv_dd[:, -1], np.inf)
+        bad = np.nonzero(~(cond <= cond_limit))[0]
+        if bad.size:
+            k = int(bad[0])
             raise PartitionError(
                 f"D_dd (columns of D for {', '.join(self.coordinate_names[i] for i in self.dependent_all)}) "
-                f"is singular{where} (|D| / sigma_min(D_dd) = {cond:.3g} > {cond_limit:.0e}); choose other "
+                f"is singular{where[k]} (|D| / sigma_min(D_dd) = {cond[k]:.3g} > {cond_limit:.0e}); choose other "
                 f"dependent coordinates, e.g. Partition.automatic(system, x)")
         if self.dependent:
-            Cd = D[: system.n_holonomic][:, self.dependent]
-            cc = float(np.linalg.cond(Cd))
-            if not np.isfinite(cc) or cc > cond_limit:
+            cc = np.linalg.cond(D[:, : system.n_holonomic][:, :, list(self.dependent)])
+            bad = np.nonzero(~(cc <= cond_limit))[0]
+            if bad.size:
+                k = int(bad[0])
                 raise PartitionError(
                     f"the columns of C_x for the dependent coordinates "
-                    f"{', '.join(self.dependent_names)} are singular{where} (condition number {cc:.3g})")
+                    f"{', '.join(self.dependent_names)} are singular{where[k]} (condition number {cc[k]:.3g})")
         return cond
