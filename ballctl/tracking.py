@@ -16,7 +16,7 @@ import numpy as np
 
 from ._validation import check_positive
 from .discretize import DiscreteLTVSystem, discretize
-from .linearize import linearize
+from .linearize import linearize, linearize_samples
 from .lqr import FiniteHorizonLQR, bryson, finite_horizon_lqr, periodic_lqr
 from .ltv import LTVSystem
 from .partition import Partition
@@ -126,7 +126,8 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
     if steps < 1 or abs(steps * dt - horizon) > 1e-9 * max(1.0, horizon):
         raise ValueError(f"horizon must be a whole number of steps dt = {dt} s, got horizon = {horizon} s")
     times = t0 + dt * np.arange(steps + 1)
-    ltv_full = linearize(system, reference, times[:-1], partition)
+    samples = reference(times)  # evaluated once: the linearization uses all but the last sample
+    ltv_full = linearize_samples(system, samples[:-1], partition)
     ltv = ltv_full if states is None else ltv_full.select_states(list(states))
     disc = discretize(ltv, dt)
     if Q is None or R is None:
@@ -143,7 +144,7 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
     elif terminal != "weight":
         raise ValueError(f"terminal must be 'weight' or 'periodic', got {terminal!r}")
     lqr = finite_horizon_lqr(disc, None, Q, R, Q_N)
-    return TrackingController(system, reference, partition, dt, ltv, disc, lqr, reference(times), Q, R, Q_N)
+    return TrackingController(system, reference, partition, dt, ltv, disc, lqr, samples, Q, R, Q_N)
 
 
 def _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R) -> np.ndarray:
