@@ -8,7 +8,7 @@ chain), ``closed_loop`` (sampled control of the nonlinear plant),
 ``schedule`` (gain files), ``plotting`` and ``cli``. See ``docs/conventions.md``.
 """
 
-from . import rails
+from .plants import rails
 from ._errors import (BallctlError, ChartSingularityError, InfeasibleReferenceError, IntegrationError,
                       PartitionError, ScheduleFileError)
 from .closed_loop import ClosedLoopResult, RigLimits, simulate_closed_loop
@@ -19,11 +19,11 @@ from .linearize import linearize, linearize_at
 from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr
 from .ltv import LTVSystem
 from .partition import Partition
-from .partition_study import compare_partitions
+from .studies.partitions import compare_partitions
 from .plants import (BallPlate, BallPlateParameters, MovingPlateBallPlate, MovingPlateParameters, PointMass,
                      RollingBall, RollingBallParameters, RollingBallSystem, RollingDisk, RollingDiskParameters,
                      RollingDiskSystem, ServoParameters, ServoPlateBallPlate)
-from .rail_layouts import compare_rail_layouts
+from .studies.rail_layouts import compare_rail_layouts
 from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPath, LissajousPath, PathMotion,
                          Reference, ReferenceSample, WaypointPath)
 from .references.moving_plate import MovingPlateMotion, exact_circular_motion

@@ -6,7 +6,7 @@ LQR on the three rail accelerations is designed through the linearizer (independ
 rail angles; admissible-dependent contact point), and the nonlinear ball is simulated from a perturbed
 state (contact point 5 cm x 5 cm off, yaw and rails 0.1 rad off) in closed and open loop. Finally the
 controllability of several rail layouts along a straight roll is tabulated
-(:func:`ballctl.rail_layouts.compare_rail_layouts`).
+(:func:`ballctl.studies.rail_layouts.compare_rail_layouts`).
 
 Usage::
 
@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 import ballctl  # noqa: E402
 from ballctl.plants.rolling_ball import RollingBall, paper_ball_parameters  # noqa: E402
-from ballctl.rail_layouts import compare_rail_layouts  # noqa: E402
+from ballctl.studies.rail_layouts import compare_rail_layouts  # noqa: E402
 from ballctl.references.rolling import paper_ball_reference  # noqa: E402
 
 __all__ = ["run", "main"]

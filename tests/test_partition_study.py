@@ -3,7 +3,7 @@
 import numpy as np
 
 import ballctl
-from ballctl.partition_study import compare_partitions, enumerate_partitions
+from ballctl.studies.partitions import compare_partitions, enumerate_partitions
 
 
 def test_paper_finding_and_the_spin_mode(capsys):

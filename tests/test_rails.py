@@ -7,7 +7,7 @@ import pytest
 
 from ballctl._derivatives import directional_derivative
 from ballctl.plants.rolling_ball import PointMass, RollingBallParameters, paper_ball_initial_state, paper_ball_parameters, RollingBall
-from ballctl.rails import (CallableRail, CircleRail, EllipseRail, FigureEightRail, SegmentRail, frisvad_basis,
+from ballctl.plants.rails import (CallableRail, CircleRail, EllipseRail, FigureEightRail, SegmentRail, frisvad_basis,
                            paper_rail_basis, spherical_to_cartesian)
 
 RNG = np.random.default_rng(7)

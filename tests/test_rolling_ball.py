@@ -11,7 +11,7 @@ import pytest
 from ballctl._errors import ChartSingularityError
 from ballctl.plants.rolling_ball import (PAPER_KINK_TIMES, PointMass, RollingBall, RollingBallParameters,
                                          paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration)
-from ballctl.rails import CircleRail, SegmentRail
+from ballctl.plants.rails import CircleRail, SegmentRail
 from ballctl.system import check_system
 
 RNG = np.random.default_rng(2018)

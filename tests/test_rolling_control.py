@@ -16,11 +16,11 @@ from ballctl._errors import InfeasibleReferenceError
 from ballctl.plants.rolling_ball import (PointMass, RollingBall, paper_ball_initial_state, paper_ball_parameters,
                                          paper_rail_acceleration)
 from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters, paper_disk_parameters
-from ballctl.rail_layouts import ROLL_INVARIANTS, compare_rail_layouts, default_layouts, straight_roll_setup
-from ballctl.rails import CircleRail, EllipseRail
+from ballctl.studies.rail_layouts import ROLL_INVARIANTS, compare_rail_layouts, default_layouts, straight_roll_setup
+from ballctl.plants.rails import CircleRail, EllipseRail
 from ballctl.references.rolling import (DiskRollReference, StraightRollReference, dae_residuals,
                                         paper_ball_reference)
-from ballctl.rolling_demo import simulate_paper_ball
+from ballctl.studies.paper_ball import simulate_paper_ball
 
 DISK_ERRORS = {"phi": 0.02, "phi_rate": 0.05, **{f"theta_{i}": 0.5 for i in range(1, 5)},
                **{f"theta_{i}_rate": 1.0 for i in range(1, 5)}}

@@ -7,7 +7,7 @@ from ballctl._quaternion import quat_from_matrix
 from ballctl.plants.rolling_ball import PointMass, RollingBall, RollingBallParameters
 from ballctl.plants.rolling_disk import (RollingDisk, RollingDiskParameters, newton_single_mass_angular_acceleration,
                                          paper_disk_initial_state, paper_disk_parameters, paper_disk_rail_accelerations)
-from ballctl.rails import CircleRail, EllipseRail
+from ballctl.plants.rails import CircleRail, EllipseRail
 
 RNG = np.random.default_rng(546)
 

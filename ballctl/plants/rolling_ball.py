@@ -65,7 +65,7 @@ from .._derivatives import jacobian as _cs_jacobian
 from .._errors import ChartSingularityError, IntegrationError
 from .._quaternion import cross, hat, quat_from_matrix, quat_multiply, quat_to_matrix
 from .._validation import ProblemCollector, as_vector, check_positive
-from ..rails import CircleRail, Rail
+from .rails import CircleRail, Rail
 from ..system import ConstrainedSystem
 
 __all__ = [

@@ -41,7 +41,7 @@ import numpy as np
 
 from .._derivatives import jacobian as _cs_jacobian
 from .._validation import ProblemCollector, as_vector, check_positive
-from ..rails import CircleRail
+from .rails import CircleRail
 from ..system import ConstrainedSystem
 from .rolling_ball import PAPER_KINK_TIMES, PointMass, RollingBallTrajectory, _integrate_piecewise, paper_rail_acceleration
 

@@ -35,7 +35,7 @@ Three kinds of reference solutions of the DAE ``M xdd + D^T lam = Q``,
 * :class:`StraightRollReference` -- the ball rolling uniformly along a
   straight line with its masses parked, an exact solution when the total CM
   is at the GC and the rolling axis is a principal axis of the total inertia
-  about the GC (used by :mod:`ballctl.rail_layouts`).
+  about the GC (used by :mod:`ballctl.studies.rail_layouts`).
 
 References
 ----------
@@ -57,7 +57,7 @@ from .._validation import as_vector, check_positive
 from ..plants.rolling_ball import (PAPER_KINK_TIMES, RollingBallSystem, paper_ball_initial_state,
                                    paper_rail_acceleration)
 from ..plants.rolling_disk import RollingDiskSystem
-from ..rails import CircleRail
+from ..plants.rails import CircleRail
 from ..system import ConstrainedSystem
 from .base import Reference, ReferenceSample
 
@@ -532,7 +532,7 @@ class StraightRollReference(Reference):
     stays along ``e1``. The contact point moves along ``-e2`` at
     ``roll_rate * r``. The ball starts with ``Lambda0 = C``, the system's chart
     rotation, which must map the rolling axis to ``e1`` (``C @ a = e1``;
-    :func:`ballctl.rail_layouts.straight_roll_setup` builds it); then
+    :func:`ballctl.studies.rail_layouts.straight_roll_setup` builds it); then
     ``Lambda(t) = Rx(roll_rate t) C``: ``yaw = pitch = 0`` and
     ``roll = roll_rate t``, far from the chart singularity.
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import check_positive
-from .plotting import plot_ball_paths, save_figure
-from .plants.rolling_ball import RollingBall, paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
+from .._validation import check_positive
+from ..plotting import plot_ball_paths, save_figure
+from ..plants.rolling_ball import RollingBall, paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
 
 __all__ = ["simulate_paper_ball"]
 

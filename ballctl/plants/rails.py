@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import as_matrix, as_vector, check_positive
+from .._validation import as_matrix, as_vector, check_positive
 
 __all__ = [
     "Rail",

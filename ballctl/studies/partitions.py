@@ -27,13 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._errors import PartitionError
-from .controllability import GramianReport, discrete_gramian
-from .discretize import discretize
-from .linearize import linearize_samples
-from .partition import Partition
-from .references.base import Reference
-from .system import ConstrainedSystem
+from .._errors import PartitionError
+from ..controllability import GramianReport, discrete_gramian
+from ..discretize import discretize
+from ..linearize import linearize_samples
+from ..partition import Partition
+from ..references.base import Reference
+from ..system import ConstrainedSystem
 
 #: D_dd conditioning above which a partition is flagged as passing near a singularity
 NEAR_SINGULAR = 1e4

@@ -49,13 +49,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .controllability import discrete_gramian
-from .discretize import discretize
-from .linearize import linearize
-from .partition import Partition
-from .plants.rolling_ball import PointMass, RollingBall, RollingBallParameters, RollingBallSystem
-from .rails import CircleRail, EllipseRail, Rail, SegmentRail, frisvad_basis
-from .references.rolling import StraightRollReference
+from ..controllability import discrete_gramian
+from ..discretize import discretize
+from ..linearize import linearize
+from ..partition import Partition
+from ..plants.rolling_ball import PointMass, RollingBall, RollingBallParameters, RollingBallSystem
+from ..plants.rails import CircleRail, EllipseRail, Rail, SegmentRail, frisvad_basis
+from ..references.rolling import StraightRollReference
 
 __all__ = [
     "ROLL_INVARIANTS",
@@ -355,7 +355,7 @@ def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_ra
 
     Examples
     --------
-    >>> from ballctl.rail_layouts import compare_rail_layouts, default_layouts
+    >>> from ballctl.studies.rail_layouts import compare_rail_layouts, default_layouts
     >>> table = compare_rail_layouts(default_layouts()[:1], samples=16)
     >>> table.rows[0].controllable
     False

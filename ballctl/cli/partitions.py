@@ -1,0 +1,33 @@
+"""``ballctl partitions``: controllability of every coordinate partition along the circle."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
+NAME = "partitions"
+HELP = "compare every coordinate partition's controllability along the circle"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this subcommand's flags."""
+    add_ball_arguments(p)
+    add_circle_arguments(p)
+    p.add_argument("--dt", type=float, default=0.01, help="sample time of the Gramians in s (default 0.01)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the partition table."""
+    from ..studies.partitions import compare_partitions
+
+    plant = ball_plate(args)
+    ref = circle(args, plant)
+    steps = max(int(round(ref.period / args.dt)), 3)
+    table = compare_partitions(plant, ref, np.linspace(0.0, steps * args.dt, steps + 1))
+    print(table)
+    return 0
