@@ -11,11 +11,12 @@ chain), ``closed_loop`` (sampled control of the nonlinear plant),
 from .plants import rails
 from ._errors import (BallctlError, ChartSingularityError, InfeasibleReferenceError, IntegrationError,
                       PartitionError, ScheduleFileError)
-from .closed_loop import ClosedLoopResult, RigLimits, simulate_closed_loop
+from .closed_loop import ClosedLoopBatchResult, ClosedLoopResult, RigLimits, simulate_closed_loop
 from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
 from .discretize import DiscreteLTVSystem, discretization_error, discretize
 from .linearize import linearize, linearize_at
+from .monte_carlo import MonteCarloResult, Normal, Uncertainty, Uniform, monte_carlo
 from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr
 from .ltv import LTVSystem
 from .partition import Partition
@@ -54,6 +55,8 @@ __all__ = [
     "DiscreteLTVSystem", "discretize", "discretization_error", "bryson", "finite_horizon_lqr", "FiniteHorizonLQR",
     "periodic_lqr", "PeriodicLQR",
     # tracking
-    "TrackingController", "design_tracking_lqr", "simulate_closed_loop", "ClosedLoopResult", "RigLimits",
+    "TrackingController", "design_tracking_lqr", "simulate_closed_loop", "ClosedLoopResult", "ClosedLoopBatchResult", "RigLimits",
     "GainSchedule",
+    # Monte Carlo
+    "monte_carlo", "MonteCarloResult", "Uncertainty", "Normal", "Uniform",
 ]

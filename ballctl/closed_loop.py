@@ -29,10 +29,11 @@ from scipy.integrate import solve_ivp
 
 from ._errors import IntegrationError
 from ._validation import as_vector, check_positive
+from .engine import kernel_code, run_closed_loop
 from .simulate import rk4
 from .tracking import TrackingController
 
-__all__ = ["RigLimits", "ClosedLoopResult", "simulate_closed_loop"]
+__all__ = ["RigLimits", "ClosedLoopResult", "ClosedLoopBatchResult", "simulate_closed_loop", "state_selection"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,16 +198,20 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
                          limits: RigLimits | None = None, integrator: str = "DOP853",
                          rtol: float = 1e-9, atol: float = 1e-12, substeps: int = 1,
                          stabilization: tuple[float, float] | None = (10.0, 10.0),
-                         progress: bool = False) -> ClosedLoopResult:
+                         progress: bool = False, plant=None, backend: str = "auto"
+                         ) -> "ClosedLoopResult | ClosedLoopBatchResult":
     """Run a sampled LQR tracking loop on the plant (see the module docstring).
 
     Parameters
     ----------
     controller : TrackingController
         From :func:`ballctl.design_tracking_lqr`; its ``dt`` is the control period.
-    x0, xd0 : array_like, shape (n,)
+    x0, xd0 : array_like, shape (n,) or (B, n)
         Initial plant state (velocities should satisfy the constraints; the
-        dependent ones are completed from the independent ones).
+        dependent ones are completed from the independent ones). A stack of
+        B initial states runs B runs together and returns a
+        :class:`ClosedLoopBatchResult` (leading run axis); ``xd0`` may then
+        be one state for all runs.
     duration : float, optional
         Length of the run in s (default: the controller's horizon).
     model : {"nonlinear", "linear"}
@@ -217,7 +222,9 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         Standard deviation of Gaussian measurement noise per coordinate name
         (m or rad) or ``"<name>_rate"`` (m/s or rad/s), added at each sample.
     seed : int, optional
-        Seed of the noise generator.
+        Seed of the noise generator; for a batch, one seed per run (a
+        sequence of B) or one seed from which B run seeds are spawned
+        (``numpy.random.SeedSequence(seed).spawn(B)``).
     limits : RigLimits, optional
         Tilt, slew, quantization and delay.
     integrator : {"DOP853", "RK45", "Radau", "rk4"}
@@ -225,12 +232,34 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         or fixed-step classical Runge-Kutta with ``substeps`` steps per sample.
     progress : bool
         Show a progress bar on stderr.
+    plant : ConstrainedSystem or sequence of B of them, optional
+        The simulated plant when it differs from the design model (e.g.
+        parameter samples of the same plant class); default the
+        controller's system.
+    backend : {"auto", "compiled", "python"}
+        ``"auto"`` runs ``integrator="rk4"`` on the nonlinear model through
+        the compiled loop of :mod:`ballctl.engine` when the plant has compiled
+        kernels (same arithmetic as the Python loop; agreement to 1e-10 m is
+        tested), otherwise the Python loop. ``"compiled"`` requires it,
+        ``"python"`` forces the Python reference loop.
 
     Returns
     -------
-    ClosedLoopResult
+    ClosedLoopResult or ClosedLoopBatchResult
+        One run for ``x0`` of shape (n,); B runs for shape (B, n).
     """
-    system = controller.system
+    if backend not in ("auto", "compiled", "python"):
+        raise ValueError(f"backend must be 'auto', 'compiled' or 'python', got {backend!r}")
+    if np.ndim(x0) == 2:
+        return _simulate_batch(controller, x0, xd0, duration=duration, model=model, feedback=feedback,
+                               noise_std=noise_std, seed=seed, limits=limits, integrator=integrator, rtol=rtol,
+                               atol=atol, substeps=substeps, stabilization=stabilization, progress=progress,
+                               plant=plant, backend=backend)
+    if plant is not None and not hasattr(plant, "accelerations"):
+        raise ValueError("plant must be one ConstrainedSystem for a single run (x0 of shape (n,))")
+    system = controller.system if plant is None else plant
+    if (system.n_coordinates, system.n_inputs) != (controller.system.n_coordinates, controller.system.n_inputs):
+        raise ValueError("plant must have the coordinates and inputs of the controller's system")
     partition = controller.partition
     n, nu = system.n_coordinates, system.n_inputs
     x = as_vector(x0, "x0", n).copy()
@@ -241,29 +270,36 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     limits = limits or RigLimits()
     dt = controller.dt
     steps_available = len(controller.times)
-    if duration is None:
-        steps = steps_available
-    else:
-        duration = check_positive(duration, "duration", "s")
-        steps = int(round(duration / dt))
-        if steps > steps_available:
-            raise ValueError(f"duration {duration} s exceeds the controller's horizon "
-                             f"{steps_available * dt:.6g} s")
+    steps = _steps_for(controller, duration)
     names = controller.state_names
-    noise = np.zeros(len(names))
-    if noise_std:
-        coord = set(system.coordinate_names)
-        for key, value in noise_std.items():
-            base = key[:-5] if key.endswith("_rate") else key
-            if base not in coord:
-                raise ValueError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
-            if value < 0:
-                raise ValueError(f"noise_std[{key!r}] must be >= 0, got {value}")
-            if key in names:
-                noise[names.index(key)] = value
+    noise = _noise_vector(system, names, noise_std)
     rng = np.random.default_rng(seed)
     if integrator not in ("DOP853", "RK45", "Radau", "rk4"):
         raise ValueError(f"integrator must be one of DOP853, RK45, Radau, rk4; got {integrator!r}")
+    if not isinstance(substeps, (int, np.integer)) or substeps < 1:
+        raise ValueError(f"substeps must be an integer >= 1, got {substeps!r}")
+    code = kernel_code(system)
+    compiled = integrator == "rk4" and model == "nonlinear" and code is not None
+    if backend == "compiled" and not compiled:
+        raise ValueError("backend='compiled' needs integrator='rk4', model='nonlinear' and a plant with compiled "
+                         f"kernels ({type(system).__name__} has none)")
+    if compiled and backend != "python":
+        start = _time.perf_counter()
+        K = steps + 1
+        err = (noise * rng.standard_normal((K, len(names))))[None] if noise_std else None
+        out = _run_compiled(controller, code, [system], x[None], xd[None], steps, err, limits, feedback,
+                            substeps, stabilization)
+        if out.status[0] >= 0:
+            raise IntegrationError(f"the compiled closed loop left the finite numbers at step {out.status[0]} "
+                                   f"(t = {controller.samples.t[out.status[0]]:.6g} s)")
+        ev = dict(zip(("max_angle", "max_rate", "quantum"), (int(v) for v in out.limit_events[0])))
+        active = {key: v for key, v in ev.items() if v} if limits.active else {}
+        if limits.delay > 0:
+            active["delay_s"] = limits.delay
+        ref = controller.samples
+        return ClosedLoopResult(ref.t[:K], out.x[0], out.xd[0], ref.x[:K], ref.xd[:K], out.u[0], ref.u[:K],
+                                out.X[0], out.X_measured[0], out.velocity_residual[0], names, system.input_names,
+                                system.coordinate_names, model, feedback, active, _time.perf_counter() - start)
 
     ref = controller.samples
     ltv = controller.ltv
@@ -355,3 +391,214 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         active["delay_s"] = limits.delay
     return ClosedLoopResult(T, out_x, out_xd, ref.x[:K], ref.xd[:K], out_u, ref.u[:K], out_X, out_Xm, out_res,
                             names, system.input_names, system.coordinate_names, model, feedback, active, wall)
+
+
+def _steps_for(controller: TrackingController, duration: float | None) -> int:
+    """Number of control steps of a run of ``duration`` s (default: the controller's horizon)."""
+    steps_available = len(controller.times)
+    if duration is None:
+        return steps_available
+    duration = check_positive(duration, "duration", "s")
+    steps = int(round(duration / controller.dt))
+    if steps > steps_available:
+        raise ValueError(f"duration {duration} s exceeds the controller's horizon "
+                         f"{steps_available * controller.dt:.6g} s")
+    return steps
+
+
+def _noise_vector(system, names, noise_std) -> np.ndarray:
+    """Noise standard deviation of each controller state from ``noise_std`` by coordinate name."""
+    noise = np.zeros(len(names))
+    if noise_std:
+        coord = set(system.coordinate_names)
+        for key, value in noise_std.items():
+            base = key[:-5] if key.endswith("_rate") else key
+            if base not in coord:
+                raise ValueError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
+            if not np.isfinite(value) or value < 0:
+                raise ValueError(f"noise_std[{key!r}] must be finite and >= 0 (m, rad, m/s or rad/s), got {value}")
+            if key in names:
+                noise[names.index(key)] = value
+    return noise
+
+
+def state_selection(controller: TrackingController) -> np.ndarray:
+    """Index of each controller state in the stacked ``(x, xd)`` (length 2n), shape (N,).
+
+    The reduced state is a selection of the full deviation (see
+    :meth:`ballctl.LTVSystem.reduce`); this is that selection as indices.
+    """
+    p = controller.partition
+    n = controller.system.n_coordinates
+    full = list(p.independent) + [n + i for i in p.independent] + list(p.admissible_dependent)
+    return np.array([full[p.state_names.index(name)] for name in controller.state_names], dtype=np.int64)
+
+
+def _run_compiled(controller, code, plants, x0, xd0, steps, err, limits, feedback, substeps, stabilization,
+                  delay=None):
+    ref = controller.samples
+    K = steps + 1
+    params = np.stack([np.asarray(p.kernel_parameters, dtype=float) for p in plants])
+    return run_closed_loop(code, params, x0, xd0, dt=controller.dt, times=ref.t[:K], x_ref=ref.x[:K],
+                           xd_ref=ref.xd[:K], u_ref=ref.u[:K], gains=controller.lqr.gains[:steps],
+                           selection=state_selection(controller), measurement_error=err, feedback=feedback,
+                           quantum=limits.quantum, max_angle=limits.max_angle, max_rate=limits.max_rate,
+                           delay=limits.delay if delay is None else delay, substeps=substeps,
+                           stabilization=stabilization, n_constraints=plants[0].n_constraints)
+
+
+@dataclass(frozen=True)
+class ClosedLoopBatchResult:
+    """B closed-loop runs of one controller, with a leading run axis.
+
+    Attributes
+    ----------
+    t : ndarray, shape (K,)
+        Control times in s (shared).
+    x, xd : ndarray, shape (B, K, n)
+        Plant coordinates and velocities.
+    x_ref, xd_ref : ndarray, shape (K, n)
+        Reference (shared).
+    u : ndarray, shape (B, K, nu)
+        Applied inputs; ``u_ref`` (K, nu) is shared.
+    u_ref : ndarray, shape (K, nu)
+    X, X_measured : ndarray, shape (B, K, N)
+        True and measured reduced deviations.
+    velocity_residual : ndarray, shape (B, K, m + l)
+    state_names, input_names, coordinate_names : tuple of str
+    model : str
+    feedback : bool
+    limit_events : dict
+        Per rig limit, an int array (B,) of control steps at which it acted.
+    status : ndarray of int, shape (B,)
+        -1 for a completed run, else the control step at which the state
+        stopped being finite (the rest of that run is NaN).
+    backend : str
+        "compiled" or "python".
+    wall_time : float
+        Wall-clock seconds for the whole batch.
+    """
+
+    t: np.ndarray
+    x: np.ndarray
+    xd: np.ndarray
+    x_ref: np.ndarray
+    xd_ref: np.ndarray
+    u: np.ndarray
+    u_ref: np.ndarray
+    X: np.ndarray
+    X_measured: np.ndarray
+    velocity_residual: np.ndarray
+    state_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+    coordinate_names: tuple[str, ...]
+    model: str
+    feedback: bool
+    limit_events: dict
+    status: np.ndarray
+    backend: str
+    wall_time: float = 0.0
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def position_error(self) -> np.ndarray:
+        """Distance in m between the contact point and its reference, shape (B, K)."""
+        names = self.coordinate_names
+        idx = [names.index(n) for n in ("contact_x", "contact_y") if n in names]
+        if not idx:
+            raise ValueError("position_error needs coordinates named contact_x and/or contact_y")
+        return np.linalg.norm(self.x[:, :, idx] - self.x_ref[None, :, idx], axis=2)
+
+    def run(self, i: int) -> ClosedLoopResult:
+        """Run ``i`` as a :class:`ClosedLoopResult` (its ``summary()`` and plots apply)."""
+        events = {key: int(v[i]) for key, v in self.limit_events.items() if np.ndim(v)}
+        events.update({key: v for key, v in self.limit_events.items() if not np.ndim(v)})
+        events = {key: v for key, v in events.items() if v}
+        return ClosedLoopResult(self.t, self.x[i], self.xd[i], self.x_ref, self.xd_ref, self.u[i], self.u_ref,
+                                self.X[i], self.X_measured[i], self.velocity_residual[i], self.state_names,
+                                self.input_names, self.coordinate_names, self.model, self.feedback, events,
+                                self.wall_time / len(self))
+
+
+def _batch_seeds(seed, B: int) -> list:
+    if seed is None or isinstance(seed, (int, np.integer, np.random.SeedSequence)):
+        root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        return list(root.spawn(B))
+    seeds = list(seed)
+    if len(seeds) != B:
+        raise ValueError(f"seed: give one seed or one per run ({B}), got {len(seeds)}")
+    return seeds
+
+
+def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, noise_std, seed, limits, integrator,
+                    rtol, atol, substeps, stabilization, progress, plant, backend) -> ClosedLoopBatchResult:
+    start = _time.perf_counter()
+    design = controller.system
+    n = design.n_coordinates
+    X0 = np.array(x0, dtype=float)
+    if X0.ndim != 2 or X0.shape[1] != n or X0.shape[0] < 1:
+        raise ValueError(f"x0 must have shape (n,) or (B, n) with n = {n}, got {X0.shape}")
+    B = X0.shape[0]
+    XD0 = np.array(xd0, dtype=float)
+    if XD0.shape not in ((n,), (B, n)):
+        raise ValueError(f"xd0 must have shape ({n},) or ({B}, {n}), got {XD0.shape}")
+    XD0 = np.broadcast_to(XD0, (B, n)).copy()
+    if not (np.all(np.isfinite(X0)) and np.all(np.isfinite(XD0))):
+        raise ValueError("x0 and xd0 must be finite")
+    if plant is None:
+        plants = [design] * B
+    elif hasattr(plant, "accelerations"):
+        plants = [plant] * B
+    else:
+        plants = list(plant)
+        if len(plants) != B:
+            raise ValueError(f"plant: give one plant or one per run ({B}), got {len(plants)}")
+    seeds = _batch_seeds(seed, B)
+    limits = limits or RigLimits()
+    steps = _steps_for(controller, duration)
+    codes = {kernel_code(p) for p in plants}
+    code = codes.pop() if len(codes) == 1 else None
+    compiled = integrator == "rk4" and model == "nonlinear" and code is not None
+    if backend == "compiled" and not compiled:
+        raise ValueError("backend='compiled' needs integrator='rk4', model='nonlinear' and plants of one type "
+                         "with compiled kernels")
+    if not compiled or backend == "python":
+        runs = []
+        bar = _Progress(B, progress, "closed-loop runs")
+        for i in range(B):
+            runs.append(simulate_closed_loop(controller, X0[i], XD0[i], duration=duration, model=model,
+                                             feedback=feedback, noise_std=noise_std, seed=seeds[i], limits=limits,
+                                             integrator=integrator, rtol=rtol, atol=atol, substeps=substeps,
+                                             stabilization=stabilization, progress=False, plant=plants[i],
+                                             backend=backend))
+            bar.update(i + 1)
+        keys = ("max_angle", "max_rate", "quantum")
+        events = {key: np.array([r.limit_events.get(key, 0) for r in runs]) for key in keys}
+        if limits.delay > 0:
+            events["delay_s"] = limits.delay
+        r0 = runs[0]
+        return ClosedLoopBatchResult(r0.t, np.stack([r.x for r in runs]), np.stack([r.xd for r in runs]),
+                                     r0.x_ref, r0.xd_ref, np.stack([r.u for r in runs]), r0.u_ref,
+                                     np.stack([r.X for r in runs]), np.stack([r.X_measured for r in runs]),
+                                     np.stack([r.velocity_residual for r in runs]), r0.state_names, r0.input_names,
+                                     r0.coordinate_names, model, feedback, events, np.full(B, -1), "python",
+                                     _time.perf_counter() - start)
+    partition = controller.partition
+    for i in range(B):
+        XD0[i] = partition.complete_velocities(plants[i], X0[i], XD0[i])
+    names = controller.state_names
+    noise = _noise_vector(design, names, noise_std)
+    K = steps + 1
+    err = np.stack([noise * np.random.default_rng(s).standard_normal((K, len(names))) for s in seeds]) \
+        if noise_std else None
+    out = _run_compiled(controller, code, plants, X0, XD0, steps, err, limits, feedback, substeps, stabilization)
+    events = dict(zip(("max_angle", "max_rate", "quantum"), out.limit_events.T.copy()))
+    if limits.delay > 0:
+        events["delay_s"] = limits.delay
+    ref = controller.samples
+    return ClosedLoopBatchResult(ref.t[:K], out.x, out.xd, ref.x[:K], ref.xd[:K], out.u, ref.u[:K], out.X,
+                                 out.X_measured, out.velocity_residual, names, design.input_names,
+                                 design.coordinate_names, model, feedback, events, out.status, "compiled",
+                                 _time.perf_counter() - start)
