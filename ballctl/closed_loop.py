@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import IntegrationError
+from ._errors import IntegrationError, NonFiniteStateError, ParameterError
 from ._validation import as_vector, check_positive
 from .engine import kernel_code, run_closed_loop
 from .simulate import rk4
@@ -64,7 +64,7 @@ class RigLimits:
             if value is not None:
                 check_positive(value, name)
         if not np.isfinite(self.delay) or self.delay < 0:
-            raise ValueError(f"delay must be >= 0 s, got {self.delay!r}")
+            raise ParameterError(f"delay must be >= 0 s, got {self.delay!r}")
 
     @property
     def active(self) -> bool:
@@ -131,7 +131,7 @@ class ClosedLoopResult:
         names = self.coordinate_names
         idx = [names.index(n) for n in ("contact_x", "contact_y") if n in names]
         if not idx:
-            raise ValueError("position_error needs coordinates named contact_x and/or contact_y")
+            raise ParameterError("position_error needs coordinates named contact_x and/or contact_y")
         return np.linalg.norm(self.x[:, idx] - self.x_ref[:, idx], axis=1)
 
     @property
@@ -249,24 +249,24 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         One run for ``x0`` of shape (n,); B runs for shape (B, n).
     """
     if backend not in ("auto", "compiled", "python"):
-        raise ValueError(f"backend must be 'auto', 'compiled' or 'python', got {backend!r}")
+        raise ParameterError(f"backend must be 'auto', 'compiled' or 'python', got {backend!r}")
     if np.ndim(x0) == 2:
         return _simulate_batch(controller, x0, xd0, duration=duration, model=model, feedback=feedback,
                                noise_std=noise_std, seed=seed, limits=limits, integrator=integrator, rtol=rtol,
                                atol=atol, substeps=substeps, stabilization=stabilization, progress=progress,
                                plant=plant, backend=backend)
     if plant is not None and not hasattr(plant, "accelerations"):
-        raise ValueError("plant must be one ConstrainedSystem for a single run (x0 of shape (n,))")
+        raise ParameterError("plant must be one ConstrainedSystem for a single run (x0 of shape (n,))")
     system = controller.system if plant is None else plant
     if (system.n_coordinates, system.n_inputs) != (controller.system.n_coordinates, controller.system.n_inputs):
-        raise ValueError("plant must have the coordinates and inputs of the controller's system")
+        raise ParameterError("plant must have the coordinates and inputs of the controller's system")
     partition = controller.partition
     n, nu = system.n_coordinates, system.n_inputs
     x = as_vector(x0, "x0", n).copy()
     xd = as_vector(xd0, "xd0", n).copy()
     xd = partition.complete_velocities(system, x, xd)
     if model not in ("nonlinear", "linear"):
-        raise ValueError(f"model must be 'nonlinear' or 'linear', got {model!r}")
+        raise ParameterError(f"model must be 'nonlinear' or 'linear', got {model!r}")
     limits = limits or RigLimits()
     dt = controller.dt
     steps_available = len(controller.times)
@@ -275,13 +275,13 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     noise = _noise_vector(system, names, noise_std)
     rng = np.random.default_rng(seed)
     if integrator not in ("DOP853", "RK45", "Radau", "rk4"):
-        raise ValueError(f"integrator must be one of DOP853, RK45, Radau, rk4; got {integrator!r}")
+        raise ParameterError(f"integrator must be one of DOP853, RK45, Radau, rk4; got {integrator!r}")
     if not isinstance(substeps, (int, np.integer)) or substeps < 1:
-        raise ValueError(f"substeps must be an integer >= 1, got {substeps!r}")
+        raise ParameterError(f"substeps must be an integer >= 1, got {substeps!r}")
     code = kernel_code(system)
     compiled = integrator == "rk4" and model == "nonlinear" and code is not None
     if backend == "compiled" and not compiled:
-        raise ValueError("backend='compiled' needs integrator='rk4', model='nonlinear' and a plant with compiled "
+        raise ParameterError("backend='compiled' needs integrator='rk4', model='nonlinear' and a plant with compiled "
                          f"kernels ({type(system).__name__} has none)")
     if compiled and backend != "python":
         start = _time.perf_counter()
@@ -290,7 +290,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         out = _run_compiled(controller, code, [system], x[None], xd[None], steps, err, limits, feedback,
                             substeps, stabilization)
         if out.status[0] >= 0:
-            raise IntegrationError(f"the compiled closed loop left the finite numbers at step {out.status[0]} "
+            raise NonFiniteStateError(f"the compiled closed loop left the finite numbers at step {out.status[0]} "
                                    f"(t = {controller.samples.t[out.status[0]]:.6g} s)")
         ev = dict(zip(("max_angle", "max_rate", "quantum"), (int(v) for v in out.limit_events[0])))
         active = {key: v for key, v in ev.items() if v} if limits.active else {}
@@ -401,7 +401,7 @@ def _steps_for(controller: TrackingController, duration: float | None) -> int:
     duration = check_positive(duration, "duration", "s")
     steps = int(round(duration / controller.dt))
     if steps > steps_available:
-        raise ValueError(f"duration {duration} s exceeds the controller's horizon "
+        raise ParameterError(f"duration {duration} s exceeds the controller's horizon "
                          f"{steps_available * controller.dt:.6g} s")
     return steps
 
@@ -414,9 +414,9 @@ def _noise_vector(system, names, noise_std) -> np.ndarray:
         for key, value in noise_std.items():
             base = key[:-5] if key.endswith("_rate") else key
             if base not in coord:
-                raise ValueError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
+                raise ParameterError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
             if not np.isfinite(value) or value < 0:
-                raise ValueError(f"noise_std[{key!r}] must be finite and >= 0 (m, rad, m/s or rad/s), got {value}")
+                raise ParameterError(f"noise_std[{key!r}] must be finite and >= 0 (m, rad, m/s or rad/s), got {value}")
             if key in names:
                 noise[names.index(key)] = value
     return noise
@@ -508,7 +508,7 @@ class ClosedLoopBatchResult:
         names = self.coordinate_names
         idx = [names.index(n) for n in ("contact_x", "contact_y") if n in names]
         if not idx:
-            raise ValueError("position_error needs coordinates named contact_x and/or contact_y")
+            raise ParameterError("position_error needs coordinates named contact_x and/or contact_y")
         return np.linalg.norm(self.x[:, :, idx] - self.x_ref[None, :, idx], axis=2)
 
     def run(self, i: int) -> ClosedLoopResult:
@@ -528,7 +528,7 @@ def _batch_seeds(seed, B: int) -> list:
         return list(root.spawn(B))
     seeds = list(seed)
     if len(seeds) != B:
-        raise ValueError(f"seed: give one seed or one per run ({B}), got {len(seeds)}")
+        raise ParameterError(f"seed: give one seed or one per run ({B}), got {len(seeds)}")
     return seeds
 
 
@@ -539,14 +539,14 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, noise_std
     n = design.n_coordinates
     X0 = np.array(x0, dtype=float)
     if X0.ndim != 2 or X0.shape[1] != n or X0.shape[0] < 1:
-        raise ValueError(f"x0 must have shape (n,) or (B, n) with n = {n}, got {X0.shape}")
+        raise ParameterError(f"x0 must have shape (n,) or (B, n) with n = {n}, got {X0.shape}")
     B = X0.shape[0]
     XD0 = np.array(xd0, dtype=float)
     if XD0.shape not in ((n,), (B, n)):
-        raise ValueError(f"xd0 must have shape ({n},) or ({B}, {n}), got {XD0.shape}")
+        raise ParameterError(f"xd0 must have shape ({n},) or ({B}, {n}), got {XD0.shape}")
     XD0 = np.broadcast_to(XD0, (B, n)).copy()
     if not (np.all(np.isfinite(X0)) and np.all(np.isfinite(XD0))):
-        raise ValueError("x0 and xd0 must be finite")
+        raise ParameterError("x0 and xd0 must be finite")
     if plant is None:
         plants = [design] * B
     elif hasattr(plant, "accelerations"):
@@ -554,7 +554,7 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, noise_std
     else:
         plants = list(plant)
         if len(plants) != B:
-            raise ValueError(f"plant: give one plant or one per run ({B}), got {len(plants)}")
+            raise ParameterError(f"plant: give one plant or one per run ({B}), got {len(plants)}")
     seeds = _batch_seeds(seed, B)
     limits = limits or RigLimits()
     steps = _steps_for(controller, duration)
@@ -562,7 +562,7 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, noise_std
     code = codes.pop() if len(codes) == 1 else None
     compiled = integrator == "rk4" and model == "nonlinear" and code is not None
     if backend == "compiled" and not compiled:
-        raise ValueError("backend='compiled' needs integrator='rk4', model='nonlinear' and plants of one type "
+        raise ParameterError("backend='compiled' needs integrator='rk4', model='nonlinear' and plants of one type "
                          "with compiled kernels")
     if not compiled or backend == "python":
         runs = []

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ._errors import ShapeError
+
 from .plants.kernels import ball_plate as _bp
 
 __all__ = ["KERNEL_CODES", "CompiledLoopOutput", "kernel_code", "run_closed_loop"]
@@ -308,7 +310,7 @@ def run_closed_loop(code: int, params, x0, xd0, *, dt: float, times, x_ref, xd_r
     else:
         err = np.ascontiguousarray(measurement_error, dtype=float)
         if err.shape != (B, K, N):
-            raise ValueError(f"measurement_error must have shape {(B, K, N)}, got {err.shape}")
+            raise ShapeError(f"measurement_error must have shape {(B, K, N)}, got {err.shape}")
         has_err = True
     delay = np.broadcast_to(np.asarray(delay, dtype=float), (B,))
     d_steps = delay / dt

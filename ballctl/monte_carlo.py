@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._errors import ParameterError, ParameterTypeError
 from ._validation import check_positive
 from .closed_loop import RigLimits, state_selection
 from .engine import kernel_code, run_closed_loop
@@ -60,7 +61,7 @@ class Normal:
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.mean) and np.isfinite(self.std)) or self.std < 0:
-            raise ValueError(f"Normal needs a finite mean and a finite std >= 0, got {self.mean!r}, {self.std!r}")
+            raise ParameterError(f"Normal needs a finite mean and a finite std >= 0, got {self.mean!r}, {self.std!r}")
 
     def sample(self, rng: np.random.Generator) -> float:
         """One draw from ``rng``."""
@@ -76,7 +77,7 @@ class Uniform:
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.low) and np.isfinite(self.high)) or self.high < self.low:
-            raise ValueError(f"Uniform needs finite low <= high, got {self.low!r}, {self.high!r}")
+            raise ParameterError(f"Uniform needs finite low <= high, got {self.low!r}, {self.high!r}")
 
     def sample(self, rng: np.random.Generator) -> float:
         """One draw from ``rng``."""
@@ -85,7 +86,7 @@ class Uniform:
 
 def _check_distribution(value, name: str) -> None:
     if value is not None and not isinstance(value, (Normal, Uniform)):
-        raise TypeError(f"{name} must be a Normal or Uniform distribution or None, got {value!r}")
+        raise ParameterTypeError(f"{name} must be a Normal or Uniform distribution or None, got {value!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,7 +132,7 @@ class Uncertainty:
                 _check_distribution(dist, f"{label}[{key!r}]")
         for key, value in self.noise_std.items():
             if not np.isfinite(value) or value < 0:
-                raise ValueError(f"noise_std[{key!r}] must be finite and >= 0 (m, rad, m/s or rad/s), got {value}")
+                raise ParameterError(f"noise_std[{key!r}] must be finite and >= 0 (m, rad, m/s or rad/s), got {value}")
         object.__setattr__(self, "noise_std", dict(self.noise_std))
         object.__setattr__(self, "bias", dict(self.bias))
         object.__setattr__(self, "initial_offset", dict(self.initial_offset))
@@ -220,7 +221,7 @@ def _index_of(name: str, coords: tuple, states: tuple, label: str) -> int:
         return states.index(name)
     base = name[:-5] if name.endswith("_rate") else name
     if base not in coords:
-        raise ValueError(f"{label}: unknown coordinate {name!r}; coordinates are {coords}")
+        raise ParameterError(f"{label}: unknown coordinate {name!r}; coordinates are {coords}")
     return -1  # a coordinate the controller does not measure
 
 
@@ -252,7 +253,7 @@ def _run_chunk(job: _Job, seeds) -> dict:
         samples["inertia"][i] = params.ball_inertia
         delay = job.limits.delay if unc.latency is None else unc.latency.sample(rng)
         if not np.isfinite(delay) or delay < 0:
-            raise ValueError(f"uncertainty.latency drew {delay!r} s for run {i}; latency must be >= 0 s "
+            raise ParameterError(f"uncertainty.latency drew {delay!r} s for run {i}; latency must be >= 0 s "
                              "(use a distribution without negative values, e.g. Uniform(0, 0.02))")
         delays[i] = samples["latency"][i] = delay
         bias = np.zeros(N)
@@ -347,24 +348,24 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     """
     start = _time.perf_counter()
     if not isinstance(n_runs, (int, np.integer)) or isinstance(n_runs, bool) or n_runs < 1:
-        raise ValueError(f"n_runs must be an integer >= 1, got {n_runs!r}")
+        raise ParameterError(f"n_runs must be an integer >= 1, got {n_runs!r}")
     if not isinstance(chunk_size, (int, np.integer)) or isinstance(chunk_size, bool) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an integer >= 1 (runs), got {chunk_size!r}")
+        raise ParameterError(f"chunk_size must be an integer >= 1 (runs), got {chunk_size!r}")
     if not isinstance(substeps, (int, np.integer)) or substeps < 1:
-        raise ValueError(f"substeps must be an integer >= 1, got {substeps!r}")
+        raise ParameterError(f"substeps must be an integer >= 1, got {substeps!r}")
     failure_error = check_positive(failure_error, "failure_error", "m")
     if executor is not None and not isinstance(executor, Executor):
-        raise TypeError(f"executor must be a concurrent.futures.Executor (e.g. a Dask client's get_executor()), "
+        raise ParameterTypeError(f"executor must be a concurrent.futures.Executor (e.g. a Dask client's get_executor()), "
                         f"got {type(executor).__name__}")
     unc = uncertainty or Uncertainty()
     system = controller.system
     code = kernel_code(system)
     if code is None:
-        raise ValueError(f"monte_carlo needs a plant with compiled kernels; {type(system).__name__} has none "
+        raise ParameterError(f"monte_carlo needs a plant with compiled kernels; {type(system).__name__} has none "
                          "(see ballctl.plants.kernels)")
     params = getattr(system, "params", None)
     if (unc.mass or unc.radius or unc.inertia) and not dataclasses.is_dataclass(params):
-        raise ValueError("parameter uncertainty needs a plant with a params dataclass")
+        raise ParameterError("parameter uncertainty needs a plant with a params dataclass")
     coords = system.coordinate_names
     names = controller.state_names
     noise = np.zeros(len(names))
@@ -376,7 +377,7 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
         _index_of(key, coords, names, "uncertainty.bias")
     for key in unc.initial_offset:
         if key not in coords:
-            raise ValueError(f"uncertainty.initial_offset: unknown coordinate {key!r}; coordinates are {coords}")
+            raise ParameterError(f"uncertainty.initial_offset: unknown coordinate {key!r}; coordinates are {coords}")
     ref = controller.samples
     steps = len(controller.times)
     K = steps + 1
@@ -385,10 +386,10 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     xd0 = ref.xd[0].copy() if xd0 is None else np.array(xd0, dtype=float).reshape(n)
     contact = tuple(coords.index(c) for c in ("contact_x", "contact_y") if c in coords)
     if not contact:
-        raise ValueError("monte_carlo measures the position error through coordinates named contact_x/contact_y")
+        raise ParameterError("monte_carlo measures the position error through coordinates named contact_x/contact_y")
     pct = np.asarray(percentiles, dtype=float)
     if pct.ndim != 1 or pct.size == 0 or np.any((pct < 0) | (pct > 100)):
-        raise ValueError(f"percentiles must be values in [0, 100] %, got {percentiles!r}")
+        raise ParameterError(f"percentiles must be values in [0, 100] %, got {percentiles!r}")
     job = _Job(type(system), params, controller.partition, code, coords, names, controller.dt, ref.t[:K].copy(),
                ref.x[:K].copy(), ref.xd[:K].copy(), ref.u[:K].copy(), np.asarray(controller.lqr.gains[:steps]),
                state_selection(controller), x0, xd0, unc, noise, limits or RigLimits(), int(substeps),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._errors import ConfigError, ParameterError
 from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
@@ -70,10 +71,10 @@ def run(args: argparse.Namespace) -> int:
 
     for name in ("runs", "chunk_size"):
         if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+            raise ParameterError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     for name in ("mass_std", "radius_std", "noise", "bias", "latency_max", "offset", "workers"):
         if getattr(args, name) < 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+            raise ParameterError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     plant = ball_plate(args)
     ref = circle(args, plant)
     part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             from dask.distributed import Client
         except ImportError as exc:
-            raise ValueError("--scheduler needs dask.distributed: pip install 'ballctl[distributed]'") from exc
+            raise ConfigError("--scheduler needs dask.distributed: pip install 'ballctl[distributed]'") from exc
         client = Client(args.scheduler)
         executor = client.get_executor()
     elif args.workers:

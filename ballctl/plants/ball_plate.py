@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._errors import ParameterError
 from .._validation import check_positive
 from ..system import ConstrainedSystem
 from .kernels import ball_plate as _kernels
@@ -172,7 +173,7 @@ class BallPlate(ConstrainedSystem):
         if params is None:
             params = BallPlateParameters(**given)
         elif given:
-            raise ValueError("pass either params or keyword parameters to BallPlate, not both")
+            raise ParameterError("pass either params or keyword parameters to BallPlate, not both")
         self.params = params
         self._kernel_parameters = np.array([params.mass, params.radius, params.ball_inertia, params.gravity],
                                            dtype=float)

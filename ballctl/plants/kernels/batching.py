@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._errors import ShapeError
+
 __all__ = ["as_stacks", "restore"]
 
 
@@ -44,7 +46,7 @@ def as_stacks(arrays, sizes, *, dtype=None):
     dtype = np.complex128 if np.issubdtype(dtype, np.complexfloating) else np.float64
     for a, s in zip(arrays, sizes):
         if a.ndim == 0 or a.shape[-1] != s:
-            raise ValueError(f"expected an array of shape (..., {s}), got {a.shape}")
+            raise ShapeError(f"expected an array of shape (..., {s}), got {a.shape}")
     lead = np.broadcast_shapes(*[a.shape[:-1] for a in arrays])
     K = int(np.prod(lead)) if lead else 1
     stacks = [np.ascontiguousarray(np.broadcast_to(a, lead + (s,)).reshape(K, s), dtype=dtype)
