@@ -405,7 +405,8 @@ class CallableRail(Rail):
             raise ValueError(f"function must be callable, got {self.function!r}")
         lo, hi = (float(v) for v in self.parameter_range)
         if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
-            raise ValueError(f"parameter_range must be finite (low, high) with high > low, got {self.parameter_range!r}")
+            raise ValueError(
+                f"parameter_range must be finite (low, high) with high > low, got {self.parameter_range!r}")
         object.__setattr__(self, "parameter_range", (lo, hi))
         theta = np.linspace(lo, hi, 5)
         out = self.function(theta)

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..controllability import discrete_gramian
-from ..discretize import discretize
+from ..discretize import DiscreteLTVSystem, discretize
 from ..linearize import linearize
 from ..partition import Partition
 from ..plants.rolling_ball import PointMass, RollingBall, RollingBallParameters, RollingBallSystem
@@ -383,7 +383,8 @@ def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_ra
             scales[ltv.state_index(name)] = float(value)
         S = np.diag(1.0 / scales)
         Sinv = np.diag(scales)
-        rep = discrete_gramian(S @ disc.Ad @ Sinv, S @ disc.Bd, state_names=ltv.state_names, rank_rtol=rank_rtol)
+        rep = discrete_gramian(DiscreteLTVSystem.from_arrays(S @ disc.Ad @ Sinv, S @ disc.Bd, dt=disc.dt,
+                                                             state_names=ltv.state_names), rank_rtol=rank_rtol)
         ev = rep.eigenvalues
         acc = float(np.max(np.abs(ref(times[:4]).xdd)))
         k = min(ROLL_INVARIANTS, len(ev) - 1)
