@@ -100,6 +100,8 @@ class ClosedLoopResult:
         How many control steps each rig limit changed the command.
     wall_time : float
         Wall-clock seconds of the run.
+    coordinate_names : tuple of str
+        Names of the plant's coordinates.
     """
 
     t: np.ndarray
@@ -143,6 +145,13 @@ class ClosedLoopResult:
 
         The settling time is the first time after which the position error
         stays below ``max(settle_fraction * initial error, settle_floor)`` m.
+
+        Parameters
+        ----------
+        settle_fraction : float
+            Settled below this fraction of the initial position error.
+        settle_floor : float
+            Error in m that always counts as settled.
         """
         out: dict[str, float] = {}
         try:
@@ -225,6 +234,12 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         or fixed-step classical Runge-Kutta with ``substeps`` steps per sample.
     progress : bool
         Show a progress bar on stderr.
+    rtol, atol : float
+        Tolerances of the adaptive integrators.
+    substeps : int
+        RK4 steps per control sample (``integrator='rk4'``).
+    stabilization : (float, float) or None
+        Baumgarte gains in 1/s of the plant integration (see :func:`ballctl.simulate`).
 
     Returns
     -------

@@ -78,7 +78,13 @@ class TrackingController:
         return any(n in self.partition.admissible_dependent_names for n in self.state_names)
 
     def to_schedule(self, *, plant_name: str | None = None) -> GainSchedule:
-        """The gain schedule for an embedded controller (see :class:`GainSchedule`)."""
+        """The gain schedule for an embedded controller (see :class:`GainSchedule`).
+
+        Parameters
+        ----------
+        plant_name : str, optional
+            Recorded in the file (default the system's ``name``).
+        """
         params = getattr(self.system, "params", None)
         values = params.as_dict() if params is not None and hasattr(params, "as_dict") else {}
         s = self.samples
@@ -120,6 +126,10 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
         per period): the terminal weight is the periodic Riccati solution
         at the horizon's phase, so the gains are the infinite-horizon
         periodic LQR's over the whole horizon (no end effects).
+    max_state_errors, max_input_errors : mapping of str to float, optional
+        Bryson's rule (eq. 26) by state and input name, instead of ``Q`` and ``R``.
+    terminal_factor : float
+        ``Q_N = terminal_factor * Q`` when ``Q_N`` is not given.
     """
     dt = check_positive(dt, "dt", "s")
     horizon = check_positive(horizon, "horizon", "s")
@@ -144,7 +154,7 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
         Q_N = _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R)
     elif terminal != "weight":
         raise ParameterError(f"terminal must be 'weight' or 'periodic', got {terminal!r}")
-    lqr = finite_horizon_lqr(disc, None, Q, R, Q_N)
+    lqr = finite_horizon_lqr(disc, Q, R, Q_N=Q_N)
     return TrackingController(system, reference, partition, dt, ltv, disc, lqr, samples, Q, R, Q_N)
 
 
@@ -161,5 +171,5 @@ def _periodic_terminal_weight(system, reference, partition, states, dt, t0, step
     ltv = linearize(system, reference, times, partition)
     if states is not None:
         ltv = ltv.select_states(list(states))
-    per = periodic_lqr(discretize(ltv, dt), None, Q, R)
+    per = periodic_lqr(discretize(ltv, dt), Q, R)
     return per.riccati[steps % per_steps]

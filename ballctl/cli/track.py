@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._io import atomic_write_text
 from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
@@ -21,7 +22,13 @@ DEFAULT_MAX_INPUT_ERRORS_DEG = 3.0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add this subcommand's flags."""
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    """
     p.add_argument("--config", default=None, help="TOML file whose keys (or [track] table) set any flag")
     add_ball_arguments(p)
     add_circle_arguments(p)
@@ -46,7 +53,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The main job: reference -> linearize -> controllability -> discretize -> LQR -> closed loop."""
+    """The main job: reference -> linearize -> controllability -> discretize -> LQR -> closed loop.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+    """
     import json
 
     from ..closed_loop import RigLimits, simulate_closed_loop
@@ -120,23 +133,14 @@ def run(args: argparse.Namespace) -> int:
 def _controllability_rank(ctrl) -> int:
     """Rank of the discrete reachability Gramian over the first second of control samples."""
     from ..controllability import discrete_gramian
+    from ..discretize import DiscreteLTVSystem
 
     steps = min(len(ctrl.discrete.Ad), max(ctrl.ltv.n_states, int(round(1.0 / ctrl.dt))))
-    report = discrete_gramian(ctrl.discrete.Ad[:steps], ctrl.discrete.Bd[:steps], state_names=ctrl.state_names,
-                              rank_rtol=1e-9)
+    head = DiscreteLTVSystem.from_arrays(ctrl.discrete.Ad[:steps], ctrl.discrete.Bd[:steps], dt=ctrl.dt,
+                                         state_names=ctrl.state_names)
+    report = discrete_gramian(head, rank_rtol=1e-9)
     return int(report.rank)
 
 
 def _atomic_text(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, text)
