@@ -409,8 +409,9 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         errors = QS_STATE_ERRORS
         substeps = 4
     in_names = plant.input_names
+    kept = part.state_names if states is None else states
     return design_tracking_lqr(
         plant, reference, part, dt=rig.dt, horizon=horizon, t0=t0, states=states,
-        max_state_errors={k: v / np.sqrt(weight_scale) for k, v in errors.items()},
+        max_state_errors={k: v / np.sqrt(weight_scale) for k, v in errors.items() if k in kept},
         max_input_errors={nm: max_input_error for nm in in_names}, integrator="rk4", substeps=substeps,
         sensors=rig.sensors if output_feedback else None, process_std=process_std)
