@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import BallctlError, IntegrationError
+from ._errors import BallctlError, IntegrationError, ParameterError
 from ._validation import as_vector, check_positive
 from .loop_step import (control_law, delay_segments, effective_input, kalman_predict, kalman_update, measure,
                         shape_command)
@@ -205,7 +205,7 @@ class ClosedLoopResult:
         ref_names = self.reference_names or self.coordinate_names
         ridx = self._contact(ref_names)
         if not idx or len(idx) != len(ridx):
-            raise ValueError("position_error needs coordinates named contact_x and/or contact_y")
+            raise ParameterError("position_error needs coordinates named contact_x and/or contact_y")
         return np.linalg.norm(self.x[:, idx] - self.x_ref[:, ridx], axis=1)
 
     @property
@@ -353,20 +353,20 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     nu = system.n_inputs
     n = plant.n_coordinates
     if plant.n_inputs != nu:
-        raise ValueError(f"truth has {plant.n_inputs} inputs, the controller {nu}")
+        raise ParameterError(f"truth has {plant.n_inputs} inputs, the controller {nu}")
     try:
         cmap = np.array([plant.coordinate_names.index(nm) for nm in system.coordinate_names])
     except ValueError:
-        raise ValueError(f"truth coordinates {plant.coordinate_names} must include the design's "
+        raise ParameterError(f"truth coordinates {plant.coordinate_names} must include the design's "
                          f"{system.coordinate_names}") from None
     x = as_vector(x0, "x0", n).copy()
     xd = as_vector(xd0, "xd0", n).copy()
     if truth is None:
         xd = controller.partition.complete_velocities(system, x, xd)
     if model not in ("nonlinear", "linear"):
-        raise ValueError(f"model must be 'nonlinear' or 'linear', got {model!r}")
+        raise ParameterError(f"model must be 'nonlinear' or 'linear', got {model!r}")
     if model == "linear" and truth is not None:
-        raise ValueError("model='linear' integrates the design's linear model; it takes no truth plant")
+        raise ParameterError("model='linear' integrates the design's linear model; it takes no truth plant")
     limits = limits or RigLimits()
     dt = controller.dt
     steps_available = len(controller.times)
@@ -376,15 +376,15 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         duration = check_positive(duration, "duration", "s")
         steps = int(round(duration / dt))
         if steps > steps_available:
-            raise ValueError(f"duration {duration} s exceeds the controller's horizon "
+            raise ParameterError(f"duration {duration} s exceeds the controller's horizon "
                              f"{steps_available * dt:.6g} s")
     est = controller.estimator
     if output_feedback is None:
         output_feedback = est is not None and feedback
     if output_feedback and est is None:
-        raise ValueError("output_feedback=True needs a controller designed with sensors (controller.estimator)")
+        raise ParameterError("output_feedback=True needs a controller designed with sensors (controller.estimator)")
     if output_feedback and noise_std:
-        raise ValueError("noise_std is for state feedback; with output feedback the sensors carry the noise")
+        raise ParameterError("noise_std is for state feedback; with output feedback the sensors carry the noise")
     names = controller.state_names
     noise = np.zeros(len(names))
     if noise_std:
@@ -392,14 +392,14 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         for key, value in noise_std.items():
             base = key[:-5] if key.endswith("_rate") else key
             if base not in coord:
-                raise ValueError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
+                raise ParameterError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
             if value < 0:
-                raise ValueError(f"noise_std[{key!r}] must be >= 0, got {value}")
+                raise ParameterError(f"noise_std[{key!r}] must be >= 0, got {value}")
             if key in names:
                 noise[names.index(key)] = value
     rng = np.random.default_rng(seed)
     if integrator not in INTEGRATORS:
-        raise ValueError(f"integrator must be one of {', '.join(INTEGRATORS)}; got {integrator!r}")
+        raise ParameterError(f"integrator must be one of {', '.join(INTEGRATORS)}; got {integrator!r}")
     if divergence_error is not None:
         divergence_error = check_positive(divergence_error, "divergence_error", "m")
 

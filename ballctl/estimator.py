@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._errors import ParameterError
 from ._validation import check_positive
 from .discretize import DiscreteLTVSystem
 from .kalman import KalmanFilterResult, finite_horizon_kalman
@@ -97,12 +98,12 @@ def measurement_matrices(ltv: LTVSystem, coordinate_names: Sequence[str], signal
         Measured coordinates.
     """
     if ltv.state_map is None:
-        raise ValueError("the LTV model carries no state_map to build measurement matrices from")
+        raise ParameterError("the LTV model carries no state_map to build measurement matrices from")
     names = list(coordinate_names)
     idx = []
     for s in signals:
         if s not in names:
-            raise ValueError(f"signal {s!r} is not a coordinate of the plant; coordinates are {tuple(names)}")
+            raise ParameterError(f"signal {s!r} is not a coordinate of the plant; coordinates are {tuple(names)}")
         idx.append(names.index(s))
     return np.ascontiguousarray(ltv.state_map[:, idx, :])
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._errors import ParameterError, ShapeError
 from .discretize import DiscreteLTVSystem
 from .lqr import finite_horizon_lqr, periodic_lqr
 
@@ -123,13 +124,13 @@ def _arrays(Ad, C, W, V):
         Ad = Ad.Ad
     Ad = np.asarray(Ad, dtype=float)
     if Ad.ndim != 3 or Ad.shape[1] != Ad.shape[2] or Ad.shape[0] < 1:
-        raise ValueError(f"Ad must have shape (K, N, N), got {Ad.shape}")
+        raise ShapeError(f"Ad must have shape (K, N, N), got {Ad.shape}")
     K, N = Ad.shape[:2]
     C = np.asarray(C, dtype=float)
     if C.ndim == 2:
         C = np.broadcast_to(C, (K,) + C.shape)
     if C.ndim != 3 or C.shape[0] != K or C.shape[2] != N or C.shape[1] < 1:
-        raise ValueError(f"C must have shape (ny, N) or (K, ny, N) with N = {N}, K = {K}; got {C.shape}")
+        raise ShapeError(f"C must have shape (ny, N) or (K, ny, N) with N = {N}, K = {K}; got {C.shape}")
     ny = C.shape[1]
     out = []
     for M, name, shape in ((W, "W", (N, N)), (V, "V", (ny, ny))):
@@ -137,10 +138,10 @@ def _arrays(Ad, C, W, V):
         if M.shape == shape:
             M = np.broadcast_to(M, (K,) + shape)
         elif M.shape != (K,) + shape:
-            raise ValueError(f"{name} must have shape {shape} or {(K,) + shape}, got {M.shape}")
+            raise ShapeError(f"{name} must have shape {shape} or {(K,) + shape}, got {M.shape}")
         out.append(M)
     if not all(np.all(np.isfinite(a)) for a in (Ad, C, *out)):
-        raise ValueError("Ad, C, W and V must be finite")
+        raise ParameterError("Ad, C, W and V must be finite")
     return Ad, C, out[0], out[1]
 
 
@@ -202,7 +203,7 @@ def finite_horizon_kalman(Ad, C, W, V, *, P0) -> KalmanFilterResult:
     K, N = Ad.shape[:2]
     P0 = np.asarray(P0, dtype=float)
     if P0.shape != (N, N):
-        raise ValueError(f"P0 must have shape ({N}, {N}), got {P0.shape}")
+        raise ShapeError(f"P0 must have shape ({N}, {N}), got {P0.shape}")
     dual = finite_horizon_lqr(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2), W[::-1], V[::-1], P0)
     P = np.ascontiguousarray(dual.riccati[::-1])
     L = np.ascontiguousarray(np.swapaxes(dual.gains[::-1], -1, -2))

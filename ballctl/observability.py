@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._errors import ShapeError
 from .controllability import GramianReport, discrete_gramian
 from .estimator import measurement_matrices
 
@@ -121,13 +122,13 @@ def observability_gramian(Ad, C, *, state_names: Sequence[str] | None = None,
         Ad = Ad.Ad
     Ad = np.asarray(Ad, dtype=float)
     if Ad.ndim != 3 or Ad.shape[1] != Ad.shape[2]:
-        raise ValueError(f"Ad must have shape (K, N, N), got {Ad.shape}")
+        raise ShapeError(f"Ad must have shape (K, N, N), got {Ad.shape}")
     K, N = Ad.shape[:2]
     C = np.asarray(C, dtype=float)
     if C.ndim == 2:
         C = np.broadcast_to(C, (K,) + C.shape)
     if C.ndim != 3 or C.shape[0] != K or C.shape[2] != N:
-        raise ValueError(f"C must have shape (ny, N) or (K, ny, N) with K = {K}, N = {N}; got {C.shape}")
+        raise ShapeError(f"C must have shape (ny, N) or (K, ny, N) with K = {K}, N = {N}; got {C.shape}")
     names = tuple(state_names) if state_names is not None else tuple(f"x{i}" for i in range(N))
     # W_o = sum Phi(k,0)^T C_k^T C_k Phi(k,0): the dual system's reachability Gramian
     dual = discrete_gramian(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2), state_names=names,

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._errors import BallctlError
+from ._errors import ConfigError
 from ._validation import ProblemCollector, check_finite_scalar, check_positive
 from .plants.ball_plate import BallPlateParameters
 from .plants.ball_plate_moving import MovingPlateParameters, ServoParameters, ServoPlateBallPlate
@@ -58,7 +58,7 @@ __all__ = ["RigLimits", "Sensor", "RigProfile", "RigProfileError", "PRESETS", "r
 MEASURABLE_SIGNALS = ("contact_x", "contact_y", "alpha", "beta")
 
 
-class RigProfileError(BallctlError, ValueError):
+class RigProfileError(ConfigError):
     """A rig description (preset name, TOML file or field) is invalid."""
 
 

@@ -48,7 +48,7 @@ import numpy as np
 
 from scipy.integrate import solve_ivp
 
-from ._errors import IntegrationError
+from ._errors import IntegrationError, ParameterError
 from ._validation import check_positive
 from .discretize import DiscreteLTVSystem, discretize
 from .estimator import StateEstimator, design_estimator
@@ -199,13 +199,13 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
     horizon = check_positive(horizon, "horizon", "s")
     steps = int(round(horizon / dt))
     if steps < 1 or abs(steps * dt - horizon) > 1e-9 * max(1.0, horizon):
-        raise ValueError(f"horizon must be a whole number of steps dt = {dt} s, got horizon = {horizon} s")
+        raise ParameterError(f"horizon must be a whole number of steps dt = {dt} s, got horizon = {horizon} s")
     if feedforward not in FEEDFORWARD_METHODS:
-        raise ValueError(f"feedforward must be one of {FEEDFORWARD_METHODS}, got {feedforward!r}")
+        raise ParameterError(f"feedforward must be one of {FEEDFORWARD_METHODS}, got {feedforward!r}")
     if terminal not in ("weight", "periodic"):
-        raise ValueError(f"terminal must be 'weight' or 'periodic', got {terminal!r}")
+        raise ParameterError(f"terminal must be 'weight' or 'periodic', got {terminal!r}")
     if terminal == "periodic" and Q_N is not None:
-        raise ValueError("Q_N must not be given with terminal='periodic' (the periodic Riccati solution is the "
+        raise ParameterError("Q_N must not be given with terminal='periodic' (the periodic Riccati solution is the "
                          "terminal weight); use terminal='weight' to keep your Q_N")
     times = t0 + dt * np.arange(steps + 1)
     samples = reference(times)  # evaluated once: the linearization uses all but the last sample
@@ -237,7 +237,7 @@ def _design_along(system, reference, partition, samples, states, dt, t0, steps, 
     disc = discretize(ltv, dt)
     if Q is None or R is None:
         if max_state_errors is None or max_input_errors is None:
-            raise ValueError("give Q and R, or max_state_errors and max_input_errors (Bryson's rule)")
+            raise ParameterError("give Q and R, or max_state_errors and max_input_errors (Bryson's rule)")
         Qb, Rb = bryson(ltv.state_names, ltv.input_names, max_state_errors, max_input_errors)
         Q = Qb if Q is None else Q
         R = Rb if R is None else R
@@ -317,10 +317,10 @@ def _periodic_terminal_weight(system, reference, partition, states, dt, t0, step
     """Periodic Riccati solution at the phase of ``t0 + steps * dt`` (inputs taken ``input_shift`` s later)."""
     period = getattr(reference, "period", None)
     if period is None:
-        raise ValueError("terminal='periodic' needs a periodic reference (reference.period is None)")
+        raise ParameterError("terminal='periodic' needs a periodic reference (reference.period is None)")
     per_steps = int(round(period / dt))
     if abs(per_steps * dt - period) > 1e-9 * period:
-        raise ValueError(f"terminal='periodic' needs a whole number of steps per period: period {period:.9g} s, "
+        raise ParameterError(f"terminal='periodic' needs a whole number of steps per period: period {period:.9g} s, "
                          f"dt {dt} s gives {period / dt:.6g} steps; choose dt = period / integer")
     times = t0 + dt * np.arange(per_steps)
     samples = reference(times)
@@ -388,12 +388,12 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
     from .plants.ball_plate_moving import ServoPlateBallPlate
 
     if design not in RIG_DESIGNS:
-        raise ValueError(f"design must be one of {tuple(RIG_DESIGNS)}, got {design!r}")
+        raise ParameterError(f"design must be one of {tuple(RIG_DESIGNS)}, got {design!r}")
     plant = reference.system
     weight_scale = check_positive(weight_scale, "weight_scale")
     if design == "exact":
         if not isinstance(plant, ServoPlateBallPlate):
-            raise ValueError("design 'exact' needs a reference of the servo plate (exact_circular_motion or "
+            raise ParameterError("design 'exact' needs a reference of the servo plate (exact_circular_motion or "
                              f"MovingPlateMotion on ServoPlateBallPlate), got one of {type(plant).__name__}")
         part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw", "alpha", "beta"],
                                           ["lean", "roll"])
@@ -401,7 +401,7 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         substeps = max(2, int(np.ceil(rig.dt / 0.01 - 1e-9)))  # RK4 steps <= 10 ms: |h lambda| <= 0.6 for the servo
     else:
         if not isinstance(plant, BallPlate):
-            raise ValueError(f"design {design!r} needs a reference of the quasi-static BallPlate, got one of "
+            raise ParameterError(f"design {design!r} needs a reference of the quasi-static BallPlate, got one of "
                              f"{type(plant).__name__}")
         part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
         states = [nm for nm in part.state_names if nm.startswith("contact")] if design == "qs-contact" \
