@@ -14,11 +14,12 @@ from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, Confi
                       IntegrationError, LargeTiltWarning, NonFiniteStateError, NumericalError, ParameterError,
                       ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
                       SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
-from .closed_loop import ClosedLoopBatchResult, ClosedLoopResult, RigLimits, simulate_closed_loop
+from .closed_loop import ClosedLoopBatchResult, ClosedLoopResult, ClosedLoopSummary, simulate_closed_loop
 from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
 from .discretize import DiscreteLTVSystem, discretization_error, discretize
 from .linearize import linearize, linearize_at
+from .kalman import KalmanFilterResult, PeriodicKalmanResult, finite_horizon_kalman, periodic_kalman
 from .monte_carlo import MonteCarloResult, Normal, Uncertainty, Uniform, monte_carlo
 from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr
 from .ltv import LTVSystem
@@ -31,6 +32,7 @@ from .studies.rail_layouts import compare_rail_layouts
 from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPath, LissajousPath, PathMotion,
                          Reference, ReferenceSample, WaypointPath)
 from .references.moving_plate import MovingPlateMotion, exact_circular_motion
+from .rig import PRESETS, RigLimits, RigProfile, RigProfileError, Sensor, rig_preset
 from .schedule import GainSchedule
 from .simulate import SimulationResult, simulate
 from .system import ConstrainedSystem, check_system
@@ -62,8 +64,11 @@ __all__ = [
     "DiscreteLTVSystem", "discretize", "discretization_error", "bryson", "finite_horizon_lqr", "FiniteHorizonLQR",
     "periodic_lqr", "PeriodicLQR",
     # tracking
-    "TrackingController", "design_tracking_lqr", "simulate_closed_loop", "ClosedLoopResult", "ClosedLoopBatchResult", "RigLimits",
-    "GainSchedule",
+    "TrackingController", "design_tracking_lqr", "simulate_closed_loop", "ClosedLoopResult", "RigLimits",
+    "GainSchedule", "ClosedLoopSummary", "ClosedLoopBatchResult",
+    # rigs and estimation
+    "RigProfile", "RigProfileError", "Sensor", "PRESETS", "rig_preset", "finite_horizon_kalman", "periodic_kalman",
+    "KalmanFilterResult", "PeriodicKalmanResult",
     # Monte Carlo
     "monte_carlo", "MonteCarloResult", "Uncertainty", "Normal", "Uniform",
 ]

@@ -9,9 +9,13 @@ It runs the *same* loop as the Python reference path of
 1. measure ``X_k = (y_k - y_ref,k)[sel] + e_k`` (``e_k``: measurement noise
    and bias, drawn in Python from per-run seeds, so results do not depend on
    the engine),
-2. ``cmd = u_ref,k - K_k X_k`` (eq. 27, 30), quantized, then saturated,
+2. ``cmd = u_ff,k - K_k X_k`` (eqs. 27, 30), quantized, then within the tilt
+   limit (:func:`ballctl.loop_step.shape_command`); before the first command
+   the plant holds the feedforward shaped the same way,
 3. the command reaches the plant ``delay`` s later: the step splits at
-   ``t_k + (delay mod dt)`` into two held segments, each slew-limited,
+   ``t_k + frac`` (:func:`ballctl.loop_step.delay_segments`) into two held
+   segments, each slew-limited; the recorded input is their time average
+   (:func:`ballctl.loop_step.effective_input`),
 4. classical RK4 with ``substeps`` steps per segment on the plant's
    index-1 equations with Baumgarte stabilization ``(a, b)``.
 
@@ -36,6 +40,7 @@ import numpy as np
 from numba import njit
 
 from ._errors import ShapeError
+from .loop_step import delay_segments, shape_command
 
 from .plants.kernels import ball_plate as _bp
 
@@ -104,8 +109,8 @@ def _rk4(code, y, h, substeps, u, p, a, b, n, k1, k2, k3, k4, tmp, xdd, lam):
 
 
 @njit(cache=True, nogil=True)
-def _loop(code, n, n_constraints, Y0, params, T, y_ref, u_ref, gains, sel, meas_err, has_err, feedback,
-          quantum, max_angle, max_rate, d_int, d_frac, substeps, a, b,
+def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gains, sel, meas_err, has_err,
+          feedback, quantum, max_angle, max_rate, d_int, d_frac, substeps, a, b,
           out_y, out_u, out_X, out_Xm, out_res, events, status):
     B = Y0.shape[0]
     K = out_y.shape[1]
@@ -129,10 +134,11 @@ def _loop(code, n, n_constraints, Y0, params, T, y_ref, u_ref, gains, sel, meas_
     new = np.empty(nu)
     u_app = np.empty(nu)
     commands = np.empty((K, nu))
+    held = np.empty((2, nu))
     for r in range(B):
         p = params[r]
         y[:] = Y0[r]
-        u_app[:] = u_ref[0]
+        u_app[:] = u_start
         status[r] = -1
         for k in range(K):
             for i in range(ny):
@@ -153,11 +159,13 @@ def _loop(code, n, n_constraints, Y0, params, T, y_ref, u_ref, gains, sel, meas_
                 out_u[r, k] = u_app
                 break
             for i in range(nu):
-                du = 0.0
                 if feedback:
+                    kx = 0.0
                     for j in range(N):
-                        du += -gains[k, i, j] * Xm[j]
-                cmd[i] = u_ref[k, i] + du
+                        kx += gains[k, i, j] * Xm[j]
+                    cmd[i] = u_ref[k, i] - kx
+                else:
+                    cmd[i] = u_ref[k, i]
             if quantum > 0:
                 changed = False
                 for i in range(nu):
@@ -185,12 +193,13 @@ def _loop(code, n, n_constraints, Y0, params, T, y_ref, u_ref, gains, sel, meas_
                     t_b = T[k + 1]
                     src = k - d_int[r]
                 if t_b <= t_a:
+                    held[seg] = u_app
                     continue
                 if max_rate > 0:
                     step = max_rate * (t_b - t_a)
                     changed = False
                     for i in range(nu):
-                        target = commands[src, i] if src >= 0 else u_ref[0, i]
+                        target = commands[src, i] if src >= 0 else u_start[i]
                         new[i] = u_app[i] + min(max(target - u_app[i], -step), step)
                         if new[i] != target:
                             changed = True
@@ -198,9 +207,12 @@ def _loop(code, n, n_constraints, Y0, params, T, y_ref, u_ref, gains, sel, meas_
                     u_app[:] = new
                 else:
                     for i in range(nu):
-                        u_app[i] = commands[src, i] if src >= 0 else u_ref[0, i]
+                        u_app[i] = commands[src, i] if src >= 0 else u_start[i]
+                held[seg] = u_app
                 _rk4(code, y, t_b - t_a, substeps, u_app, p, a, b, n, k1, k2, k3, k4, tmp, xdd, lam)
-            out_u[r, k] = u_app
+            w = d_frac[r] / dt
+            for i in range(nu):
+                out_u[r, k, i] = w * held[0, i] + (1.0 - w) * held[1, i]
             finite = True
             for i in range(ny):
                 if not np.isfinite(y[i]):
@@ -225,7 +237,9 @@ class CompiledLoopOutput:
     x, xd : ndarray, shape (B, K, n)
         Coordinates and velocities at the control times.
     u : ndarray, shape (B, K, nu)
-        Applied input held on ``[t_k, t_k+1)``.
+        Input applied over ``[t_k, t_k+1)``: the time average of its two held
+        segments (as :func:`ballctl.loop_step.effective_input`); the last
+        sample is the input held at the end.
     X, X_measured : ndarray, shape (B, K, N)
         True and measured reduced deviations.
     velocity_residual : ndarray, shape (B, K, m + l)
@@ -313,9 +327,11 @@ def run_closed_loop(code: int, params, x0, xd0, *, dt: float, times, x_ref, xd_r
             raise ShapeError(f"measurement_error must have shape {(B, K, N)}, got {err.shape}")
         has_err = True
     delay = np.broadcast_to(np.asarray(delay, dtype=float), (B,))
-    d_steps = delay / dt
-    d_int = np.floor(d_steps + 1e-12).astype(np.int64)
-    d_frac = np.ascontiguousarray((d_steps - d_int) * dt)
+    splits = [delay_segments(float(v), dt) for v in delay]
+    d_int = np.array([w for w, _ in splits], dtype=np.int64)
+    d_frac = np.array([f for _, f in splits], dtype=float)
+    # the input before the first command: the feedforward, quantized and within the tilt limit
+    u_start = np.ascontiguousarray(shape_command(u_ref[0], u_ref[0], 0.0, max_angle, None, quantum)[0], dtype=float)
     a, b = (0.0, 0.0) if stabilization is None else (float(stabilization[0]), float(stabilization[1]))
     out_y = np.empty((B, K, ny))
     out_u = np.empty((B, K, nu))
@@ -324,7 +340,8 @@ def run_closed_loop(code: int, params, x0, xd0, *, dt: float, times, x_ref, xd_r
     out_res = np.empty((B, K, n_constraints))
     events = np.zeros((B, 3), dtype=np.int64)
     status = np.empty(B, dtype=np.int64)
-    _loop(int(code), n, int(n_constraints), Y0, params, T, y_ref, u_ref, gains, sel, err, has_err, bool(feedback),
+    _loop(int(code), n, int(n_constraints), Y0, params, T, float(dt), y_ref, u_ref, u_start, gains, sel, err, has_err,
+          bool(feedback),
           float(quantum or 0.0), float(max_angle or 0.0), float(max_rate or 0.0), d_int, d_frac, int(substeps),
           a, b, out_y, out_u, out_X, out_Xm, out_res, events, status)
     return CompiledLoopOutput(out_y[:, :, :n], out_y[:, :, n:], out_u, out_X, out_Xm, out_res, events, status)

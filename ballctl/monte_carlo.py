@@ -64,13 +64,25 @@ class Normal:
             raise ParameterError(f"Normal needs a finite mean and a finite std >= 0, got {self.mean!r}, {self.std!r}")
 
     def sample(self, rng: np.random.Generator) -> float:
-        """One draw from ``rng``."""
+        """One draw from ``rng``.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The run's generator.
+        """
         return float(self.mean + self.std * rng.standard_normal())
 
 
 @dataclass(frozen=True)
 class Uniform:
-    """Uniform distribution of a parameter on ``[low, high]``, in the parameter's unit."""
+    """Uniform distribution of a parameter on ``[low, high]``, in the parameter's unit.
+
+    Attributes
+    ----------
+    low, high : float
+        Bounds (``low <= high``).
+    """
 
     low: float
     high: float
@@ -80,7 +92,13 @@ class Uniform:
             raise ParameterError(f"Uniform needs finite low <= high, got {self.low!r}, {self.high!r}")
 
     def sample(self, rng: np.random.Generator) -> float:
-        """One draw from ``rng``."""
+        """One draw from ``rng``.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The run's generator.
+        """
         return float(rng.uniform(self.low, self.high))
 
 
@@ -180,7 +198,13 @@ class MonteCarloResult:
         return int(self.metrics["final_error"].shape[0])
 
     def plot(self, *, ax=None):
-        """The percentile bands (:func:`ballctl.plotting.plot_percentile_bands`)."""
+        """The percentile bands (:func:`ballctl.plotting.plot_percentile_bands`).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Draw into these axes.
+        """
         from .plotting import plot_percentile_bands
 
         return plot_percentile_bands(self.t, self.bands, self.percentiles, ax=ax,
@@ -355,7 +379,8 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
         raise ParameterError(f"substeps must be an integer >= 1, got {substeps!r}")
     failure_error = check_positive(failure_error, "failure_error", "m")
     if executor is not None and not isinstance(executor, Executor):
-        raise ParameterTypeError(f"executor must be a concurrent.futures.Executor (e.g. a Dask client's get_executor()), "
+        raise ParameterTypeError("executor must be a concurrent.futures.Executor (e.g. a Dask client's "
+                                 f"get_executor()), "
                         f"got {type(executor).__name__}")
     unc = uncertainty or Uncertainty()
     system = controller.system

@@ -266,7 +266,8 @@ def main(argv=None) -> int:
             dask_txt = f"LocalCluster 2 workers {dsk:.2f} s (bit-identical: {np.array_equal(mc.bands, mcd.bands)})"
     few = 3
     unit, _ = _best(lambda: [ballctl.simulate_closed_loop(ctrl_mc, x0, s0.xd[0], integrator="rk4", backend="python",
-                                                          noise_std={"contact_x": 1e-3}, seed=i) for i in range(few)], 1)
+                                                          noise_std={"contact_x": 1e-3}, seed=i)
+                             for i in range(few)], 1)
     row(f"Monte Carlo {n_runs} runs x {steps_mc} steps (10 ms)",
         f"serial {serial:.2f} s ({_cpu(mc)}); 2 threads {threads:.2f} s (identical: {same}); {dask_txt}",
         f"Python loop {unit / few * n_runs:.0f} s (scaled from {few} runs)",
@@ -281,13 +282,14 @@ def main(argv=None) -> int:
         peer = "sympy installed: see bench_ball_plate.py"
     except ImportError:
         peer = "sympy not installed (no peer)"
-    row(f"linearize {len(t_lin)} samples of the circle, warm", f"{lin:.3f} s ({lin / len(t_lin) * 1e6:.1f} us/sample; {_cpu(lin_out)})",
+    row(f"linearize {len(t_lin)} samples of the circle, warm",
+        f"{lin:.3f} s ({lin / len(t_lin) * 1e6:.1f} us/sample; {_cpu(lin_out)})",
         peer, "target <= 0.05 s for 10^4")
 
     # 5. Riccati (the full reduced state, N = 8, on the 1 ms grid)
     disc = ballctl.discretize(ballctl.linearize(plant, ref, dt * np.arange(steps), part), dt)
     N = disc.Ad.shape[1]
-    ric, lqr = _best(lambda: ballctl.finite_horizon_lqr(disc, None, np.eye(N), np.eye(2), 10 * np.eye(N)), rep)
+    ric, lqr = _best(lambda: ballctl.finite_horizon_lqr(disc, np.eye(N), np.eye(2), Q_N=10 * np.eye(N)), rep)
     plain, g = _best(lambda: plain_riccati(disc.Ad, disc.Bd, np.eye(N), np.eye(2), 10 * np.eye(N)), rep)
     row(f"Riccati sweep {disc.Ad.shape[0]} steps, N = {N}", f"{ric:.3f} s ({_cpu(lqr)})",
         f"plain numpy {plain:.3f} s ({_cpu(g)})",

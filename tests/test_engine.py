@@ -113,17 +113,17 @@ def test_batch_runs_keep_a_run_axis_and_equal_single_runs(loop_setup):
     X0[:, :2] += offsets
     samples = [ballctl.BallPlate(mass=m, radius=r) for m, r in ((0.1, 0.02), (0.12, 0.021), (0.09, 0.019))]
     noise = {"contact_x": 5e-4, "contact_y": 5e-4}
-    batch = ballctl.simulate_closed_loop(ctrl, X0, xd0, integrator="rk4", plant=samples, noise_std=noise, seed=11)
+    batch = ballctl.simulate_closed_loop(ctrl, X0, xd0, integrator="rk4", truth=samples, noise_std=noise, seed=11)
     assert isinstance(batch, ballctl.ClosedLoopBatchResult) and batch.backend == "compiled"
     K = len(batch.t)
     assert batch.x.shape == (3, K, 5) and batch.u.shape == (3, K, 2) and batch.position_error.shape == (3, K)
     assert np.all(batch.status == -1)
     seeds = np.random.SeedSequence(11).spawn(3)
     for i in (0, 2):
-        one = ballctl.simulate_closed_loop(ctrl, X0[i], xd0, integrator="rk4", plant=samples[i], noise_std=noise,
+        one = ballctl.simulate_closed_loop(ctrl, X0[i], xd0, integrator="rk4", truth=samples[i], noise_std=noise,
                                            seed=seeds[i], backend="python")
         assert np.abs(one.x[:, :2] - batch.x[i, :, :2]).max() < 1e-10
-        assert batch.run(i).summary()["final_error"] == pytest.approx(one.summary()["final_error"], abs=1e-10)
+        assert batch.run(i).summary().final_error_m == pytest.approx(one.summary().final_error_m, abs=1e-10)
     # a heavier/larger ball is a different plant: its run differs
     assert np.abs(batch.x[1] - batch.x[0]).max() > 1e-4
 

@@ -22,7 +22,13 @@ MAX_STATE_ERRORS = {"contact_x": 0.01, "contact_y": 0.01, "yaw": 0.5,
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add this subcommand's flags."""
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    """
     add_ball_arguments(p)
     add_circle_arguments(p)
     g = p.add_argument_group("runs")
@@ -61,7 +67,13 @@ class _Bar:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Design the circle tracker, run the Monte Carlo study, write bands, metrics and a figure."""
+    """Design the circle tracker, run the Monte Carlo study, write bands, metrics and a figure.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     from ..monte_carlo import Normal, Uncertainty, Uniform, monte_carlo

@@ -101,6 +101,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError
+from .._quaternion import cross
 from .._validation import check_finite_scalar, check_positive
 from ..system import ConstrainedSystem
 from .kernels import moving_plate as _kernels
@@ -147,6 +148,10 @@ class MovingPlateParameters:
     def n_plate(self) -> int:
         """Number of plate coordinates (2, or 3 with the spin)."""
         return 3 if self.with_spin else 2
+
+    def as_dict(self) -> dict:
+        """Flat dictionary of the resolved parameters (for files and reports); ball keys as in the ball's."""
+        return {**self.ball.as_dict(), "pivot_depth": float(self.pivot_depth), "with_spin": self.with_spin}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,15 +205,13 @@ class ServoParameters:
         """``k_v = 2 zeta omega_s`` in 1/s: angular acceleration per unit rate error."""
         return 2.0 * self.damping * self.bandwidth
 
+    def as_dict(self) -> dict:
+        """Flat dictionary of the parameters (for files and reports)."""
+        return {"bandwidth": float(self.bandwidth), "damping": float(self.damping),
+                "plate_inertia": list(self.plate_inertia), "max_torque": self.max_torque, "max_rate": self.max_rate}
+
 
 # ---------------------------------------------------------------- pure functions
-def _cross(a, b):
-    """Cross product on the last axis (complex-safe)."""
-    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-                     a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
-
-
 def plate_kinematics(qp, qpd, gravity: float):
     r"""Plate angular velocity and gravity in the plate frame.
 
@@ -240,6 +243,7 @@ class _MovingPlateBase(ConstrainedSystem):
     """Shared kinematics of the moving-plate plants (not a plant by itself)."""
 
     input_suffix = ""
+    batched = True
 
     def __init__(self, params: MovingPlateParameters | None = None) -> None:
         if params is None:
@@ -264,7 +268,7 @@ class _MovingPlateBase(ConstrainedSystem):
         return BallPlate(self.params.ball)
 
     def _terms(self, x, xd):
-        """``H, G (..., 3, n)``, ``h, g_v, g_plate, Omega (..., 3)``, ``Gp``, ``Gdot_p qd_p``, ``s`` (compiled kernel)."""
+        """``H, G (..., 3, n)``, ``h, g_v, g_plate, Omega (..., 3)``, ``Gp``, ``Gdot_p qd_p``, ``s`` (kernel)."""
         n = self.n_coordinates
         lead, (xs, xds) = as_stacks([x, xd], [n, n])
         return tuple(restore(a, lead) for a in _kernels.terms_batch(xs, xds, self._kernel_parameters))
@@ -469,7 +473,17 @@ class ServoPlateBallPlate(_MovingPlateBase):
         self._kernel_parameters = kp
 
     def servo_torque(self, x, xd, u) -> np.ndarray:
-        """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p)."""
+        """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        u : array_like, shape (..., n_p)
+            Commanded plate angles in rad.
+        """
         n = self.n_coordinates
         lead, (xs, xds, us) = as_stacks([x, xd, u], [n, n, self.n_plate])
         return restore(_kernels.servo_torque_batch(xs, xds, us, self._kernel_parameters), lead)
@@ -479,6 +493,15 @@ class ServoPlateBallPlate(_MovingPlateBase):
 
         Raises ``ValueError`` when the torque or the implied rate set-point
         reaches a servo limit.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        tau : array_like, shape (..., n_p)
+            Servo torques in N m.
         """
         x, xd, tau = np.asarray(x, float), np.asarray(xd, float), np.asarray(tau, float)
         sv = self.servo
@@ -496,15 +519,31 @@ class ServoPlateBallPlate(_MovingPlateBase):
         return x[..., 5:] + rate / sv.position_gain
 
     def plate_kinetic_energy(self, x, xd) -> np.ndarray:
-        """Kinetic energy of the plate ``1/2 Omega^T J Omega`` in J."""
+        """Kinetic energy of the plate ``1/2 Omega^T J Omega`` in J.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        """
         Om = self.plate_angular_velocity(x, xd)
         return 0.5 * np.einsum("...i,ij,...j->...", Om, self._J, Om)
 
     def plate_forces(self, x, xd) -> np.ndarray:
-        """Plate gyroscopic and velocity terms ``-G_p^T (J Gdot_p qd_p + Omega x J Omega)``, shape (..., n_p)."""
+        """Plate gyroscopic and velocity terms ``-G_p^T (J Gdot_p qd_p + Omega x J Omega)``, shape (..., n_p).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        """
         x, xd = np.asarray(x), np.asarray(xd)
         Gp, Om, Gpdot_qd, _ = plate_kinematics(x[..., 5:], xd[..., 5:], 1.0)
         JOm = np.einsum("ij,...j->...i", self._J, Om)
-        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + _cross(Om, JOm)
+        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + cross(Om, JOm)
         return -np.einsum("...ji,...j->...i", Gp, inner)
 

@@ -300,7 +300,9 @@ def plate_kinematics_batch(qp, qpd, gravity):
 
 @njit(cache=True)
 def terms_batch(x, xd, p):
-    """``terms`` over stacks ``(K, n)``: ``H, G (K, 3, n)``, ``h, g_v, g_plate, Om (K, 3)``, ``Gp``, ``Gpdot_qd``, ``s``."""
+    """``terms`` over stacks ``(K, n)``: ``H, G (K, 3, n)``, ``h, g_v, g_plate, Om (K, 3)``, ``Gp``, ``Gpdot_qd``,
+    ``s``.
+    """
     K, n = x.shape
     n_p = n - 5
     dt = x.dtype
