@@ -34,13 +34,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._errors import BallctlError
+from ._errors import (ParameterError, ParameterTypeError, RiccatiConditioningWarning, RiccatiConvergenceError,
+                      ShapeError, SingularMatrixError)
 from ._validation import check_positive
 from .discretize import DiscreteLTVSystem
 
 __all__ = [
-    "RiccatiConditioningWarning",
-    "RiccatiConvergenceError",
     "bryson",
     "riccati_sweep",
     "LQRRollout",
@@ -53,14 +52,6 @@ __all__ = [
 #: Condition number of ``R + B^T P B`` above which a warning is issued: the
 #: gains then carry fewer than ~4 significant digits in double precision.
 DEFAULT_COND_LIMIT = 1e12
-
-
-class RiccatiConditioningWarning(UserWarning):
-    """``R + B^T P B`` is ill-conditioned at some step; the gains lose accuracy."""
-
-
-class RiccatiConvergenceError(BallctlError, RuntimeError):
-    """The periodic Riccati iteration did not converge or gave an unstable closed loop."""
 
 
 # --------------------------------------------------------------------- weights
@@ -136,7 +127,7 @@ def bryson(state_names: Sequence[str], input_names: Sequence[str], max_state_err
     q = diag(state_names, max_state_errors, "state")
     r = diag(input_names, max_input_errors, "input")
     if problems:
-        raise ValueError("bryson: " + "; ".join(problems))
+        raise ParameterError("bryson: " + "; ".join(problems))
     return np.diag(q), np.diag(r)
 
 
@@ -147,9 +138,9 @@ def _as_stack(value, name: str, Kt: int, shape: tuple[int, int]) -> np.ndarray:
     if arr.shape == shape:
         arr = np.broadcast_to(arr, (Kt,) + shape)
     elif arr.shape != (Kt,) + shape:
-        raise ValueError(f"{name} must have shape {shape} or {(Kt,) + shape}, got {arr.shape}")
+        raise ShapeError(f"{name} must have shape {shape} or {(Kt,) + shape}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
+        raise ParameterError(f"{name} must be finite")
     return arr
 
 
@@ -177,30 +168,30 @@ def _check_weights(Q: np.ndarray, R: np.ndarray, Q_N: np.ndarray | None) -> None
         elif not definite and lo < -1e-12 * scale:
             problems.append(f"{name} must be positive semidefinite (smallest eigenvalue {lo:.3g})")
     if problems:
-        raise ValueError("; ".join(problems))
+        raise ParameterError("; ".join(problems))
 
 
 def _deprecated_arrays(func: str, sys, args: tuple, n_old: int) -> tuple:
     """Map the 0.1 call ``func(Ad, Bd, Q, R[, Q_N])`` (or ``func(sys, None, ...)``) onto the new one."""
     full = (sys,) + tuple(args)
     if len(full) != n_old:
-        raise TypeError(f"{func}(sys, Q, R, ...) takes a DiscreteLTVSystem and two weights; the deprecated "
-                        f"array form takes {n_old} positional arguments, got {len(full)}")
+        raise ParameterTypeError(f"{func}(sys, Q, R, ...) takes a DiscreteLTVSystem and two weights; the deprecated "
+                                 f"array form takes {n_old} positional arguments, got {len(full)}")
     warnings.warn(f"{func}(Ad, Bd, Q, R, ...) is deprecated: pass a DiscreteLTVSystem, "
                   f"{func}(sys, Q, R, ...) (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps arrays)",
                   DeprecationWarning, stacklevel=3)
     Ad, Bd = full[0], full[1]
     if isinstance(Ad, DiscreteLTVSystem):
         if Bd is not None:
-            raise ValueError("pass Bd=None when Ad is a DiscreteLTVSystem (its Bd is used)")
+            raise ParameterError("pass Bd=None when Ad is a DiscreteLTVSystem (its Bd is used)")
         return (Ad,) + full[2:]
     return (DiscreteLTVSystem.from_arrays(Ad, Bd),) + full[2:]
 
 
 def _system_arrays(sys) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(sys, DiscreteLTVSystem):
-        raise TypeError(f"sys must be a DiscreteLTVSystem (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps arrays), "
-                        f"got {type(sys).__name__}")
+        raise ParameterTypeError("sys must be a DiscreteLTVSystem (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps "
+                                 f"arrays), got {type(sys).__name__}")
     return sys.Ad, sys.Bd
 
 
@@ -211,7 +202,7 @@ def riccati_sweep(Ad: np.ndarray, Bd: np.ndarray, Q: np.ndarray, R: np.ndarray, 
     For ``k = Kt-1 .. 0``: :math:`S_k = R_k + B_k^T P_{k+1} B_k`,
     :math:`K_k = S_k^{-1} B_k^T P_{k+1} A_k`,
     :math:`P_k = Q_k + A_k^T P_{k+1} A_k - A_k^T P_{k+1} B_k K_k`, each
-    :math:`S_k` and :math:`P_k` symmetrised. No factorisation beyond the one
+    :math:`P_k` symmetrised (so :math:`S_k` is symmetric to rounding). No factorisation beyond the one
     solve per step: a singular :math:`S_k` raises at once, non-finite
     Riccati matrices are caught every ``check_every`` steps and at the end,
     and the conditioning of every :math:`S_k` is measured afterwards in one
@@ -273,8 +264,7 @@ def riccati_sweep(Ad: np.ndarray, Bd: np.ndarray, Q: np.ndarray, R: np.ndarray, 
             A = Ad[k]
             B = Bd[k]
             PB = Pn @ B
-            Sk = R[k] + B.T @ PB
-            Sk = 0.5 * (Sk + Sk.T)
+            Sk = R[k] + B.T @ PB        # symmetric to rounding: P is exactly symmetric
             BtPA = PB.T @ A
             Kk = solve(Sk, BtPA)
             Pk = Q[k] + A.T @ Pn @ A - BtPA.T @ Kk
@@ -283,22 +273,26 @@ def riccati_sweep(Ad: np.ndarray, Bd: np.ndarray, Q: np.ndarray, R: np.ndarray, 
             gains[k] = Kk
             S[k] = Sk
             if not k % check_every and not np.isfinite(Pn).all():
-                raise np.linalg.LinAlgError("the Riccati matrix is not finite")
+                raise SingularMatrixError("the Riccati matrix is not finite")
     except np.linalg.LinAlgError as exc:
-        raise np.linalg.LinAlgError(f"Riccati sweep failed at step {k} of {Kt}: {exc} (R + B^T P B singular or "
-                                    "P not finite)") from exc
+        raise SingularMatrixError(f"Riccati sweep failed at step {k} of {Kt}: {exc} (R + B^T P B singular or "
+                                  "P not finite)") from exc
     if not np.isfinite(P[0]).all():
-        raise np.linalg.LinAlgError("Riccati sweep: P[0] is not finite")
+        raise SingularMatrixError("Riccati sweep: P[0] is not finite")
+    S += np.swapaxes(S, 1, 2)     # one batched symmetrization of the stored S, outside the loop
+    S *= 0.5
     return gains, P, S
 
 
 def _backward_sweep(Ad, Bd, Q, R, P_end):
     """Eqs. (28)-(29); returns gains, Riccati (Kt+1), cond(R + B^T P B) measured in one batched call."""
     gains, P, S = riccati_sweep(Ad, Bd, Q, R, P_end)
-    cond = np.linalg.cond(S)
+    lam = np.sort(np.abs(np.linalg.eigvalsh(S)), axis=1)   # S symmetric: cond_2 = max|lambda| / min|lambda|
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cond = lam[:, -1] / lam[:, 0]
     if not np.all(np.isfinite(cond)):
         k = int(np.flatnonzero(~np.isfinite(cond))[-1])
-        raise np.linalg.LinAlgError(f"R + B^T P B is singular at step {k}")
+        raise SingularMatrixError(f"R + B^T P B is singular at step {k}")
     return gains, P, cond
 
 
@@ -406,7 +400,7 @@ class FiniteHorizonLQR:
         X0 = np.asarray(X0, dtype=float)
         N = self.gains.shape[2]
         if X0.shape != (N,) or not np.all(np.isfinite(X0)):
-            raise ValueError(f"X0 must be a finite vector of length {N}, got shape {X0.shape}")
+            raise ShapeError(f"X0 must be a finite vector of length {N}, got shape {X0.shape}")
         return X0
 
     def cost(self, X0, du_sequence) -> float:
@@ -428,7 +422,7 @@ class FiniteHorizonLQR:
         du = np.asarray(du_sequence, dtype=float)
         Kt, nu = self.gains.shape[:2]
         if du.shape != (Kt, nu) or not np.all(np.isfinite(du)):
-            raise ValueError(f"du_sequence must be a finite array of shape ({Kt}, {nu}), got {du.shape}")
+            raise ShapeError(f"du_sequence must be a finite array of shape ({Kt}, {nu}), got {du.shape}")
         J = 0.0
         for k in range(Kt):
             J += X @ self.Q[k] @ X + du[k] @ self.R[k] @ du[k]
@@ -516,8 +510,8 @@ def finite_horizon_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, Q_N=None,
     """
     if deprecated_args or not isinstance(sys, DiscreteLTVSystem):
         if Q_N is not None:
-            raise TypeError("the deprecated array form takes Q_N positionally; use finite_horizon_lqr(sys, Q, R, "
-                            "Q_N=...)")
+            raise ParameterTypeError("the deprecated array form takes Q_N positionally; use "
+                                     "finite_horizon_lqr(sys, Q, R, Q_N=...)")
         sys, Q, R, Q_N = _deprecated_arrays("finite_horizon_lqr", sys, (Q, R) + deprecated_args, 5)
     Ad, Bd = _system_arrays(sys)
     Kt, N, nu = Bd.shape
@@ -525,7 +519,7 @@ def finite_horizon_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, Q_N=None,
     Rs = _as_stack(R, "R", Kt, (nu, nu))
     Q_N = np.array(Qs[-1]) if Q_N is None else np.asarray(Q_N, dtype=float)
     if Q_N.shape != (N, N) or not np.all(np.isfinite(Q_N)):
-        raise ValueError(f"Q_N must be a finite ({N}, {N}) matrix, got shape {Q_N.shape}")
+        raise ShapeError(f"Q_N must be a finite ({N}, {N}) matrix, got shape {Q_N.shape}")
     _check_weights(Qs, Rs, Q_N)
     cond_limit = check_positive(cond_limit, "cond_limit")
     gains, P, cond = _backward_sweep(Ad, Bd, Qs, Rs, Q_N)
@@ -667,7 +661,7 @@ def periodic_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, tol: float = 1e
     _check_weights(Qs, Rs, None)
     tol = check_positive(tol, "tol")
     if isinstance(max_periods, bool) or not isinstance(max_periods, (int, np.integer)) or max_periods < 1:
-        raise ValueError(f"max_periods must be a positive integer, got {max_periods!r}")
+        raise ParameterError(f"max_periods must be a positive integer, got {max_periods!r}")
     cond_limit = check_positive(cond_limit, "cond_limit")
     P_end = np.array(Qs[-1])
     residual = np.inf

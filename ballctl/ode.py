@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import IntegrationError
+from ._errors import IntegrationError, ParameterError
 
 __all__ = ["ODETrajectory", "integrate_piecewise"]
 
@@ -98,7 +98,7 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
     """
     t0, t1 = (float(v) for v in t_span)
     if not t1 > t0:
-        raise ValueError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
+        raise ParameterError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
     cuts = [t0] + sorted(float(b) for b in breakpoints if t0 < float(b) < t1) + [t1]
     if t_eval is not None:
         t_eval = np.asarray(t_eval, dtype=float)

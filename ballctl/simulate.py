@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import ChartSingularityError, IntegrationError
+from ._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError
 from ._validation import as_times, as_vector
 from .system import ConstrainedSystem
 
@@ -138,9 +138,9 @@ def input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
     """
     if feedback is not None:
         if inputs is not None:
-            raise ValueError("pass either inputs (u(t) or a constant) or feedback (u(t, x, xd)), not both")
+            raise ParameterError("pass either inputs (u(t) or a constant) or feedback (u(t, x, xd)), not both")
         if not callable(feedback):
-            raise ValueError(f"feedback must be a callable u(t, x, xd), got {feedback!r}")
+            raise ParameterTypeError(f"feedback must be a callable u(t, x, xd), got {feedback!r}")
         return lambda t, x, xd: np.asarray(feedback(t, x, xd), dtype=float).reshape(n_inputs)
     if inputs is None:
         zero = np.zeros(n_inputs)
@@ -241,14 +241,14 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
     xd0 = as_vector(xd0, "xd0", n)
     t_span = as_times(t_span, "t_span", increasing=True)
     if t_span.shape != (2,):
-        raise ValueError(f"t_span must be (t_start, t_end), got {t_span}")
+        raise ParameterError(f"t_span must be (t_start, t_end), got {t_span}")
     if t_eval is None:
         t_eval = np.linspace(t_span[0], t_span[1], 501)
     t_eval = as_times(t_eval, "t_eval", increasing=True)
     if t_eval[0] < t_span[0] - 1e-12 or t_eval[-1] > t_span[1] + 1e-12:
-        raise ValueError("t_eval must lie within t_span")
+        raise ParameterError("t_eval must lie within t_span")
     if not (0 < rtol < 1) or not (0 < atol):
-        raise ValueError(f"rtol must be in (0, 1) and atol > 0, got rtol={rtol}, atol={atol}")
+        raise ParameterError(f"rtol must be in (0, 1) and atol > 0, got rtol={rtol}, atol={atol}")
     ufun = input_function(inputs, nu, feedback=feedback)
     if project_initial:
         x0 = system.project_positions(x0)
@@ -262,7 +262,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
     events = _chart_event(system)
     if projection_interval is not None:
         if projection_interval <= 0:
-            raise ValueError(f"projection_interval must be > 0 s, got {projection_interval}")
+            raise ParameterError(f"projection_interval must be > 0 s, got {projection_interval}")
         edges = np.arange(t_span[0], t_span[1], projection_interval)
         edges = np.append(edges, t_span[1])
     else:
@@ -347,7 +347,7 @@ def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, s
         The state at ``t + h``.
     """
     if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
+        raise ParameterError(f"steps must be >= 1, got {steps}")
     hs = h / steps
     y = np.asarray(y, dtype=float)
     for _ in range(steps):

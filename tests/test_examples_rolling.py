@@ -27,8 +27,9 @@ def test_rolling_ball_tracking_example(tmp_path):
     """The paper's ball, 7.1 cm off at the start, tracked by the LQR on the rail accelerations (10 s)."""
     ns = runpy.run_path(str(EXAMPLES / "rolling_ball_tracking.py"))
     res = ns["run"](tmp_path)
-    assert res["closed_loop_final_error_m"] < 0.1 * res["initial_error_m"]
-    assert res["open_loop_final_error_m"] > 2 * res["initial_error_m"]
+    # measured: 70.7 mm -> 6.6 mm after 10 s closed loop, 459 mm open loop
+    assert res["closed_loop_final_error_m"] < 0.15 * res["initial_error_m"]
+    assert res["open_loop_final_error_m"] > 4 * res["initial_error_m"]
     assert "controllable" in res["layout_table"]
     assert (tmp_path / "ball_tracking.png").stat().st_size > 10_000
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import ParameterError, ParameterTypeError
 from .._validation import check_finite_scalar, names_tuple
 from ..discretize import DiscreteLTVSystem
 from ..ltv import LTVSystem
@@ -199,7 +200,7 @@ def check_rtol(value, name: str) -> float:
     """
     out = check_finite_scalar(value, name)
     if not 0.0 < out < 1.0:
-        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
+        raise ParameterError(f"{name} must lie in (0, 1), got {value!r}")
     return out
 
 
@@ -256,7 +257,7 @@ def gramian(system: LTVSystem | LTVCallables, t0: float, t1: float, *, method: s
            [0.        , 1.57079633]]))
     """
     if method not in GRAMIAN_METHODS:
-        raise ValueError(f"method must be one of {GRAMIAN_METHODS}, got {method!r}")
+        raise ParameterError(f"method must be one of {GRAMIAN_METHODS}, got {method!r}")
     rank_rtol = check_rtol(rank_rtol, "rank_rtol")
     coef = Coefficients(system, period)
     t0, t1 = check_interval(coef, t0, t1)
@@ -326,11 +327,12 @@ def discrete_gramian(sys: DiscreteLTVSystem, *deprecated_args, state_names: Sequ
     if deprecated_args or not isinstance(sys, DiscreteLTVSystem):
         import warnings
         if len(deprecated_args) > 1:
-            raise TypeError(f"discrete_gramian takes one system, got {1 + len(deprecated_args)} positional arguments")
+            raise ParameterTypeError(
+                f"discrete_gramian takes one system, got {1 + len(deprecated_args)} positional arguments")
         Bd = deprecated_args[0] if deprecated_args else None
         if Bd is None:
             if not (hasattr(sys, "Ad") and hasattr(sys, "Bd")):
-                raise ValueError("Bd is required unless Ad is a discrete system with Ad and Bd attributes")
+                raise ParameterError("Bd is required unless Ad is a discrete system with Ad and Bd attributes")
             if state_names is None:
                 state_names = getattr(sys, "state_names", None)
             sys, Bd = sys.Ad, sys.Bd

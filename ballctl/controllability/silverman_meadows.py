@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import ParameterError, SampleIndexError
 from .._validation import as_times
 from ..ltv import LTVSystem
 from .coefficients import Coefficients, LTVCallables, format_direction, named_vector
@@ -73,7 +74,7 @@ class SilvermanMeadowsReport:
             Index of the time.
         """
         if not -len(self.times) <= i < len(self.times):
-            raise IndexError(f"time index {i} out of range for {len(self.times)} times")
+            raise SampleIndexError(f"time index {i} out of range for {len(self.times)} times")
         U = self.left_singular_vectors[i]
         return tuple(named_vector(U[:, j], self.state_names) for j in range(int(self.ranks[i]), self.n_states))
 
@@ -181,16 +182,16 @@ def silverman_meadows(system: LTVSystem | LTVCallables, times, *, order: int | N
     coef = Coefficients(system, period)
     times = as_times(times, "times")
     if times.size == 0:
-        raise ValueError("times must hold at least one time in s")
+        raise ParameterError("times must hold at least one time in s")
     coef.check_times(times, "times")
     if order is None:
         order = coef.N - 1
     if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 0:
-        raise ValueError(f"order must be a non-negative integer, got {order!r}")
+        raise ParameterError(f"order must be a non-negative integer, got {order!r}")
     order = int(order)
     rank_rtol = check_rtol(rank_rtol, "rank_rtol")
     if isinstance(stencil_stride, bool) or not isinstance(stencil_stride, (int, np.integer)) or stencil_stride < 1:
-        raise ValueError(f"stencil_stride must be a positive integer, got {stencil_stride!r}")
+        raise ParameterError(f"stencil_stride must be a positive integer, got {stencil_stride!r}")
     dA, dB = coef.derivatives(times, order, int(stencil_stride))
     blocks = _sm_blocks(dA, dB, order)
     Q = np.concatenate(blocks, axis=-1)                                   # (T, N, (k+1) nu)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._derivatives import jacobian
+from .._errors import ParameterError, ParameterTypeError
 from .._validation import as_vector, check_positive
 from ..ode import ODETrajectory, integrate_piecewise
 from ..system import ConstrainedSystem
@@ -65,7 +66,7 @@ class PointMass:
     def __post_init__(self) -> None:
         object.__setattr__(self, "mass_kg", check_positive(self.mass_kg, "mass_kg", "kg"))
         if not isinstance(self.rail, Rail):
-            raise ValueError(f"rail must be a ballctl.plants.rails.Rail, got {type(self.rail).__name__}")
+            raise ParameterTypeError(f"rail must be a ballctl.plants.rails.Rail, got {type(self.rail).__name__}")
 
     def as_dict(self) -> dict:
         """``{"mass_kg": ..., "rail": <the rail's repr>}`` (for files and reports)."""
@@ -102,9 +103,9 @@ class InternalMassesPlant:
 
     def __init__(self, params, *, inputs: str = "acceleration") -> None:
         if not isinstance(params, self.parameters_type):
-            raise ValueError(f"params must be {self.parameters_type.__name__}, got {type(params).__name__}")
+            raise ParameterTypeError(f"params must be {self.parameters_type.__name__}, got {type(params).__name__}")
         if inputs not in INPUT_MODES:
-            raise ValueError(f"inputs must be one of {INPUT_MODES}, got {inputs!r}")
+            raise ParameterError(f"inputs must be one of {INPUT_MODES}, got {inputs!r}")
         self.params = params
         self.inputs = inputs
         self._n = params.n_masses
@@ -264,7 +265,7 @@ class InternalMassesSystem(ConstrainedSystem):
     def __init__(self, plant: InternalMassesPlant, *, body_coordinate_names: Sequence[str], n_holonomic: int,
                  n_nonholonomic: int) -> None:
         if plant.params.external_force is not None:
-            raise ValueError(f"{type(self).__name__} needs external_force=None: ConstrainedSystem is autonomous")
+            raise ParameterError(f"{type(self).__name__} needs external_force=None: ConstrainedSystem is autonomous")
         self.plant = plant
         n = plant.n_masses
         self._n_body = len(body_coordinate_names)

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._errors import ChartSingularityError
+from .._errors import ChartSingularityError, ParameterError, ParameterTypeError
 from .._quaternion import cross, hat, quat_from_matrix, quat_multiply, quat_to_matrix
 from .._validation import ProblemCollector, as_vector, check_positive
 from .internal_masses import InternalMassesPlant, InternalMassesSystem, PointMass
@@ -247,7 +247,7 @@ class RollingBall(InternalMassesPlant):
         q = self.split_state(x)[2]
         norm = float(np.sqrt(q @ q))
         if abs(norm - 1.0) > _QUAT_TOL:
-            raise ValueError(f"{name}: the quaternion {name}[{2 * self._n}:{2 * self._n + 4}] must be a unit "
+            raise ParameterError(f"{name}: the quaternion {name}[{2 * self._n}:{2 * self._n + 4}] must be a unit "
                              f"quaternion (|q| = 1 within {_QUAT_TOL}), got |q| = {norm!r}")
         return x
 
@@ -611,11 +611,11 @@ class RollingBallSystem(InternalMassesSystem):
 
     def __init__(self, ball: RollingBall, *, chart_rotation=None, singularity_margin: float = 1e-3) -> None:
         if not isinstance(ball, RollingBall):
-            raise ValueError(f"ball must be a RollingBall, got {type(ball).__name__}")
+            raise ParameterTypeError(f"ball must be a RollingBall, got {type(ball).__name__}")
         self.ball = ball
         C = np.eye(3) if chart_rotation is None else np.asarray(chart_rotation, dtype=float)
         if C.shape != (3, 3) or np.max(np.abs(C.T @ C - np.eye(3))) > 1e-9 or np.linalg.det(C) < 0:
-            raise ValueError("chart_rotation must be a 3x3 rotation matrix (C^T C = I within 1e-9, det = +1)")
+            raise ParameterError("chart_rotation must be a 3x3 rotation matrix (C^T C = I within 1e-9, det = +1)")
         self.chart_rotation = C
         self.singularity_margin = check_positive(singularity_margin, "singularity_margin")
         super().__init__(ball, body_coordinate_names=("contact_x", "contact_y", "yaw", "pitch", "roll"),

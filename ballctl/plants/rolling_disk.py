@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._errors import ParameterError, ParameterTypeError
 from .._validation import ProblemCollector, as_vector, check_positive
 from .internal_masses import InternalMassesPlant, InternalMassesSystem, PointMass
 
@@ -475,10 +476,10 @@ class RollingDiskSystem(InternalMassesSystem):
 
     def __init__(self, disk: RollingDisk, *, contact_at_zero_angle_m: float = 0.0) -> None:
         if not isinstance(disk, RollingDisk):
-            raise ValueError(f"disk must be a RollingDisk, got {type(disk).__name__}")
+            raise ParameterTypeError(f"disk must be a RollingDisk, got {type(disk).__name__}")
         z0 = float(contact_at_zero_angle_m)
         if not np.isfinite(z0):
-            raise ValueError(f"contact_at_zero_angle_m must be finite (m), got {contact_at_zero_angle_m!r}")
+            raise ParameterError(f"contact_at_zero_angle_m must be finite (m), got {contact_at_zero_angle_m!r}")
         self.disk = disk
         self.contact_at_zero_angle_m = z0
         super().__init__(disk, body_coordinate_names=("contact_x", "phi"), n_holonomic=1, n_nonholonomic=0)
