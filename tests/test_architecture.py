@@ -21,12 +21,13 @@ LAYERS = {
     "ballctl._errors": 0, "ballctl._validation": 0, "ballctl._derivatives": 0, "ballctl._quaternion": 0,
     "ballctl._io": 0,
     # 1: contracts and linear time-varying mathematics
-    "ballctl.system": 1, "ballctl.ltv": 1, "ballctl.ode": 1,
+    "ballctl.system": 1, "ballctl.ltv": 1, "ballctl.ode": 1, "ballctl.loop_step": 1,
     # 2: plants
     "ballctl.plants": 2,
     # 3: the pipeline: references, partitions, simulation, linearization, controllability, discretization, LQR
     "ballctl.references": 3, "ballctl.partition": 3, "ballctl.simulate": 3, "ballctl.linearize": 3,
     "ballctl.controllability": 3, "ballctl.discretize": 3, "ballctl.lqr": 3,
+    "ballctl.kalman": 3, "ballctl.observability": 3, "ballctl.estimator": 3, "ballctl.rig": 3,
     # 4: design and runs: the tracking controller, the closed loop, gain files, figures
     "ballctl.tracking": 4, "ballctl.closed_loop": 4, "ballctl.schedule": 4, "ballctl.plotting": 4,
     # 5: studies above the core

@@ -116,16 +116,17 @@ def run(args: argparse.Namespace) -> int:
     summaries = {}
     for label, r in runs.items():
         sm = r.summary()
-        summaries[label] = sm
-        lines.append(f"| {label} | {sm['final_error']:.3e} | {sm['steady_state_error']:.3e} | "
-                     f"{sm['settling_time']:.3f} | {np.rad2deg(sm['peak_alpha']):.3f} | "
-                     f"{np.rad2deg(sm['peak_beta']):.3f} | {sm['wall_time']:.2f} |")
+        summaries[label] = sm.as_dict()
+        settle = "never" if sm.settling_time_s is None else f"{sm.settling_time_s:.3f}"
+        lines.append(f"| {label} | {sm.final_error_m:.3e} | {sm.steady_state_error_m:.3e} | "
+                     f"{settle} | {np.rad2deg(sm.peak_input_rad['alpha']):.3f} | "
+                     f"{np.rad2deg(sm.peak_input_rad['beta']):.3f} | {sm.wall_time_s:.2f} |")
         if r.limit_events:
             lines.append(f"|  rig limits active: {r.limit_events} | | | | | | |")
     lines += ["", "Files: reference.png, tracking.png, gain_schedule.npz, gain_schedule.h, summary.json."]
     text = "\n".join(lines) + "\n"
     _atomic_text(out / "summary.md", text)
-    _atomic_text(out / "summary.json", json.dumps(summaries, indent=2, default=float))
+    _atomic_text(out / "summary.json", json.dumps(summaries, indent=2, allow_nan=False))
     print(text)
     return 0
 
