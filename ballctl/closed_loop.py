@@ -413,7 +413,8 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         for key, value in noise_std.items():
             base = key[:-5] if key.endswith("_rate") else key
             if base not in coord:
-                raise ParameterError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
+                raise ParameterError(
+                    f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
             if value < 0:
                 raise ParameterError(f"noise_std[{key!r}] must be >= 0, got {value}")
             if key in names:
