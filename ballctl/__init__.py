@@ -32,10 +32,11 @@ from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPat
                          Reference, ReferenceSample, WaypointPath)
 from .references.moving_plate import MovingPlateMotion, exact_circular_motion
 from .rig import PRESETS, RigLimits, RigProfile, RigProfileError, Sensor, rig_preset
-from .schedule import GainSchedule
+from .schedule import GainSchedule, write_c_controller
 from .simulate import SimulationResult, simulate
 from .system import ConstrainedSystem, check_system
-from .tracking import TrackingController, design_tracking_lqr
+from .tracking import TrackingController, design_for_rig, design_tracking_lqr
+from .observability import observability_gramian, sensor_table
 
 __version__ = "0.1.0"
 
@@ -68,5 +69,6 @@ __all__ = [
     "GainSchedule", "ClosedLoopSummary",
     # rigs and estimation
     "RigProfile", "RigProfileError", "Sensor", "PRESETS", "rig_preset", "finite_horizon_kalman", "periodic_kalman",
-    "KalmanFilterResult", "PeriodicKalmanResult",
+    "KalmanFilterResult", "PeriodicKalmanResult", "design_for_rig", "observability_gramian", "sensor_table",
+    "write_c_controller",
 ]

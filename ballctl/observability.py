@@ -15,7 +15,7 @@ measured output energy :math:`\lambda |X_0|^2`; a zero eigenvalue is a
 direction the sensors cannot see. Because the states mix units (m, rad, m/s),
 the rank test is made on the Jacobi-scaled Gramian
 :math:`D^{-1/2} W_o D^{-1/2}`, :math:`D = \mathrm{diag}(W_o)` (a state with
-:math:`D_{ii} = 0` is unobservable outright).
+:math:`D_{ii} \le 10^{-12} \max D` is unobservable outright).
 
 :func:`sensor_table` tabulates, for one design model and several sensor sets
 (e.g. "contact point", "contact point + plate angles"), the rank and the least
@@ -38,6 +38,8 @@ __all__ = ["ObservabilityReport", "observability_gramian", "SensorSetRow", "sens
 
 #: relative tolerance on the eigenvalues of the scaled Gramian
 OBSERVABILITY_RANK_RTOL = 1e-8
+#: a state whose diagonal Gramian entry is below this times the largest one is not seen at all
+_UNSEEN_RTOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ def observability_gramian(Ad, C, *, state_names: Sequence[str] | None = None,
                                                           state_names=names), rank_rtol=rank_rtol)
     W = np.array(dual.W)
     d = np.diag(W).copy()
-    seen = d > 0
+    seen = d > _UNSEEN_RTOL * max(float(d.max()), 0.0)
     scale = np.where(seen, 1.0 / np.sqrt(np.where(seen, d, 1.0)), 0.0)
     Ws = W * scale[:, None] * scale[None, :]
     # eigen-analysis of the scaled Gramian through the same report (one step with B = Ws^(1/2))
