@@ -15,6 +15,8 @@ __all__ = [
     "PartitionError",
     "IntegrationError",
     "ScheduleFileError",
+    "InfeasiblePlanError",
+    "MissingExtraError",
 ]
 
 
@@ -40,3 +42,11 @@ class IntegrationError(BallctlError, RuntimeError):
 
 class ScheduleFileError(BallctlError, ValueError):
     """A gain-schedule file is truncated, edited, of another version or mismatched."""
+
+
+class InfeasiblePlanError(BallctlError, ValueError):
+    """A trajectory-optimization request cannot be met (names the constraint that fails)."""
+
+
+class MissingExtraError(BallctlError, ImportError):
+    """An optional dependency is missing; the message names the ``pip install ballctl[extra]`` to run."""
