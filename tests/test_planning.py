@@ -14,15 +14,25 @@ from scipy.optimize import least_squares
 
 pytest.importorskip("casadi")
 
-from ballctl._errors import BallctlError, InfeasiblePlanError, MissingExtraError  # noqa: E402
-from ballctl.planning import (CircularObstacle, ManeuverProblem, plan_maneuver, refine_plan,  # noqa: E402
-                              resimulate)
-from ballctl.planning.symbolic import ball_rhs_function, disk_rhs_function  # noqa: E402
-from ballctl.planning.transcription import quadratic_input  # noqa: E402
-from ballctl.plants.rails import CircleRail, EllipseRail, FigureEightRail, SegmentRail  # noqa: E402
-from ballctl.plants.rolling_ball import (PointMass, RollingBall, RollingBallParameters,  # noqa: E402
-                                         paper_ball_initial_state, paper_ball_parameters)
-from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters  # noqa: E402
+from ballctl._errors import BallctlError, InfeasiblePlanError, MissingExtraError
+from ballctl.planning import (
+    CircularObstacle,
+    ManeuverProblem,
+    plan_maneuver,
+    refine_plan,
+    resimulate,
+)
+from ballctl.planning.symbolic import ball_rhs_function, disk_rhs_function
+from ballctl.planning.transcription import quadratic_input
+from ballctl.plants.rails import CircleRail, EllipseRail, FigureEightRail, SegmentRail
+from ballctl.plants.rolling_ball import (
+    PointMass,
+    RollingBall,
+    RollingBallParameters,
+    paper_ball_initial_state,
+    paper_ball_parameters,
+)
+from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters
 
 
 def one_mass_disk(inputs="acceleration"):
@@ -171,8 +181,9 @@ def test_kkt_and_random_feasible_perturbations_do_not_lower_the_cost(disk_plans)
     disk, problem, plans = disk_plans
     plan = plans[20]
     assert plan.report.dual_infeasibility < 1e-8
-    from ballctl.planning.maneuver import _NLP, _model
     import casadi as ca
+
+    from ballctl.planning.maneuver import _NLP, _model
     nlp = _NLP(_model(disk), problem, plan.nodes, ipopt_options={}, symbolic="SX")
     w_opt = plan._w
     jac = ca.Function("j", [nlp.tr.w, nlp.param], [ca.jacobian(ca.vertcat(*[g[1] for g in nlp.groups]), nlp.tr.w)])

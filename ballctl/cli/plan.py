@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["NAME", "HELP", "add_arguments", "run", "DEFAULT_PROBLEM", "load_problem"]
+__all__ = ["DEFAULT_PROBLEM", "HELP", "NAME", "add_arguments", "load_problem", "run"]
 
 NAME = "plan"
 HELP = "optimal maneuver of the internal-mass ball around obstacles (CasADi + IPOPT; extra 'optimal')"
@@ -113,7 +113,11 @@ def _atomic_write(path: Path, writer) -> None:
 
 
 def _plant(spec: dict):
-    from ..plants.rolling_ball import RollingBall, paper_ball_initial_state, paper_ball_parameters
+    from ..plants.rolling_ball import (
+        RollingBall,
+        paper_ball_initial_state,
+        paper_ball_parameters,
+    )
     if spec["preset"] != "paper_ball":
         raise ValueError(f"[plant] preset must be 'paper_ball', got {spec['preset']!r}")
     x0 = paper_ball_initial_state() if spec["initial_state"] is None else np.asarray(spec["initial_state"], float)
@@ -122,7 +126,14 @@ def _plant(spec: dict):
 
 def run(args: argparse.Namespace) -> int:
     """Plan, re-simulate, track in closed loop, write plan.json, plan.npz and figures."""
-    from ..planning import CircularObstacle, ManeuverProblem, plan_maneuver, refine_plan, resimulate, track_plan
+    from ..planning import (
+        CircularObstacle,
+        ManeuverProblem,
+        plan_maneuver,
+        refine_plan,
+        resimulate,
+        track_plan,
+    )
     from ..planning.plots import plot_plan, plot_plan_tracking
     from ..plotting import save_figure
 
@@ -184,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
             "max_constraint_residual": float(tr.closed_loop.summary()["max_constraint_residual"])}
         save_figure(plot_plan_tracking(plan, tr), out / "plan_tracking.png")
     print("[4/4] writing plan.json, plan.npz and figures", file=sys.stderr)
-    _atomic_write(out / "plan.npz", lambda tmp: np.savez(open(tmp, "wb"), t_s=plan.t, x=plan.x, u=plan.u,
+    _atomic_write(out / "plan.npz", lambda tmp: np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u,
                                                           nodes_s=plan.nodes))
     _atomic_write(out / "plan.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2) + "\n"))
     print(json.dumps({k: summary[k] for k in ("converged", "solve_time_s", "iterations", "max_constraint_violation",

@@ -9,8 +9,26 @@ it is imported only when a planner is built. See ``docs/planning.md``.
 """
 
 from .follow import PlanTracking, plan_chart_rotation, plan_reference, track_plan
-from .maneuver import (CircularObstacle, ManeuverPlan, ManeuverProblem, SolverReport, plan_maneuver, refine_plan,
-                       resimulate)
+from .maneuver import (
+                       CircularObstacle,
+                       ManeuverPlan,
+                       ManeuverProblem,
+                       SolverReport,
+                       plan_maneuver,
+                       refine_plan,
+                       resimulate,
+)
 
-__all__ = ["CircularObstacle", "ManeuverProblem", "ManeuverPlan", "SolverReport", "plan_maneuver", "refine_plan",
-           "resimulate", "plan_chart_rotation", "plan_reference", "track_plan", "PlanTracking"]
+__all__ = [
+                       "CircularObstacle",
+                       "ManeuverPlan",
+                       "ManeuverProblem",
+                       "PlanTracking",
+                       "SolverReport",
+                       "plan_chart_rotation",
+                       "plan_maneuver",
+                       "plan_reference",
+                       "refine_plan",
+                       "resimulate",
+                       "track_plan",
+]

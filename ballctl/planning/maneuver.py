@@ -63,10 +63,23 @@ from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
 from .symbolic import ball_rhs_function, disk_rhs_function
-from .transcription import Transcription, collocation_times, hermite_simpson, hermite_state, quadratic_input
+from .transcription import (
+    Transcription,
+    collocation_times,
+    hermite_simpson,
+    hermite_state,
+    quadratic_input,
+)
 
-__all__ = ["CircularObstacle", "ManeuverProblem", "SolverReport", "ManeuverPlan", "plan_maneuver", "refine_plan",
-           "resimulate"]
+__all__ = [
+    "CircularObstacle",
+    "ManeuverPlan",
+    "ManeuverProblem",
+    "SolverReport",
+    "plan_maneuver",
+    "refine_plan",
+    "resimulate",
+]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -403,7 +416,7 @@ class ManeuverPlan:
         """Whether the solver converged to a feasible point (see :class:`SolverReport`)."""
         return self.report.converged
 
-    def raise_if_failed(self) -> "ManeuverPlan":
+    def raise_if_failed(self) -> ManeuverPlan:
         """Return self, or raise :class:`~ballctl._errors.InfeasiblePlanError` with the report's message."""
         if not self.report.converged:
             raise InfeasiblePlanError(self.report.message)

@@ -38,7 +38,7 @@ from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
 
-__all__ = ["rail_casadi", "ball_rhs_function", "disk_rhs_function", "quat_to_matrix_casadi"]
+__all__ = ["ball_rhs_function", "disk_rhs_function", "quat_to_matrix_casadi", "rail_casadi"]
 
 
 def _cols(ca, rotation, center, local):

@@ -37,8 +37,14 @@ import numpy as np
 
 from ._casadi import require_casadi
 
-__all__ = ["Transcription", "hermite_simpson", "collocation_times", "simpson_weights", "hermite_state",
-           "quadratic_input"]
+__all__ = [
+    "Transcription",
+    "collocation_times",
+    "hermite_simpson",
+    "hermite_state",
+    "quadratic_input",
+    "simpson_weights",
+]
 
 
 def collocation_times(nodes) -> np.ndarray:
