@@ -43,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--quantum-deg", type=float, default=None, help="command resolution in deg")
     g.add_argument("--delay", type=float, default=0.0, help="input delay in s")
     p.add_argument("--out", default="ballctl_out", help="output folder (default ballctl_out)")
+    p.add_argument("--animate", default=None, nargs="?", const="tracking.gif", metavar="FILE",
+                   help="also write an animation of the closed loop (ball on the tilting plate) into --out: "
+                        "FILE ending in .gif (pillow) or .mp4 (ffmpeg); default tracking.gif")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
     print("[5/5] figures, schedule, summary", file=sys.stderr)
     save_figure(plot_reference(ref, np.linspace(0, ref.period, 400)), out / "reference.png")
     save_figure(plot_tracking(runs, title="ball-plate circle tracking"), out / "tracking.png")
+    if args.animate:
+        from ..animation import animate_ball_plate
+
+        animate_ball_plate(runs["closed loop NL"], out / args.animate, ball_radius=plant.params.radius)
     schedule = ctrl.to_schedule()
     schedule.save(out / "gain_schedule.npz")
     schedule.to_c_header(out / "gain_schedule.h")
