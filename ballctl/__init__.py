@@ -9,8 +9,11 @@ chain), ``closed_loop`` (sampled control of the nonlinear plant),
 """
 
 from .plants import rails
-from ._errors import (BallctlError, ChartSingularityError, InfeasibleReferenceError, IntegrationError,
-                      PartitionError, ScheduleFileError)
+from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, ConfigError, ConstraintProjectionWarning,
+                      ConstraintViolationError, FileArgumentError, InfeasibleReferenceError, IntegrationBudgetError,
+                      IntegrationError, LargeTiltWarning, NonFiniteStateError, NumericalError, ParameterError,
+                      ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
+                      SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
 from .closed_loop import ClosedLoopResult, RigLimits, simulate_closed_loop
 from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
@@ -36,8 +39,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     # errors
-    "BallctlError", "ChartSingularityError", "InfeasibleReferenceError", "IntegrationError", "PartitionError",
-    "ScheduleFileError",
+    "BallctlError", "ParameterError", "ShapeError", "ParameterTypeError", "ConstraintViolationError",
+    "InfeasibleReferenceError", "ChartSingularityError", "PartitionError", "ConfigError", "FileArgumentError",
+    "ScheduleFileError", "SampleIndexError", "NumericalError", "SingularMatrixError", "RiccatiConvergenceError",
+    "IntegrationError", "NonFiniteStateError", "IntegrationBudgetError",
+    # warnings
+    "BallctlWarning", "LargeTiltWarning", "ConstraintProjectionWarning", "RiccatiConditioningWarning",
     # interface and plants
     "ConstrainedSystem", "check_system", "BallPlate", "BallPlateParameters", "MovingPlateBallPlate",
     "MovingPlateParameters", "ServoParameters", "ServoPlateBallPlate", "RollingBall", "RollingBallParameters",

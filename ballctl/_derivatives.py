@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._errors import ParameterError
+
 __all__ = ["COMPLEX_STEP", "directional_derivative", "jacobian"]
 
 COMPLEX_STEP = 1e-30
@@ -47,7 +49,7 @@ def directional_derivative(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
             return val.imag / COMPLEX_STEP, "complex-step"
         method = "central"
     if method != "central":
-        raise ValueError(f"method must be 'complex-step' or 'central', got {method!r}")
+        raise ParameterError(f"method must be 'complex-step' or 'central', got {method!r}")
     scale = max(1.0, float(np.max(np.abs(x))) if x.size else 1.0)
     vnorm = float(np.max(np.abs(v))) if v.size else 0.0
     if vnorm == 0.0:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import IntegrationError
+from ._errors import IntegrationError, ParameterError
 from ._validation import as_vector, check_positive
 from .simulate import rk4
 from .tracking import TrackingController
@@ -63,7 +63,7 @@ class RigLimits:
             if value is not None:
                 check_positive(value, name)
         if not np.isfinite(self.delay) or self.delay < 0:
-            raise ValueError(f"delay must be >= 0 s, got {self.delay!r}")
+            raise ParameterError(f"delay must be >= 0 s, got {self.delay!r}")
 
     @property
     def active(self) -> bool:
@@ -130,7 +130,7 @@ class ClosedLoopResult:
         names = self.coordinate_names
         idx = [names.index(n) for n in ("contact_x", "contact_y") if n in names]
         if not idx:
-            raise ValueError("position_error needs coordinates named contact_x and/or contact_y")
+            raise ParameterError("position_error needs coordinates named contact_x and/or contact_y")
         return np.linalg.norm(self.x[:, idx] - self.x_ref[:, idx], axis=1)
 
     @property
@@ -237,7 +237,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     xd = as_vector(xd0, "xd0", n).copy()
     xd = partition.complete_velocities(system, x, xd)
     if model not in ("nonlinear", "linear"):
-        raise ValueError(f"model must be 'nonlinear' or 'linear', got {model!r}")
+        raise ParameterError(f"model must be 'nonlinear' or 'linear', got {model!r}")
     limits = limits or RigLimits()
     dt = controller.dt
     steps_available = len(controller.times)
@@ -247,7 +247,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         duration = check_positive(duration, "duration", "s")
         steps = int(round(duration / dt))
         if steps > steps_available:
-            raise ValueError(f"duration {duration} s exceeds the controller's horizon "
+            raise ParameterError(f"duration {duration} s exceeds the controller's horizon "
                              f"{steps_available * dt:.6g} s")
     names = controller.state_names
     noise = np.zeros(len(names))
@@ -256,14 +256,14 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         for key, value in noise_std.items():
             base = key[:-5] if key.endswith("_rate") else key
             if base not in coord:
-                raise ValueError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
+                raise ParameterError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
             if value < 0:
-                raise ValueError(f"noise_std[{key!r}] must be >= 0, got {value}")
+                raise ParameterError(f"noise_std[{key!r}] must be >= 0, got {value}")
             if key in names:
                 noise[names.index(key)] = value
     rng = np.random.default_rng(seed)
     if integrator not in ("DOP853", "RK45", "Radau", "rk4"):
-        raise ValueError(f"integrator must be one of DOP853, RK45, Radau, rk4; got {integrator!r}")
+        raise ParameterError(f"integrator must be one of DOP853, RK45, Radau, rk4; got {integrator!r}")
 
     ref = controller.samples
     ltv = controller.ltv

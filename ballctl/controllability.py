@@ -92,7 +92,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.interpolate import CubicSpline
 
-from ._errors import IntegrationError
+from ._errors import IntegrationError, ParameterError, ParameterTypeError, SampleIndexError, ShapeError
 from ._validation import as_times, check_finite_scalar, check_positive, names_tuple
 from .ltv import LTVSystem
 
@@ -170,22 +170,22 @@ class LTVCallables:
 
     def __post_init__(self) -> None:
         if not callable(self.A_of_t) or not callable(self.B_of_t):
-            raise ValueError("A_of_t and B_of_t must be callables of time t in s")
+            raise ParameterTypeError("A_of_t and B_of_t must be callables of time t in s")
         lo, hi = (float(v) for v in self.t_range)
         if np.isnan(lo) or np.isnan(hi) or not lo < hi:
-            raise ValueError(f"t_range must be (low, high) with low < high, got {self.t_range!r}")
+            raise ParameterError(f"t_range must be (low, high) with low < high, got {self.t_range!r}")
         check_positive(self.time_scale, "time_scale", "s")
         t_ref = 0.0 if not (np.isfinite(lo) and np.isfinite(hi)) else 0.5 * (lo + hi)
         t_ref = min(max(t_ref, lo), hi)
         A = np.asarray(self.A_of_t(t_ref), dtype=float)
         B = np.asarray(self.B_of_t(t_ref), dtype=float)
         if A.ndim != 2 or A.shape[0] != A.shape[1]:
-            raise ValueError(f"A_of_t must return shape (N, N), got {A.shape}")
+            raise ShapeError(f"A_of_t must return shape (N, N), got {A.shape}")
         if B.ndim != 2 or B.shape[0] != A.shape[0]:
-            raise ValueError(f"B_of_t must return shape (N, nu) = ({A.shape[0]}, nu), got {B.shape}")
+            raise ShapeError(f"B_of_t must return shape (N, nu) = ({A.shape[0]}, nu), got {B.shape}")
         for name, seq in (("A_derivatives", self.A_derivatives), ("B_derivatives", self.B_derivatives)):
             if not all(callable(f) for f in seq):
-                raise ValueError(f"{name} must be a sequence of callables")
+                raise ParameterTypeError(f"{name} must be a sequence of callables")
         object.__setattr__(self, "A_derivatives", tuple(self.A_derivatives))
         object.__setattr__(self, "B_derivatives", tuple(self.B_derivatives))
         object.__setattr__(self, "t_range", (lo, hi))
@@ -261,7 +261,7 @@ class _Coefficients:
         elif isinstance(system, LTVCallables):
             self._init_callables(system, period, require_period)
         else:
-            raise ValueError(f"system must be an LTVSystem or LTVCallables, got {type(system).__name__}")
+            raise ParameterTypeError(f"system must be an LTVSystem or LTVCallables, got {type(system).__name__}")
 
     # -- construction
     def _init_samples(self, ltv: LTVSystem, period, require_period) -> None:
@@ -271,7 +271,7 @@ class _Coefficients:
         t, A, B = ltv.t, ltv.A, ltv.B
         K = t.shape[0]
         if K < 2:
-            raise ValueError(f"system must have at least 2 samples, got {K}")
+            raise ParameterError(f"system must have at least 2 samples, got {K}")
         span = float(t[-1] - t[0])
         if period is None and require_period:
             period = span
@@ -290,7 +290,7 @@ class _Coefficients:
         period = check_positive(period, "period", "s")
         if abs(span - period) <= _TIME_RTOL * period:           # last sample is the periodic copy
             if np.max(np.abs(flat[-1] - flat[0])) > _PERIODIC_COPY_RTOL * scale:
-                raise ValueError(
+                raise ParameterError(
                     f"period: the last sample (t = {t[-1]:.9g} s) should be the periodic copy of the first, "
                     f"but A/B differ by {np.max(np.abs(flat[-1] - flat[0])):.3g} (relative tolerance "
                     f"{_PERIODIC_COPY_RTOL:g}); pass period explicitly if the samples do not include the copy")
@@ -298,7 +298,7 @@ class _Coefficients:
         elif span < period:
             t_one, flat_one = t, flat
         else:
-            raise ValueError(f"period = {period:.9g} s is shorter than the span of the samples "
+            raise ParameterError(f"period = {period:.9g} s is shorter than the span of the samples "
                              f"t[-1] - t[0] = {span:.9g} s")
         self.period = period
         self.t_range = (-np.inf, np.inf)
@@ -341,7 +341,7 @@ class _Coefficients:
         self.t_range = sys_.t_range
         self.t0 = sys_.t_range[0] if np.isfinite(sys_.t_range[0]) else 0.0
         if period is None and require_period:
-            raise ValueError("period is required (in s) for a system given by callables")
+            raise ParameterError("period is required (in s) for a system given by callables")
         self.period = None if period is None else check_positive(period, "period", "s")
         self.interpolation = "callables"
         self._complex_safe = {id(f): self._probe_complex(f) for f in (sys_.A_of_t, sys_.B_of_t)}
@@ -367,7 +367,7 @@ class _Coefficients:
         tol = _TIME_RTOL * max(1.0, abs(lo) if np.isfinite(lo) else 1.0, abs(hi) if np.isfinite(hi) else 1.0)
         bad = times[(times < lo - tol) | (times > hi + tol)]
         if bad.size:
-            raise ValueError(f"{name} = {bad[0]:.9g} s lies outside the system's time range "
+            raise ParameterError(f"{name} = {bad[0]:.9g} s lies outside the system's time range "
                              f"[{lo:.9g}, {hi:.9g}] s (give a period to wrap periodic systems)")
 
     def AB(self, t: float) -> tuple[np.ndarray, np.ndarray]:
@@ -441,7 +441,7 @@ def _check_interval(coef: _Coefficients, t0, t1, *, allow_reverse: bool = False)
     t0 = check_finite_scalar(t0, "t0")
     t1 = check_finite_scalar(t1, "t1")
     if not allow_reverse and t1 <= t0:
-        raise ValueError(f"t1 must be > t0, got t0 = {t0!r} s, t1 = {t1!r} s")
+        raise ParameterError(f"t1 must be > t0, got t0 = {t0!r} s, t1 = {t1!r} s")
     coef.check_times(np.array([t0]), "t0")
     coef.check_times(np.array([t1]), "t1")
     return t0, t1
@@ -605,7 +605,7 @@ def _gramian_report(W: np.ndarray, names, t0, t1, method, rank_rtol) -> GramianR
 def _check_rtol(value, name: str) -> float:
     out = check_finite_scalar(value, name)
     if not 0.0 < out < 1.0:
-        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
+        raise ParameterError(f"{name} must lie in (0, 1), got {value!r}")
     return out
 
 
@@ -662,7 +662,7 @@ def gramian(system: LTVSystem | LTVCallables, t0: float, t1: float, *, method: s
            [0.        , 1.57079633]]))
     """
     if method not in GRAMIAN_METHODS:
-        raise ValueError(f"method must be one of {GRAMIAN_METHODS}, got {method!r}")
+        raise ParameterError(f"method must be one of {GRAMIAN_METHODS}, got {method!r}")
     rank_rtol = _check_rtol(rank_rtol, "rank_rtol")
     coef = _Coefficients(system, period)
     t0, t1 = _check_interval(coef, t0, t1)
@@ -727,20 +727,20 @@ def discrete_gramian(Ad, Bd=None, *, state_names: Sequence[str] | None = None,
     """
     if Bd is None:
         if not (hasattr(Ad, "Ad") and hasattr(Ad, "Bd")):
-            raise ValueError("Bd is required unless Ad is a discrete system with Ad and Bd attributes")
+            raise ParameterError("Bd is required unless Ad is a discrete system with Ad and Bd attributes")
         if state_names is None:
             state_names = getattr(Ad, "state_names", None)
         Ad, Bd = Ad.Ad, Ad.Bd
     Ad = np.asarray(Ad, dtype=float)
     Bd = np.asarray(Bd, dtype=float)
     if Ad.ndim != 3 or Ad.shape[1] != Ad.shape[2]:
-        raise ValueError(f"Ad must have shape (K, N, N), got {Ad.shape}")
+        raise ShapeError(f"Ad must have shape (K, N, N), got {Ad.shape}")
     if Bd.ndim != 3 or Bd.shape[:2] != Ad.shape[:2]:
-        raise ValueError(f"Bd must have shape (K, N, nu) = ({Ad.shape[0]}, {Ad.shape[1]}, nu), got {Bd.shape}")
+        raise ShapeError(f"Bd must have shape (K, N, nu) = ({Ad.shape[0]}, {Ad.shape[1]}, nu), got {Bd.shape}")
     if Ad.shape[0] < 1:
-        raise ValueError("Ad must hold at least one step")
+        raise ParameterError("Ad must hold at least one step")
     if not (np.all(np.isfinite(Ad)) and np.all(np.isfinite(Bd))):
-        raise ValueError("Ad and Bd must be finite")
+        raise ParameterError("Ad and Bd must be finite")
     rank_rtol = _check_rtol(rank_rtol, "rank_rtol")
     names = names_tuple(state_names, Ad.shape[1], "x", "state_names")
     W = np.zeros(Ad.shape[1:])
@@ -797,7 +797,7 @@ class SilvermanMeadowsReport:
     def uncontrollable_directions(self, i: int) -> tuple:
         """Left null directions of ``Q[i]`` (``v^T Q = 0``) as ``((state, weight), ...)`` tuples."""
         if not -len(self.times) <= i < len(self.times):
-            raise IndexError(f"time index {i} out of range for {len(self.times)} times")
+            raise SampleIndexError(f"time index {i} out of range for {len(self.times)} times")
         U = self.left_singular_vectors[i]
         return tuple(_named(U[:, j], self.state_names) for j in range(int(self.ranks[i]), self.n_states))
 
@@ -899,16 +899,16 @@ def silverman_meadows(system: LTVSystem | LTVCallables, times, *, order: int | N
     coef = _Coefficients(system, period)
     times = as_times(times, "times")
     if times.size == 0:
-        raise ValueError("times must hold at least one time in s")
+        raise ParameterError("times must hold at least one time in s")
     coef.check_times(times, "times")
     if order is None:
         order = coef.N - 1
     if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 0:
-        raise ValueError(f"order must be a non-negative integer, got {order!r}")
+        raise ParameterError(f"order must be a non-negative integer, got {order!r}")
     order = int(order)
     rank_rtol = _check_rtol(rank_rtol, "rank_rtol")
     if isinstance(stencil_stride, bool) or not isinstance(stencil_stride, (int, np.integer)) or stencil_stride < 1:
-        raise ValueError(f"stencil_stride must be a positive integer, got {stencil_stride!r}")
+        raise ParameterError(f"stencil_stride must be a positive integer, got {stencil_stride!r}")
     dA, dB = coef.derivatives(times, order, int(stencil_stride))
     blocks = _sm_blocks(dA, dB, order)
     Q = np.concatenate(blocks, axis=-1)                                   # (T, N, (k+1) nu)

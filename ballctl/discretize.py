@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import expm
 
+from ._errors import ParameterError, ParameterTypeError, SampleIndexError, ShapeError
 from ._validation import check_positive
 from .ltv import LTVSystem
 from .partition import Partition
@@ -66,17 +67,17 @@ def _check_stack(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     A = np.asarray(A, dtype=float)
     B = np.asarray(B, dtype=float)
     if A.ndim != 3 or A.shape[1] != A.shape[2]:
-        raise ValueError(f"A must have shape (K, N, N), got {A.shape}")
+        raise ShapeError(f"A must have shape (K, N, N), got {A.shape}")
     if B.ndim != 3 or B.shape[:2] != A.shape[:2]:
-        raise ValueError(f"B must have shape (K, N, nu) = ({A.shape[0]}, {A.shape[1]}, nu), got {B.shape}")
+        raise ShapeError(f"B must have shape (K, N, nu) = ({A.shape[0]}, {A.shape[1]}, nu), got {B.shape}")
     if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
-        raise ValueError("A and B must be finite")
+        raise ParameterError("A and B must be finite")
     return A, B
 
 
 def _check_order(order) -> int:
     if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
-        raise ValueError(f"order must be an integer >= 1 (order=1 is eq. 89), got {order!r}")
+        raise ParameterError(f"order must be an integer >= 1 (order=1 is eq. 89), got {order!r}")
     return int(order)
 
 
@@ -217,16 +218,16 @@ class DiscreteLTVSystem:
         Ad, Bd = _check_stack(self.Ad, self.Bd)
         dt = check_positive(self.dt, "dt", "s")
         if t.shape != (Ad.shape[0],):
-            raise ValueError(f"t must have shape ({Ad.shape[0]},) to match Ad, got {t.shape}")
+            raise ShapeError(f"t must have shape ({Ad.shape[0]},) to match Ad, got {t.shape}")
         if not np.all(np.isfinite(t)) or (t.size > 1 and np.any(np.diff(t) <= 0)):
-            raise ValueError("t must be finite and strictly increasing")
+            raise ParameterError("t must be finite and strictly increasing")
         if len(self.state_names) != Ad.shape[1] or len(self.input_names) != Bd.shape[2]:
-            raise ValueError(f"state_names ({len(self.state_names)}) / input_names ({len(self.input_names)}) "
+            raise ParameterError(f"state_names ({len(self.state_names)}) / input_names ({len(self.input_names)}) "
                              f"do not match Ad {Ad.shape} and Bd {Bd.shape}")
         if self.method not in DISCRETIZATION_METHODS:
-            raise ValueError(f"method must be one of {DISCRETIZATION_METHODS}, got {self.method!r}")
+            raise ParameterError(f"method must be one of {DISCRETIZATION_METHODS}, got {self.method!r}")
         if (self.method == "series") != (self.order is not None):
-            raise ValueError("order is required for method='series' and must be None for method='zoh'")
+            raise ParameterError("order is required for method='series' and must be None for method='zoh'")
         for arr in (t, Ad, Bd):
             arr.setflags(write=False)
         object.__setattr__(self, "t", t)
@@ -252,7 +253,7 @@ class DiscreteLTVSystem:
         import control
 
         if not -len(self) <= k < len(self):
-            raise IndexError(f"sample {k} out of range for {len(self)} samples")
+            raise SampleIndexError(f"sample {k} out of range for {len(self)} samples")
         N = self.n_states
         return control.ss(self.Ad[k], self.Bd[k], np.eye(N), np.zeros((N, self.n_inputs)), self.dt,
                           states=list(self.state_names), inputs=list(self.input_names),
@@ -272,10 +273,10 @@ def _check_spacing(t: np.ndarray, dt: float) -> None:
         hint = ""
         if abs(ratio - round(ratio)) < 1e-9 and round(ratio) >= 1:
             hint = f" (dt is {round(ratio)} samples: use ltv.subsample({round(ratio)}))"
-        raise ValueError(
+        raise ParameterError(
             f"dt={dt!r} s differs from the spacing {steps[0]!r} s of the LTV samples; the discrete system is "
             f"defined at the LTV samples, so resample the LTV system at the controller step first{hint}")
-    raise ValueError(
+    raise ParameterError(
         f"the LTV samples are not uniformly spaced (steps from {steps.min()!r} to {steps.max()!r} s); "
         f"resample the LTV system on a uniform grid with step dt={dt!r} s first")
 
@@ -332,16 +333,16 @@ def discretize(ltv: LTVSystem, dt: float, *, method: str = "zoh", order: int | N
     True
     """
     if not isinstance(ltv, LTVSystem):
-        raise ValueError(f"ltv must be an LTVSystem, got {type(ltv).__name__}")
+        raise ParameterTypeError(f"ltv must be an LTVSystem, got {type(ltv).__name__}")
     dt = check_positive(dt, "dt", "s")
     if method not in DISCRETIZATION_METHODS:
-        raise ValueError(f"method must be one of {DISCRETIZATION_METHODS}, got {method!r}")
+        raise ParameterError(f"method must be one of {DISCRETIZATION_METHODS}, got {method!r}")
     if method == "zoh":
         if order is not None:
-            raise ValueError(f"order applies only to method='series', got order={order!r} with method='zoh'")
+            raise ParameterError(f"order applies only to method='series', got order={order!r} with method='zoh'")
     else:
         if order is None:
-            raise ValueError("method='series' needs order (order=1 is eq. 89)")
+            raise ParameterError("method='series' needs order (order=1 is eq. 89)")
         order = _check_order(order)
     _check_spacing(ltv.t, dt)
     if method == "zoh":
@@ -422,10 +423,10 @@ def discretization_error(ltv: LTVSystem, dt: float, orders: Sequence[int]) -> Di
     True
     """
     if not isinstance(ltv, LTVSystem):
-        raise ValueError(f"ltv must be an LTVSystem, got {type(ltv).__name__}")
+        raise ParameterTypeError(f"ltv must be an LTVSystem, got {type(ltv).__name__}")
     orders_t = tuple(_check_order(p) for p in orders)
     if not orders_t:
-        raise ValueError("orders must list at least one order")
+        raise ParameterError("orders must list at least one order")
     Ad0, Bd0 = zoh_matrices(ltv.A, ltv.B, dt)
     ea, eb = [], []
     for p in orders_t:

@@ -50,7 +50,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ._derivatives import COMPLEX_STEP
-from ._errors import PartitionError
+from ._errors import PartitionError, ShapeError
 from .ltv import LTVSystem
 from .partition import Partition
 from .references.base import Reference, ReferenceSample
@@ -283,7 +283,7 @@ def linearize(system: ConstrainedSystem, reference: Reference, times, partition:
     """
     times = np.atleast_1d(np.asarray(times, dtype=float))
     if times.ndim != 1 or times.size == 0 or np.any(np.diff(times) <= 0):
-        raise ValueError("times must be a non-empty, strictly increasing 1-D array of times in s")
+        raise ShapeError("times must be a non-empty, strictly increasing 1-D array of times in s")
     sample = reference(times)
     if partition is None:
         partition = Partition.automatic(system, sample.x[0])

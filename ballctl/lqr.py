@@ -34,13 +34,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._errors import BallctlError
+from ._errors import (ParameterError, RiccatiConditioningWarning, RiccatiConvergenceError, ShapeError,
+                      SingularMatrixError)
 from ._validation import check_positive
 from .discretize import DiscreteLTVSystem
 
 __all__ = [
-    "RiccatiConditioningWarning",
-    "RiccatiConvergenceError",
     "bryson",
     "LQRRollout",
     "FiniteHorizonLQR",
@@ -52,14 +51,6 @@ __all__ = [
 #: Condition number of ``R + B^T P B`` above which a warning is issued: the
 #: gains then carry fewer than ~4 significant digits in double precision.
 DEFAULT_COND_LIMIT = 1e12
-
-
-class RiccatiConditioningWarning(UserWarning):
-    """``R + B^T P B`` is ill-conditioned at some step; the gains lose accuracy."""
-
-
-class RiccatiConvergenceError(BallctlError, RuntimeError):
-    """The periodic Riccati iteration did not converge or gave an unstable closed loop."""
 
 
 # --------------------------------------------------------------------- weights
@@ -135,7 +126,7 @@ def bryson(state_names: Sequence[str], input_names: Sequence[str], max_state_err
     q = diag(state_names, max_state_errors, "state")
     r = diag(input_names, max_input_errors, "input")
     if problems:
-        raise ValueError("bryson: " + "; ".join(problems))
+        raise ParameterError("bryson: " + "; ".join(problems))
     return np.diag(q), np.diag(r)
 
 
@@ -146,9 +137,9 @@ def _as_stack(value, name: str, Kt: int, shape: tuple[int, int]) -> np.ndarray:
     if arr.shape == shape:
         arr = np.broadcast_to(arr, (Kt,) + shape)
     elif arr.shape != (Kt,) + shape:
-        raise ValueError(f"{name} must have shape {shape} or {(Kt,) + shape}, got {arr.shape}")
+        raise ShapeError(f"{name} must have shape {shape} or {(Kt,) + shape}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
+        raise ParameterError(f"{name} must be finite")
     return arr
 
 
@@ -176,24 +167,24 @@ def _check_weights(Q: np.ndarray, R: np.ndarray, Q_N: np.ndarray | None) -> None
         elif not definite and lo < -1e-12 * scale:
             problems.append(f"{name} must be positive semidefinite (smallest eigenvalue {lo:.3g})")
     if problems:
-        raise ValueError("; ".join(problems))
+        raise ParameterError("; ".join(problems))
 
 
 def _system_arrays(Ad, Bd) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(Ad, DiscreteLTVSystem):
         if Bd is not None:
-            raise ValueError("pass Bd=None when Ad is a DiscreteLTVSystem (its Bd is used)")
+            raise ParameterError("pass Bd=None when Ad is a DiscreteLTVSystem (its Bd is used)")
         return Ad.Ad, Ad.Bd
     Ad = np.asarray(Ad, dtype=float)
     Bd = np.asarray(Bd, dtype=float)
     if Ad.ndim != 3 or Ad.shape[1] != Ad.shape[2]:
-        raise ValueError(f"Ad must have shape (Kt, N, N), got {Ad.shape}")
+        raise ShapeError(f"Ad must have shape (Kt, N, N), got {Ad.shape}")
     if Bd.ndim != 3 or Bd.shape[:2] != Ad.shape[:2]:
-        raise ValueError(f"Bd must have shape (Kt, N, nu) = ({Ad.shape[0]}, {Ad.shape[1]}, nu), got {Bd.shape}")
+        raise ShapeError(f"Bd must have shape (Kt, N, nu) = ({Ad.shape[0]}, {Ad.shape[1]}, nu), got {Bd.shape}")
     if Ad.shape[0] < 1 or Bd.shape[2] < 1:
-        raise ValueError(f"need at least one step and one input, got Ad {Ad.shape}, Bd {Bd.shape}")
+        raise ParameterError(f"need at least one step and one input, got Ad {Ad.shape}, Bd {Bd.shape}")
     if not (np.all(np.isfinite(Ad)) and np.all(np.isfinite(Bd))):
-        raise ValueError("Ad and Bd must be finite")
+        raise ParameterError("Ad and Bd must be finite")
     return Ad, Bd
 
 
@@ -212,7 +203,7 @@ def _backward_sweep(Ad, Bd, Q, R, P_end):
         BtPA = PB.T @ A
         cond[k] = np.linalg.cond(S)
         if not np.isfinite(cond[k]):
-            raise np.linalg.LinAlgError(f"R + B^T P B is singular at step {k}")
+            raise SingularMatrixError(f"R + B^T P B is singular at step {k}")
         Kk = np.linalg.solve(S, BtPA)
         Pk = Q[k] + A.T @ Pn @ A - BtPA.T @ Kk
         P[k] = 0.5 * (Pk + Pk.T)
@@ -315,7 +306,7 @@ class FiniteHorizonLQR:
         X0 = np.asarray(X0, dtype=float)
         N = self.gains.shape[2]
         if X0.shape != (N,) or not np.all(np.isfinite(X0)):
-            raise ValueError(f"X0 must be a finite vector of length {N}, got shape {X0.shape}")
+            raise ShapeError(f"X0 must be a finite vector of length {N}, got shape {X0.shape}")
         return X0
 
     def cost(self, X0, du_sequence) -> float:
@@ -337,7 +328,7 @@ class FiniteHorizonLQR:
         du = np.asarray(du_sequence, dtype=float)
         Kt, nu = self.gains.shape[:2]
         if du.shape != (Kt, nu) or not np.all(np.isfinite(du)):
-            raise ValueError(f"du_sequence must be a finite array of shape ({Kt}, {nu}), got {du.shape}")
+            raise ShapeError(f"du_sequence must be a finite array of shape ({Kt}, {nu}), got {du.shape}")
         J = 0.0
         for k in range(Kt):
             J += X @ self.Q[k] @ X + du[k] @ self.R[k] @ du[k]
@@ -420,7 +411,7 @@ def finite_horizon_lqr(Ad, Bd, Q, R, Q_N, *, cond_limit: float = DEFAULT_COND_LI
     Rs = _as_stack(R, "R", Kt, (nu, nu))
     Q_N = np.asarray(Q_N, dtype=float)
     if Q_N.shape != (N, N) or not np.all(np.isfinite(Q_N)):
-        raise ValueError(f"Q_N must be a finite ({N}, {N}) matrix, got shape {Q_N.shape}")
+        raise ShapeError(f"Q_N must be a finite ({N}, {N}) matrix, got shape {Q_N.shape}")
     _check_weights(Qs, Rs, Q_N)
     cond_limit = check_positive(cond_limit, "cond_limit")
     gains, P, cond = _backward_sweep(Ad, Bd, Qs, Rs, Q_N)
@@ -546,7 +537,7 @@ def periodic_lqr(Ad, Bd, Q, R, *, tol: float = 1e-12, max_periods: int = 10_000,
     _check_weights(Qs, Rs, None)
     tol = check_positive(tol, "tol")
     if isinstance(max_periods, bool) or not isinstance(max_periods, (int, np.integer)) or max_periods < 1:
-        raise ValueError(f"max_periods must be a positive integer, got {max_periods!r}")
+        raise ParameterError(f"max_periods must be a positive integer, got {max_periods!r}")
     cond_limit = check_positive(cond_limit, "cond_limit")
     P_end = np.array(Qs[-1])
     residual = np.inf

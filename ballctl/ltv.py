@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._errors import ParameterError, SampleIndexError, ShapeError
 from .partition import Partition
 
 __all__ = ["LTVSystem"]
@@ -56,20 +57,20 @@ class LTVSystem:
         A = np.asarray(self.A, dtype=float)
         B = np.asarray(self.B, dtype=float)
         if t.ndim != 1 or A.ndim != 3 or B.ndim != 3:
-            raise ValueError(f"LTVSystem needs t (K,), A (K,N,N), B (K,N,nu); got {t.shape}, {A.shape}, {B.shape}")
+            raise ParameterError(f"LTVSystem needs t (K,), A (K,N,N), B (K,N,nu); got {t.shape}, {A.shape}, {B.shape}")
         K, N = t.shape[0], A.shape[1]
         if A.shape != (K, N, N) or B.shape[:2] != (K, N):
-            raise ValueError(f"inconsistent shapes: t {t.shape}, A {A.shape}, B {B.shape}")
+            raise ParameterError(f"inconsistent shapes: t {t.shape}, A {A.shape}, B {B.shape}")
         if K > 1 and np.any(np.diff(t) <= 0):
-            raise ValueError("t must be strictly increasing")
+            raise ParameterError("t must be strictly increasing")
         if len(self.state_names) != N or len(self.input_names) != B.shape[2]:
-            raise ValueError("state_names/input_names do not match the sizes of A and B")
+            raise ParameterError("state_names/input_names do not match the sizes of A and B")
         for arr in (t, A, B):
             arr.setflags(write=False)
         if self.state_map is not None:
             sm = np.asarray(self.state_map, dtype=float)
             if sm.ndim != 3 or sm.shape[0] != K or sm.shape[2] != N:
-                raise ValueError(f"state_map must have shape (K, 2n, N) = ({K}, 2n, {N}), got {sm.shape}")
+                raise ShapeError(f"state_map must have shape (K, 2n, N) = ({K}, 2n, {N}), got {sm.shape}")
             sm.setflags(write=False)
             object.__setattr__(self, "state_map", sm)
         object.__setattr__(self, "t", t)
@@ -84,7 +85,7 @@ class LTVSystem:
         ``dx, dxd`` have shape (..., n); this is a selection, the same at every sample.
         """
         if self.partition is None:
-            raise ValueError("this LTVSystem has no partition to reduce full deviations with")
+            raise ParameterError("this LTVSystem has no partition to reduce full deviations with")
         p = self.partition
         dx = np.asarray(dx, dtype=float)
         dxd = np.asarray(dxd, dtype=float)
@@ -97,7 +98,7 @@ class LTVSystem:
     def expand(self, k: int, X) -> tuple[np.ndarray, np.ndarray]:
         """Full deviations ``(dx, dxd)``, each shape (n,), from the reduced state at sample ``k``."""
         if self.state_map is None:
-            raise ValueError("this LTVSystem carries no state_map")
+            raise ParameterError("this LTVSystem carries no state_map")
         full = self.state_map[k] @ np.asarray(X, dtype=float)
         n = full.shape[0] // 2
         return full[:n], full[n:]
@@ -118,14 +119,14 @@ class LTVSystem:
         try:
             return self.state_names.index(name)
         except ValueError:
-            raise ValueError(f"unknown state {name!r}; states are {self.state_names}") from None
+            raise ParameterError(f"unknown state {name!r}; states are {self.state_names}") from None
 
     def to_statespace(self, k: int):
         """The frozen-time LTI snapshot at sample ``k`` as a python-control ``StateSpace``."""
         import control
 
         if not -len(self) <= k < len(self):
-            raise IndexError(f"sample {k} out of range for {len(self)} samples")
+            raise SampleIndexError(f"sample {k} out of range for {len(self)} samples")
         N = self.n_states
         return control.ss(self.A[k], self.B[k], np.eye(N), np.zeros((N, self.n_inputs)),
                           states=list(self.state_names), inputs=list(self.input_names),
@@ -145,7 +146,7 @@ class LTVSystem:
             coupling = float(np.abs(self.A[:, idx][:, :, other]).max())
             scale = max(1.0, float(np.abs(self.A).max()))
             if coupling > coupling_tol * scale:
-                raise ValueError(
+                raise ParameterError(
                     f"the states {[self.state_names[i] for i in other]} drive the selected ones "
                     f"(largest coupling {coupling:.3g}); the subsystem would not be exact")
         sm = None if self.state_map is None else self.state_map[:, :, idx]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import ChartSingularityError, IntegrationError
+from ._errors import ChartSingularityError, IntegrationError, ParameterError, ShapeError
 from ._validation import as_times, as_vector
 from .system import ConstrainedSystem
 
@@ -108,7 +108,7 @@ def input_function(inputs, n_inputs: int) -> Callable[[float, np.ndarray, np.nda
         return lambda t, x, xd: np.asarray(inputs(t), dtype=float).reshape(n_inputs)
     if nargs == 3:
         return lambda t, x, xd: np.asarray(inputs(t, x, xd), dtype=float).reshape(n_inputs)
-    raise ValueError("inputs must be a callable u(t) or u(t, x, xd), returning shape (n_inputs,)")
+    raise ShapeError("inputs must be a callable u(t) or u(t, x, xd), returning shape (n_inputs,)")
 
 
 def _chart_event(system: ConstrainedSystem):
@@ -178,14 +178,14 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
     xd0 = as_vector(xd0, "xd0", n)
     t_span = as_times(t_span, "t_span", increasing=True)
     if t_span.shape != (2,):
-        raise ValueError(f"t_span must be (t_start, t_end), got {t_span}")
+        raise ParameterError(f"t_span must be (t_start, t_end), got {t_span}")
     if t_eval is None:
         t_eval = np.linspace(t_span[0], t_span[1], 501)
     t_eval = as_times(t_eval, "t_eval", increasing=True)
     if t_eval[0] < t_span[0] - 1e-12 or t_eval[-1] > t_span[1] + 1e-12:
-        raise ValueError("t_eval must lie within t_span")
+        raise ParameterError("t_eval must lie within t_span")
     if not (0 < rtol < 1) or not (0 < atol):
-        raise ValueError(f"rtol must be in (0, 1) and atol > 0, got rtol={rtol}, atol={atol}")
+        raise ParameterError(f"rtol must be in (0, 1) and atol > 0, got rtol={rtol}, atol={atol}")
     ufun = input_function(inputs, nu)
     if project_initial:
         x0 = system.project_positions(x0)
@@ -199,7 +199,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
     events = _chart_event(system)
     if projection_interval is not None:
         if projection_interval <= 0:
-            raise ValueError(f"projection_interval must be > 0 s, got {projection_interval}")
+            raise ParameterError(f"projection_interval must be > 0 s, got {projection_interval}")
         edges = np.arange(t_span[0], t_span[1], projection_interval)
         edges = np.append(edges, t_span[1])
     else:
@@ -263,7 +263,7 @@ def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, s
     fixed-step plant integration between controller samples and for batch runs.
     """
     if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
+        raise ParameterError(f"steps must be >= 1, got {steps}")
     hs = h / steps
     y = np.asarray(y, dtype=float)
     for _ in range(steps):

@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ._errors import ParameterError, ParameterTypeError, SingularMatrixError
 from ._derivatives import directional_derivative, jacobian
 from ._validation import names_tuple
 
@@ -114,11 +115,11 @@ class ConstrainedSystem:
         for name, value in (("n_coordinates", n_coordinates), ("n_holonomic", n_holonomic),
                             ("n_nonholonomic", n_nonholonomic), ("n_inputs", n_inputs)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+                raise ParameterError(f"{name} must be a non-negative integer, got {value!r}")
         if n_coordinates < 1:
-            raise ValueError(f"n_coordinates must be >= 1, got {n_coordinates}")
+            raise ParameterError(f"n_coordinates must be >= 1, got {n_coordinates}")
         if n_holonomic + n_nonholonomic >= n_coordinates:
-            raise ValueError(
+            raise ParameterError(
                 "n_holonomic + n_nonholonomic must be < n_coordinates (at least one degree of "
                 f"freedom), got {n_holonomic} + {n_nonholonomic} >= {n_coordinates}")
         self._n = int(n_coordinates)
@@ -132,11 +133,11 @@ class ConstrainedSystem:
             if fn is None and not (overridden and self._overrides(name)):
                 missing.append(name)
             elif fn is not None and not callable(fn):
-                raise ValueError(f"{name} must be callable, got {fn!r}")
+                raise ParameterTypeError(f"{name} must be callable, got {fn!r}")
         if self._m > 0 and holonomic is None and not (overridden and self._overrides("holonomic")):
             missing.append("holonomic (required because n_holonomic > 0)")
         if missing:
-            raise ValueError("ConstrainedSystem is missing: " + ", ".join(missing))
+            raise ParameterError("ConstrainedSystem is missing: " + ", ".join(missing))
         self._mass_matrix = mass_matrix
         self._forces = forces
         self._holonomic = holonomic
@@ -282,7 +283,7 @@ class ConstrainedSystem:
         try:
             sol = np.linalg.solve(K, rhs)
         except np.linalg.LinAlgError as exc:
-            raise np.linalg.LinAlgError(
+            raise SingularMatrixError(
                 "the index-1 matrix [[M, D^T], [D, 0]] is singular: M must be positive definite "
                 "on the null space of D and D must have full row rank") from exc
         return sol[:n], sol[n:]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._errors import ParameterError
 from ._validation import check_positive
 from .discretize import DiscreteLTVSystem, discretize
 from .linearize import linearize, linearize_samples
@@ -124,7 +125,7 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
     horizon = check_positive(horizon, "horizon", "s")
     steps = int(round(horizon / dt))
     if steps < 1 or abs(steps * dt - horizon) > 1e-9 * max(1.0, horizon):
-        raise ValueError(f"horizon must be a whole number of steps dt = {dt} s, got horizon = {horizon} s")
+        raise ParameterError(f"horizon must be a whole number of steps dt = {dt} s, got horizon = {horizon} s")
     times = t0 + dt * np.arange(steps + 1)
     samples = reference(times)  # evaluated once: the linearization uses all but the last sample
     ltv_full = linearize_samples(system, samples[:-1], partition)
@@ -132,7 +133,7 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
     disc = discretize(ltv, dt)
     if Q is None or R is None:
         if max_state_errors is None or max_input_errors is None:
-            raise ValueError("give Q and R, or max_state_errors and max_input_errors (Bryson's rule)")
+            raise ParameterError("give Q and R, or max_state_errors and max_input_errors (Bryson's rule)")
         Qb, Rb = bryson(ltv.state_names, ltv.input_names, max_state_errors, max_input_errors)
         Q = Qb if Q is None else Q
         R = Rb if R is None else R
@@ -142,7 +143,7 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
     if terminal == "periodic":
         Q_N = _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R)
     elif terminal != "weight":
-        raise ValueError(f"terminal must be 'weight' or 'periodic', got {terminal!r}")
+        raise ParameterError(f"terminal must be 'weight' or 'periodic', got {terminal!r}")
     lqr = finite_horizon_lqr(disc, None, Q, R, Q_N)
     return TrackingController(system, reference, partition, dt, ltv, disc, lqr, samples, Q, R, Q_N)
 
@@ -151,10 +152,10 @@ def _periodic_terminal_weight(system, reference, partition, states, dt, t0, step
     """Periodic Riccati solution at the phase of ``t0 + steps * dt``."""
     period = getattr(reference, "period", None)
     if period is None:
-        raise ValueError("terminal='periodic' needs a periodic reference (reference.period is None)")
+        raise ParameterError("terminal='periodic' needs a periodic reference (reference.period is None)")
     per_steps = int(round(period / dt))
     if abs(per_steps * dt - period) > 1e-9 * period:
-        raise ValueError(f"terminal='periodic' needs a whole number of steps per period: period {period:.9g} s, "
+        raise ParameterError(f"terminal='periodic' needs a whole number of steps per period: period {period:.9g} s, "
                          f"dt {dt} s gives {period / dt:.6g} steps; choose dt = period / integer")
     times = t0 + dt * np.arange(per_steps)
     ltv = linearize(system, reference, times, partition)

@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._errors import ParameterError
 from .._validation import check_positive
 from ..system import ConstrainedSystem
 
@@ -170,7 +171,7 @@ class BallPlate(ConstrainedSystem):
         if params is None:
             params = BallPlateParameters(**given)
         elif given:
-            raise ValueError("pass either params or keyword parameters to BallPlate, not both")
+            raise ParameterError("pass either params or keyword parameters to BallPlate, not both")
         self.params = params
         super().__init__(n_coordinates=5, n_holonomic=0, n_nonholonomic=2, n_inputs=2,
                          coordinate_names=COORDINATE_NAMES, input_names=INPUT_NAMES)

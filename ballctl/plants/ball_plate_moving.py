@@ -100,6 +100,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._errors import ParameterError, ParameterTypeError
 from .._validation import check_finite_scalar, check_positive
 from ..system import ConstrainedSystem
 from .ball_plate import BallPlate, BallPlateParameters
@@ -133,12 +134,12 @@ class MovingPlateParameters:
 
     def __post_init__(self) -> None:
         if not isinstance(self.ball, BallPlateParameters):
-            raise ValueError(f"ball must be a BallPlateParameters, got {type(self.ball).__name__}")
+            raise ParameterTypeError(f"ball must be a BallPlateParameters, got {type(self.ball).__name__}")
         d = check_finite_scalar(self.pivot_depth, "pivot_depth")
         if not 0.0 <= d < 1.0:
-            raise ValueError(f"pivot_depth must lie in [0, 1) m, got {self.pivot_depth!r}")
+            raise ParameterError(f"pivot_depth must lie in [0, 1) m, got {self.pivot_depth!r}")
         if not isinstance(self.with_spin, bool):
-            raise ValueError(f"with_spin must be True or False, got {self.with_spin!r}")
+            raise ParameterError(f"with_spin must be True or False, got {self.with_spin!r}")
 
     @property
     def n_plate(self) -> int:
@@ -178,7 +179,7 @@ class ServoParameters:
         check_positive(self.damping, "damping")
         inertia = tuple(self.plate_inertia)
         if len(inertia) != 3:
-            raise ValueError(f"plate_inertia must have 3 entries (J_xx, J_yy, J_zz) in kg m^2, got {inertia}")
+            raise ParameterError(f"plate_inertia must have 3 entries (J_xx, J_yy, J_zz) in kg m^2, got {inertia}")
         for i, value in enumerate(inertia):
             check_positive(value, f"plate_inertia[{i}]", "kg m^2")
         object.__setattr__(self, "plate_inertia", tuple(float(v) for v in inertia))
@@ -263,7 +264,7 @@ class _MovingPlateBase(ConstrainedSystem):
         if params is None:
             params = MovingPlateParameters()
         if not isinstance(params, MovingPlateParameters):
-            raise ValueError(f"params must be a MovingPlateParameters, got {type(params).__name__}")
+            raise ParameterTypeError(f"params must be a MovingPlateParameters, got {type(params).__name__}")
         self.params = params
         self._ball_plate = BallPlate(params.ball)
         n_p = params.n_plate
@@ -505,7 +506,7 @@ class ServoPlateBallPlate(_MovingPlateBase):
         if servo is None:
             servo = ServoParameters()
         if not isinstance(servo, ServoParameters):
-            raise ValueError(f"servo must be a ServoParameters, got {type(servo).__name__}")
+            raise ParameterTypeError(f"servo must be a ServoParameters, got {type(servo).__name__}")
         self.servo = servo
         self._J = np.diag(servo.plate_inertia)
         self._axis_inertia = np.array(servo.plate_inertia[: self.n_plate])
@@ -546,13 +547,13 @@ class ServoPlateBallPlate(_MovingPlateBase):
         sv = self.servo
         if sv.max_torque is not None:
             if np.any(np.abs(tau) >= sv.max_torque):
-                raise ValueError(f"the required torque {np.abs(tau).max():.4g} N m reaches max_torque "
+                raise ParameterError(f"the required torque {np.abs(tau).max():.4g} N m reaches max_torque "
                                  f"= {sv.max_torque} N m")
             tau = sv.max_torque * np.arctanh(tau / sv.max_torque)
         rate = xd[..., 5:] + tau / (self._axis_inertia * sv.rate_gain)
         if sv.max_rate is not None:
             if np.any(np.abs(rate) >= sv.max_rate):
-                raise ValueError(f"the required rate set-point {np.abs(rate).max():.4g} rad/s reaches "
+                raise ParameterError(f"the required rate set-point {np.abs(rate).max():.4g} rad/s reaches "
                                  f"max_rate = {sv.max_rate} rad/s")
             rate = sv.max_rate * np.arctanh(rate / sv.max_rate)
         return x[..., 5:] + rate / sv.position_gain

@@ -62,7 +62,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._derivatives import jacobian as _cs_jacobian
-from .._errors import ChartSingularityError, IntegrationError
+from .._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError
 from .._quaternion import cross, hat, quat_from_matrix, quat_multiply, quat_to_matrix
 from .._validation import ProblemCollector, as_vector, check_positive
 from .rails import CircleRail, Rail
@@ -124,7 +124,7 @@ class PointMass:
     def __post_init__(self) -> None:
         object.__setattr__(self, "mass_kg", check_positive(self.mass_kg, "mass_kg", "kg"))
         if not isinstance(self.rail, Rail):
-            raise ValueError(f"rail must be a ballctl.rails.Rail, got {type(self.rail).__name__}")
+            raise ParameterTypeError(f"rail must be a ballctl.rails.Rail, got {type(self.rail).__name__}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -260,7 +260,7 @@ def _integrate_piecewise(fun, x0, t_span, *, breakpoints, method, rtol, atol, t_
     """Integrate with ``solve_ivp`` restarting at every breakpoint (kinks of the input)."""
     t0, t1 = (float(v) for v in t_span)
     if not t1 > t0:
-        raise ValueError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
+        raise ParameterError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
     cuts = [t0] + sorted(float(b) for b in breakpoints if t0 < float(b) < t1) + [t1]
     if t_eval is not None:
         t_eval = np.asarray(t_eval, dtype=float)
@@ -319,9 +319,9 @@ class RollingBall:
 
     def __init__(self, parameters: RollingBallParameters, *, inputs: str = "acceleration") -> None:
         if not isinstance(parameters, RollingBallParameters):
-            raise ValueError(f"parameters must be RollingBallParameters, got {type(parameters).__name__}")
+            raise ParameterTypeError(f"parameters must be RollingBallParameters, got {type(parameters).__name__}")
         if inputs not in ("acceleration", "force"):
-            raise ValueError(f"inputs must be 'acceleration' or 'force', got {inputs!r}")
+            raise ParameterError(f"inputs must be 'acceleration' or 'force', got {inputs!r}")
         self.parameters = parameters
         self.inputs = inputs
         p = parameters
@@ -359,7 +359,7 @@ class RollingBall:
         q = self.split_state(x)[2]
         norm = float(np.sqrt(q @ q))
         if abs(norm - 1.0) > _QUAT_TOL:
-            raise ValueError(f"{name}: the quaternion {name}[{2 * self._n}:{2 * self._n + 4}] must be a unit "
+            raise ParameterError(f"{name}: the quaternion {name}[{2 * self._n}:{2 * self._n + 4}] must be a unit "
                              f"quaternion (|q| = 1 within {_QUAT_TOL}), got |q| = {norm!r}")
         return x
 
@@ -691,11 +691,11 @@ class RollingBallSystem(ConstrainedSystem):
 
     def __init__(self, ball: RollingBall, *, chart_rotation=None, singularity_margin: float = 1e-3) -> None:
         if ball.parameters.external_force is not None:
-            raise ValueError("RollingBallSystem needs external_force=None: ConstrainedSystem is autonomous")
+            raise ParameterError("RollingBallSystem needs external_force=None: ConstrainedSystem is autonomous")
         self.ball = ball
         C = np.eye(3) if chart_rotation is None else np.asarray(chart_rotation, dtype=float)
         if C.shape != (3, 3) or np.max(np.abs(C.T @ C - np.eye(3))) > 1e-9 or np.linalg.det(C) < 0:
-            raise ValueError("chart_rotation must be a 3x3 rotation matrix (C^T C = I within 1e-9, det = +1)")
+            raise ParameterError("chart_rotation must be a 3x3 rotation matrix (C^T C = I within 1e-9, det = +1)")
         self.chart_rotation = C
         self.singularity_margin = check_positive(singularity_margin, "singularity_margin")
         n = ball.n_masses

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._errors import ParameterError, ParameterTypeError
 from .._derivatives import jacobian as _cs_jacobian
 from .._validation import ProblemCollector, as_vector, check_positive
 from .rails import CircleRail
@@ -206,9 +207,9 @@ class RollingDisk:
 
     def __init__(self, parameters: RollingDiskParameters, *, inputs: str = "acceleration") -> None:
         if not isinstance(parameters, RollingDiskParameters):
-            raise ValueError(f"parameters must be RollingDiskParameters, got {type(parameters).__name__}")
+            raise ParameterTypeError(f"parameters must be RollingDiskParameters, got {type(parameters).__name__}")
         if inputs not in ("acceleration", "force"):
-            raise ValueError(f"inputs must be 'acceleration' or 'force', got {inputs!r}")
+            raise ParameterError(f"inputs must be 'acceleration' or 'force', got {inputs!r}")
         self.parameters = parameters
         self.inputs = inputs
         self._n = parameters.n_masses
@@ -427,12 +428,12 @@ class RollingDiskSystem(ConstrainedSystem):
 
     def __init__(self, disk: RollingDisk, *, contact_at_zero_angle_m: float = 0.0) -> None:
         if not isinstance(disk, RollingDisk):
-            raise ValueError(f"disk must be a RollingDisk, got {type(disk).__name__}")
+            raise ParameterTypeError(f"disk must be a RollingDisk, got {type(disk).__name__}")
         if disk.parameters.external_force is not None:
-            raise ValueError("RollingDiskSystem needs external_force=None: ConstrainedSystem is autonomous")
+            raise ParameterError("RollingDiskSystem needs external_force=None: ConstrainedSystem is autonomous")
         z0 = float(contact_at_zero_angle_m)
         if not np.isfinite(z0):
-            raise ValueError(f"contact_at_zero_angle_m must be finite (m), got {contact_at_zero_angle_m!r}")
+            raise ParameterError(f"contact_at_zero_angle_m must be finite (m), got {contact_at_zero_angle_m!r}")
         self.disk = disk
         self.contact_at_zero_angle_m = z0
         n = disk.n_masses

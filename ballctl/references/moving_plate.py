@@ -43,7 +43,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .._errors import ChartSingularityError, InfeasibleReferenceError
+from .._errors import ChartSingularityError, InfeasibleReferenceError, ParameterError, ParameterTypeError
 from .._validation import check_finite_scalar, check_positive
 from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate, _cross, plate_kinematics
 from .base import Reference, ReferenceSample
@@ -231,15 +231,15 @@ class MovingPlateMotion(Reference):
                  duration: float, t0: float = 0.0, initial_orientation: Sequence[float] | None = None,
                  n_collocation: int = 64, tol: float = 1e-11, max_iter: int = 30) -> None:
         if not isinstance(plant, (MovingPlateBallPlate, ServoPlateBallPlate)):
-            raise TypeError(f"plant must be a MovingPlateBallPlate or ServoPlateBallPlate, got {type(plant).__name__}")
+            raise ParameterTypeError(f"plant must be a MovingPlateBallPlate or ServoPlateBallPlate, got {type(plant).__name__}")
         if plant.n_plate != 2:
-            raise ValueError("the inversion needs a plant without plate spin (MovingPlateParameters(with_spin=False))")
+            raise ParameterError("the inversion needs a plant without plate spin (MovingPlateParameters(with_spin=False))")
         if not callable(path):
-            raise TypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
+            raise ParameterTypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
         period = getattr(path, "period", None)
         n_col = int(n_collocation)
         if n_col < 8 or n_col % 2:
-            raise ValueError(f"n_collocation must be an even integer >= 8, got {n_collocation!r}")
+            raise ParameterError(f"n_collocation must be an even integer >= 8, got {n_collocation!r}")
         self.system = plant
         self.path = path
         self.periodic = period is not None

@@ -52,7 +52,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .._errors import InfeasibleReferenceError, IntegrationError
+from .._errors import InfeasibleReferenceError, IntegrationError, ParameterError, ParameterTypeError
 from .._validation import as_vector, check_positive
 from ..plants.rolling_ball import (PAPER_KINK_TIMES, RollingBallSystem, paper_ball_initial_state,
                                    paper_rail_acceleration)
@@ -189,7 +189,7 @@ class DiskRollReference(Reference):
     def __init__(self, system: RollingDiskSystem, *, cruise_speed_mps: float, ramp_time_s: float = 2.0,
                  stop_position_m: float | None = None, phi0: float = 0.0, quadrature_nodes: int = 64) -> None:
         if not isinstance(system, RollingDiskSystem):
-            raise ValueError(f"system must be a RollingDiskSystem, got {type(system).__name__}")
+            raise ParameterTypeError(f"system must be a RollingDiskSystem, got {type(system).__name__}")
         disk = system.disk
         p = disk.parameters
         problems = []
@@ -207,10 +207,10 @@ class DiskRollReference(Reference):
             offsets.append(float(np.arctan2(z[2], z[0])))
             signs.append(1.0 if z[0] * dz[2] - z[2] * dz[0] > 0 else -1.0)
         if problems:
-            raise ValueError("DiskRollReference: " + "; ".join(problems))
+            raise ParameterError("DiskRollReference: " + "; ".join(problems))
         v = float(cruise_speed_mps)
         if not np.isfinite(v) or v == 0.0:
-            raise ValueError(f"cruise_speed_mps must be finite and non-zero (m/s), got {cruise_speed_mps!r}")
+            raise ParameterError(f"cruise_speed_mps must be finite and non-zero (m/s), got {cruise_speed_mps!r}")
         self.system = system
         self.cruise_speed_mps = v
         self.ramp_time_s = check_positive(ramp_time_s, "ramp_time_s", "s")
@@ -393,9 +393,9 @@ class IntegratedReference(Reference):
         xd0 = as_vector(xd0, "xd0", n)
         t0, t1 = (float(v) for v in t_span)
         if not t1 > t0:
-            raise ValueError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
+            raise ParameterError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
         if not callable(nominal_input):
-            raise ValueError("nominal_input must be a callable u0(t) -> (n_inputs,)")
+            raise ParameterTypeError("nominal_input must be a callable u0(t) -> (n_inputs,)")
         self.system = system
         self.nominal_input = nominal_input
         self.t_range = (t0, t1)
@@ -491,9 +491,9 @@ def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0, rt
     IntegratedReference
     """
     if not isinstance(system, RollingBallSystem):
-        raise ValueError(f"system must be a RollingBallSystem, got {type(system).__name__}")
+        raise ParameterTypeError(f"system must be a RollingBallSystem, got {type(system).__name__}")
     if system.n_inputs != 3:
-        raise ValueError(f"the paper's ball has 3 rails, the system has {system.n_inputs} inputs")
+        raise ParameterError(f"the paper's ball has 3 rails, the system has {system.n_inputs} inputs")
     t_final = check_positive(t_final, "t_final", "s")
     x_ode0 = paper_ball_initial_state()
     x0, xd0 = system.from_ode_state(x_ode0)
@@ -551,15 +551,15 @@ class StraightRollReference(Reference):
 
     def __init__(self, system: RollingBallSystem, park_angles, *, roll_rate: float) -> None:
         if not isinstance(system, RollingBallSystem):
-            raise ValueError(f"system must be a RollingBallSystem, got {type(system).__name__}")
+            raise ParameterTypeError(f"system must be a RollingBallSystem, got {type(system).__name__}")
         if system.ball.inputs != "acceleration":
-            raise ValueError("StraightRollReference needs acceleration inputs (u = theta_ddot = 0 while parked)")
+            raise ParameterError("StraightRollReference needs acceleration inputs (u = theta_ddot = 0 while parked)")
         n = system.ball.n_masses
         self.system = system
         self.park_angles = as_vector(park_angles, "park_angles", n) if n else np.zeros(0)
         self.roll_rate = float(roll_rate)
         if not np.isfinite(self.roll_rate):
-            raise ValueError(f"roll_rate must be finite (rad/s), got {roll_rate!r}")
+            raise ParameterError(f"roll_rate must be finite (rad/s), got {roll_rate!r}")
         self.t_range = (-np.inf, np.inf)
         self.period = 2 * np.pi / abs(self.roll_rate) if self.roll_rate else None
 

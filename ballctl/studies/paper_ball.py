@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._errors import ParameterError
 from .._validation import check_positive
 from ..plotting import plot_ball_paths, save_figure
 from ..plants.rolling_ball import RollingBall, paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
@@ -57,7 +58,7 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
     """
     t_final = check_positive(t_final, "t_final", "s")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 2:
-        raise ValueError(f"samples must be an integer >= 2, got {samples!r}")
+        raise ParameterError(f"samples must be an integer >= 2, got {samples!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ball = RollingBall(paper_ball_parameters())

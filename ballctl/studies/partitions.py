@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import PartitionError
+from .._errors import ParameterError, PartitionError, ShapeError
 from ..controllability import GramianReport, discrete_gramian
 from ..discretize import discretize
 from ..linearize import linearize_samples
@@ -149,11 +149,11 @@ def compare_partitions(system: ConstrainedSystem, reference: Reference, times, *
     """
     times = np.asarray(times, dtype=float)
     if times.ndim != 1 or times.size < 3:
-        raise ValueError("times must be a 1-D array of at least 3 uniformly spaced times in s")
+        raise ShapeError("times must be a 1-D array of at least 3 uniformly spaced times in s")
     steps = np.diff(times)
     dt = float(steps.mean())
     if np.max(np.abs(steps - dt)) > 1e-9 * max(1.0, dt):
-        raise ValueError("times must be uniformly spaced")
+        raise ParameterError("times must be uniformly spaced")
     sample = reference(times)
     jacobians = np.stack([np.asarray(system.constraint_jacobian(x), dtype=float) for x in sample.x])
     where = [f" at t={t:.6g} s" for t in sample.t]
