@@ -29,8 +29,9 @@ import numpy as np
 from matplotlib.animation import Animation, FFMpegWriter, FuncAnimation, PillowWriter, writers
 from matplotlib.figure import Figure
 
+from ._errors import ParameterError, ParameterTypeError
 from ._quaternion import quat_to_matrix
-from ._validation import check_positive
+from ._validation import check_integer, check_positive
 from .plotting import OPEN_LOOP_COLOR, REFERENCE_STYLE, RUN_COLORS
 
 __all__ = ["FORMATS", "available_formats", "save_animation", "plate_rotation", "ball_orientation", "animate_ball_plate",
@@ -61,9 +62,9 @@ def _check_path(path) -> tuple[Path, str]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
-        raise ValueError(f"path must end in one of {sorted(FORMATS)} (animation format), got {str(path)!r}")
+        raise ParameterError(f"path must end in one of {sorted(FORMATS)} (animation format), got {str(path)!r}")
     if not writers.is_available(FORMATS[suffix]):
-        raise ValueError(f"path {str(path)!r}: writing {suffix} needs {FORMATS[suffix]}, which is not installed; "
+        raise ParameterError(f"path {str(path)!r}: writing {suffix} needs {FORMATS[suffix]}, which is not installed; "
                          f"available here: {list(available_formats())}")
     return path, suffix
 
@@ -87,7 +88,7 @@ def save_animation(animation: Animation, path: str | os.PathLike, *, fps: float 
 
     Raises
     ------
-    ValueError
+    ParameterError
         If the suffix is not one of :data:`FORMATS` or its writer is not installed.
     """
     path, suffix = _check_path(path)
@@ -108,8 +109,7 @@ def save_animation(animation: Animation, path: str | os.PathLike, *, fps: float 
 
 
 def _frame_indices(n_samples: int, max_frames: int) -> np.ndarray:
-    if isinstance(max_frames, bool) or not isinstance(max_frames, (int, np.integer)) or max_frames < 2:
-        raise ValueError(f"max_frames must be an integer >= 2, got {max_frames!r}")
+    max_frames = check_integer(max_frames, "max_frames", minimum=2)
     return np.unique(np.linspace(0, n_samples - 1, min(max_frames, n_samples)).round().astype(int))
 
 
@@ -222,7 +222,7 @@ def animate_ball_plate(result, path: str | os.PathLike, *, ball_radius: float, m
     """
     names = tuple(getattr(result, "coordinate_names", ()))
     if names[:5] != _BALL_PLATE_COORDINATES or tuple(getattr(result, "input_names", ()))[:2] != ("alpha", "beta"):
-        raise ValueError(f"result must be a ball-plate run with coordinates {_BALL_PLATE_COORDINATES} and inputs "
+        raise ParameterTypeError(f"result must be a ball-plate run with coordinates {_BALL_PLATE_COORDINATES} and inputs "
                          f"('alpha', 'beta'), got coordinates {names}")
     radius = check_positive(ball_radius, "ball_radius", "m")
     check_positive(fps, "fps", "frames/s")
