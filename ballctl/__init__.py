@@ -10,8 +10,9 @@ chain), ``closed_loop`` (sampled control of the nonlinear plant),
 
 from .plants import rails
 from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, ConfigError, ConstraintProjectionWarning,
-                      ConstraintViolationError, FileArgumentError, InfeasibleReferenceError, IntegrationBudgetError,
-                      IntegrationError, LargeTiltWarning, NonFiniteStateError, NumericalError, ParameterError,
+                      ConstraintViolationError, FileArgumentError, InfeasiblePlanError, InfeasibleReferenceError,
+                      IntegrationBudgetError, IntegrationError, LargeTiltWarning, MissingExtraError,
+                      NonFiniteStateError, NumericalError, ParameterError,
                       ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
                       SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
 from .closed_loop import ClosedLoopResult, ClosedLoopSummary, simulate_closed_loop
@@ -45,7 +46,7 @@ __all__ = [
     "BallctlError", "ParameterError", "ShapeError", "ParameterTypeError", "ConstraintViolationError",
     "InfeasibleReferenceError", "ChartSingularityError", "PartitionError", "ConfigError", "FileArgumentError",
     "ScheduleFileError", "SampleIndexError", "NumericalError", "SingularMatrixError", "RiccatiConvergenceError",
-    "IntegrationError", "NonFiniteStateError", "IntegrationBudgetError",
+    "IntegrationError", "NonFiniteStateError", "IntegrationBudgetError", "InfeasiblePlanError", "MissingExtraError",
     # warnings
     "BallctlWarning", "LargeTiltWarning", "ConstraintProjectionWarning", "RiccatiConditioningWarning",
     # interface and plants

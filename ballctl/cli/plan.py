@@ -58,7 +58,17 @@ DEFAULT_PROBLEM = {
 
 
 def load_problem(path: str | None) -> dict:
-    """The built-in problem updated by a TOML file; unknown tables or keys raise ``ValueError``."""
+    """The built-in problem updated by a TOML file; unknown tables or keys raise ``ValueError``.
+
+    Parameters
+    ----------
+    path : str or None
+        The TOML problem file (None: the built-in problem).
+
+    Returns
+    -------
+    dict
+    """
     problem = copy.deepcopy(DEFAULT_PROBLEM)
     if path is None:
         return problem
@@ -93,7 +103,13 @@ def load_problem(path: str | None) -> dict:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add this subcommand's flags."""
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    """
     p.add_argument("problem", nargs="?", default=None, help="TOML problem file (default: the built-in maneuver)")
     p.add_argument("--intervals", type=int, default=None, help="mesh intervals (overrides [solver] intervals)")
     p.add_argument("--no-closed-loop", action="store_true", help="skip the LQR closed-loop run")
@@ -125,7 +141,18 @@ def _plant(spec: dict):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Plan, re-simulate, track in closed loop, write plan.json, plan.npz and figures."""
+    """Plan, re-simulate, track in closed loop, write plan.json, plan.npz and figures.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+
+    Returns
+    -------
+    int
+        Exit status.
+    """
     from ..planning import (
         CircularObstacle,
         ManeuverProblem,

@@ -109,7 +109,17 @@ class CircularObstacle:
         object.__setattr__(self, "radius_m", check_positive(self.radius_m, "radius_m", "m"))
 
     def clearance(self, points) -> np.ndarray:
-        """Signed distance (m) of contact points ``(..., 2)`` outside the obstacle's edge."""
+        """Signed distance (m) of contact points outside the obstacle's edge.
+
+        Parameters
+        ----------
+        points : array_like, shape (..., 2)
+            Contact points in m.
+
+        Returns
+        -------
+        ndarray, shape (...)
+        """
         return np.linalg.norm(np.asarray(points, dtype=float) - self.center_m, axis=-1) - self.radius_m
 
 
@@ -399,6 +409,8 @@ class ManeuverPlan:
     obstacle_backoff_m : float
         Extra clearance imposed at the collocation points so that the
         re-simulated path clears every obstacle by the margin between them.
+    _w : ndarray
+        The solver's decision vector (a warm start for a continuation).
     """
 
     plant: object
@@ -423,19 +435,49 @@ class ManeuverPlan:
         return self
 
     def input(self, t) -> np.ndarray:
-        """Planned input at time(s) ``t`` (s): the quadratic of each interval, shape (K, n_u) or (n_u,)."""
+        """Planned input at time(s) ``t``: the quadratic of each interval.
+
+        Parameters
+        ----------
+        t : float or array_like, shape (K,)
+            Times in s.
+
+        Returns
+        -------
+        ndarray, shape (K, n_u) or (n_u,)
+        """
         scalar = np.ndim(t) == 0
         out = quadratic_input(self.nodes, self.u, np.clip(t, self.nodes[0], self.nodes[-1]))
         return out[0] if scalar else out
 
     def state(self, t) -> np.ndarray:
-        """Planned state at times ``t`` (s): the cubic Hermite collocation polynomial, shape (K, n_x)."""
+        """Planned state at times ``t``: the cubic Hermite collocation polynomial.
+
+        Parameters
+        ----------
+        t : float or array_like, shape (K,)
+            Times in s.
+
+        Returns
+        -------
+        ndarray, shape (K, n_x)
+        """
         model = _model(self.plant)
         xn, un = self.x[0::2], self.u[0::2]
         return hermite_state(self.nodes, xn, model.f_numpy(xn, un), t)
 
     def contact(self, t=None) -> np.ndarray:
-        """Planned contact point (m) at times ``t`` (default: the collocation points), shape (K, 2) or (K, 1)."""
+        """Planned contact point (m) at times ``t``.
+
+        Parameters
+        ----------
+        t : array_like, shape (K,), optional
+            Times in s (default: the collocation points).
+
+        Returns
+        -------
+        ndarray, shape (K, 2) or (K, 1)
+        """
         model = _model(self.plant)
         x = self.x if t is None else self.state(t)
         return model.contact(x, self.problem.initial_state)

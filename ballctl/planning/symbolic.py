@@ -97,7 +97,17 @@ def rail_casadi(rail: Rail, theta):
 
 
 def quat_to_matrix_casadi(q):
-    """Rotation matrix ``Lambda`` (body -> spatial) of a quaternion ``q`` (scalar first), eq. (2.15), 3x3."""
+    """Rotation matrix ``Lambda`` (body -> spatial) of a quaternion, eq. (2.15), 3x3.
+
+    Parameters
+    ----------
+    q : casadi.SX or casadi.MX, shape (4,)
+        Quaternion, scalar first.
+
+    Returns
+    -------
+    casadi.SX or casadi.MX, shape (3, 3)
+    """
     ca = require_casadi()
     q0, q1, q2, q3 = q[0], q[1], q[2], q[3]
     return ca.vertcat(
