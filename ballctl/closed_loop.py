@@ -209,7 +209,22 @@ class ClosedLoopResult:
         return self.u - self.u_ref
 
     def summary(self, *, settle_fraction: float = 0.05, settle_floor: float = 1e-3) -> ClosedLoopSummary:
-        """Key numbers (see :class:`ClosedLoopSummary`)."""
+        """Key numbers (see :class:`ClosedLoopSummary`).
+
+        The settling time is the first time after which the position error
+        stays below ``max(settle_fraction * initial error, settle_floor)`` m.
+
+        Parameters
+        ----------
+        settle_fraction : float
+            Settled below this fraction of the initial position error.
+        settle_floor : float
+            Error in m that always counts as settled.
+
+        Returns
+        -------
+        ClosedLoopSummary
+        """
         try:
             err = self.position_error
             cidx = [self.state_names.index(n) for n in ("contact_x", "contact_y") if n in self.state_names]
@@ -338,6 +353,12 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         (an integration failure raises).
     progress : bool
         Show a progress bar on stderr.
+    rtol, atol : float
+        Tolerances of the adaptive integrators.
+    substeps : int
+        RK4 steps per control sample (``integrator='rk4'``).
+    stabilization : (float, float) or None
+        Baumgarte gains in 1/s of the plant integration (see :func:`ballctl.simulate`).
 
     Returns
     -------

@@ -38,28 +38,100 @@ def latency_steps(latency_s: float, dt: float) -> int:
 
     A fractional latency (e.g. 1.5 samples) rounds up: the sample is used at the
     first control instant at or after its arrival.
+
+    Parameters
+    ----------
+    latency_s : float
+        Latency in s (>= 0).
+    dt : float
+        Control sample time in s (> 0).
+
+    Returns
+    -------
+    int
+        Whole control steps of delay.
     """
     return int(math.ceil(latency_s / dt - 1e-9)) if latency_s > 0 else 0
 
 
 def measure(values: np.ndarray, bias: np.ndarray, noise_std: np.ndarray, standard_normal: np.ndarray
             ) -> np.ndarray:
-    """A sensor reading: true ``values`` + ``bias`` + ``noise_std * standard_normal`` (all shape (ny,))."""
+    """A sensor reading: true ``values`` + ``bias`` + ``noise_std * standard_normal``.
+
+    Parameters
+    ----------
+    values : ndarray, shape (ny,)
+        True values of the measured signals (their SI units).
+    bias : ndarray, shape (ny,)
+        Constant sensor bias, same units.
+    noise_std : ndarray, shape (ny,)
+        Standard deviation of the white noise, same units.
+    standard_normal : ndarray, shape (ny,)
+        Draws of a standard normal variable.
+
+    Returns
+    -------
+    ndarray, shape (ny,)
+    """
     return values + bias + noise_std * standard_normal
 
 
 def kalman_update(X_prior: np.ndarray, innovation: np.ndarray, M: np.ndarray) -> np.ndarray:
-    """Measurement update ``X_prior + M @ innovation`` (``innovation = y - C @ X_prior``; M shape (N, ny))."""
+    """Measurement update ``X_prior + M @ innovation`` (``innovation = y - C @ X_prior``).
+
+    Parameters
+    ----------
+    X_prior : ndarray, shape (N,)
+        Predicted reduced deviation.
+    innovation : ndarray, shape (ny,)
+        Measurement minus its prediction.
+    M : ndarray, shape (N, ny)
+        Kalman measurement-update gain.
+
+    Returns
+    -------
+    ndarray, shape (N,)
+    """
     return X_prior + M @ innovation
 
 
 def kalman_predict(X_post: np.ndarray, Ad: np.ndarray, Bd: np.ndarray, du: np.ndarray) -> np.ndarray:
-    """Time update ``Ad @ X_post + Bd @ du`` through one control step."""
+    """Time update ``Ad @ X_post + Bd @ du`` through one control step.
+
+    Parameters
+    ----------
+    X_post : ndarray, shape (N,)
+        Filtered reduced deviation at the step's start.
+    Ad : ndarray, shape (N, N)
+        Discrete transition matrix of the step.
+    Bd : ndarray, shape (N, nu)
+        Discrete input matrix of the step.
+    du : ndarray, shape (nu,)
+        Input deviation applied over the step (rad).
+
+    Returns
+    -------
+    ndarray, shape (N,)
+    """
     return Ad @ X_post + Bd @ du
 
 
 def control_law(u_ff: np.ndarray, K: np.ndarray, X_hat: np.ndarray) -> np.ndarray:
-    """Command ``u_ff - K @ X_hat`` (eqs. 27 and 30; the sign of ``docs/conventions.md``)."""
+    """Command ``u_ff - K @ X_hat`` (eqs. 27 and 30; the sign of ``docs/conventions.md``).
+
+    Parameters
+    ----------
+    u_ff : ndarray, shape (nu,)
+        Feedforward input (rad).
+    K : ndarray, shape (nu, N)
+        Feedback gain of the step.
+    X_hat : ndarray, shape (N,)
+        Measured or estimated reduced deviation.
+
+    Returns
+    -------
+    ndarray, shape (nu,)
+    """
     return u_ff - K @ X_hat
 
 
@@ -70,8 +142,29 @@ def shape_command(cmd: np.ndarray, u_prev: np.ndarray, span_s: float, max_angle:
     Quantization (round to a multiple of ``quantum``), then the tilt limit
     (``|u| <= max_angle``), then the slew limit (at most ``max_rate * span_s``
     from ``u_prev``). With ``u_prev`` itself within the tilt limit, the result
-    is too. Returns the applied input and which of (quantum, max_angle,
-    max_rate) changed the command.
+    is too.
+
+    Parameters
+    ----------
+    cmd : ndarray, shape (nu,)
+        Commanded plate angles in rad.
+    u_prev : ndarray, shape (nu,)
+        Plate angles applied before, in rad.
+    span_s : float
+        Time in s over which the slew limit applies.
+    max_angle : float or None
+        Tilt limit in rad (None: no limit).
+    max_rate : float or None
+        Slew limit in rad/s (None: no limit).
+    quantum : float or None
+        Command resolution in rad (None: continuous).
+
+    Returns
+    -------
+    applied : ndarray, shape (nu,)
+        What the rig applies.
+    hits : tuple of bool
+        Which of (quantum, max_angle, max_rate) changed the command.
     """
     out = cmd
     hit_q = hit_a = hit_r = False

@@ -31,6 +31,7 @@ import numpy as np
 
 from ._errors import ShapeError
 from .controllability import GramianReport, discrete_gramian
+from .discretize import DiscreteLTVSystem
 from .estimator import measurement_matrices
 
 __all__ = ["ObservabilityReport", "observability_gramian", "SensorSetRow", "sensor_table"]
@@ -78,7 +79,17 @@ class ObservabilityReport:
         return self.rank == self.n_states
 
     def least_observable(self, count: int = 3) -> str:
-        """The least observable direction as ``"weight*name + ..."`` (largest weights first)."""
+        """The least observable direction as ``"weight*name + ..."`` (largest weights first).
+
+        Parameters
+        ----------
+        count : int
+            How many state names (largest weights) to show.
+
+        Returns
+        -------
+        str
+        """
         if self.unseen_states:
             return ", ".join(self.unseen_states) + " (not seen at all)"
         pairs = self.gramian.directions[0]
@@ -133,15 +144,17 @@ def observability_gramian(Ad, C, *, state_names: Sequence[str] | None = None,
         raise ShapeError(f"C must have shape (ny, N) or (K, ny, N) with K = {K}, N = {N}; got {C.shape}")
     names = tuple(state_names) if state_names is not None else tuple(f"x{i}" for i in range(N))
     # W_o = sum Phi(k,0)^T C_k^T C_k Phi(k,0): the dual system's reachability Gramian
-    dual = discrete_gramian(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2), state_names=names,
-                            rank_rtol=rank_rtol)
+    dual = discrete_gramian(DiscreteLTVSystem.from_arrays(np.swapaxes(Ad[::-1], -1, -2),
+                                                          np.swapaxes(C[::-1], -1, -2)),
+                            state_names=names, rank_rtol=rank_rtol)
     W = np.array(dual.W)
     d = np.diag(W).copy()
     seen = d > _UNSEEN_RTOL * max(float(d.max()), 0.0)
     scale = np.where(seen, 1.0 / np.sqrt(np.where(seen, d, 1.0)), 0.0)
     Ws = W * scale[:, None] * scale[None, :]
     # eigen-analysis of the scaled Gramian through the same report (one step with B = Ws^(1/2))
-    scaled = discrete_gramian(np.zeros((1, N, N)), _sqrt_psd(Ws)[None], state_names=names, rank_rtol=rank_rtol)
+    scaled = discrete_gramian(DiscreteLTVSystem.from_arrays(np.zeros((1, N, N)), _sqrt_psd(Ws)[None]),
+                              state_names=names, rank_rtol=rank_rtol)
     unseen = tuple(n for n, s in zip(names, seen) if not s)
     rank = int(min(scaled.rank, N - len(unseen)))
     W.setflags(write=False)

@@ -164,7 +164,17 @@ class Sensor:
         object.__setattr__(self, "bias", bias)
 
     def period_steps(self, dt: float) -> int:
-        """The sampling period in control periods (raises unless a whole number)."""
+        """The sampling period in control periods (raises unless a whole number).
+
+        Parameters
+        ----------
+        dt : float
+            Control sample time in s.
+
+        Returns
+        -------
+        int
+        """
         steps = int(round(self.period_s / dt))
         if steps < 1 or abs(steps * dt - self.period_s) > 1e-9 * self.period_s:
             raise RigProfileError(f"sensor {self.name!r}: period_s = {self.period_s} s must be a whole number "
@@ -295,6 +305,15 @@ class RigProfile:
                         bias (per signal)
 
         Unknown keys raise (a typo never silently keeps a default).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The TOML file.
+
+        Returns
+        -------
+        RigProfile
         """
         try:
             import tomllib
@@ -312,7 +331,19 @@ class RigProfile:
 
     @classmethod
     def from_mapping(cls, data: Mapping, *, source: str = "<mapping>") -> "RigProfile":
-        """Build a rig from the nested mapping of :meth:`from_toml`."""
+        """Build a rig from the nested mapping of :meth:`from_toml`.
+
+        Parameters
+        ----------
+        data : mapping
+            The nested mapping (SI units; degrees only in keys ending ``_deg``).
+        source : str
+            Where the mapping came from, for error messages.
+
+        Returns
+        -------
+        RigProfile
+        """
         top = {"name", "base", "description", "dt_s", "pivot_depth_m", "ball", "servo", "limits", "sensor"}
         _check_keys(data, top, source)
         base = rig_preset(str(data.get("base", "tabletop")))
@@ -437,7 +468,17 @@ PRESETS: Mapping[str, RigProfile] = _presets()
 
 
 def rig_preset(name: str) -> RigProfile:
-    """The preset called ``name`` (``"tabletop"``, ``"lab"`` or ``"ideal"``)."""
+    """The preset called ``name`` (``"tabletop"``, ``"lab"`` or ``"ideal"``).
+
+    Parameters
+    ----------
+    name : str
+        Preset name.
+
+    Returns
+    -------
+    RigProfile
+    """
     try:
         return PRESETS[name]
     except KeyError:

@@ -132,8 +132,16 @@ class TrackingController:
         return any(n in self.partition.admissible_dependent_names for n in self.state_names)
 
     def to_schedule(self, *, plant_name: str | None = None) -> GainSchedule:
-        """The gain schedule for an embedded controller (see :class:`GainSchedule`): feedforward, gains, the
-        discrete model and, for output feedback, the Kalman filter."""
+        """The gain schedule for an embedded controller (see :class:`GainSchedule`).
+
+        It carries the feedforward, the gains, the discrete model and, for
+        output feedback, the Kalman filter.
+
+        Parameters
+        ----------
+        plant_name : str, optional
+            Recorded in the file (default the system's ``name``).
+        """
         params = getattr(self.system, "params", None)
         values = params.as_dict() if params is not None and hasattr(params, "as_dict") else {}
         s = self.samples
@@ -179,6 +187,10 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
         at the horizon's phase, so the gains are the infinite-horizon
         periodic LQR's over the whole horizon (no end effects); a ``Q_N``
         given with it is an error (it would be ignored).
+    max_state_errors, max_input_errors : mapping of str to float, optional
+        Bryson's rule (eq. 26) by state and input name, instead of ``Q`` and ``R``.
+    terminal_factor : float
+        ``Q_N = terminal_factor * Q`` when ``Q_N`` is not given.
     feedforward : {"zoh", "sample"}
         ``"zoh"``: feedforward and linearization along the zero-order-hold
         solution of the plant (module docstring); ``"sample"``: the reference
@@ -186,6 +198,8 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
     integrator : {"DOP853", "RK45", "Radau", "rk4"}
         How the ``"zoh"`` sampled reference is integrated (``rk4`` with
         ``substeps`` steps per sample; adaptive methods at rtol 1e-10).
+    substeps : int
+        RK4 steps per control sample of the ``"zoh"`` sampled reference.
     sensors : sequence of Sensor, optional
         Rig sensors: adds the LTV Kalman filter for output feedback
         (:func:`ballctl.estimator.design_estimator`).
@@ -248,7 +262,7 @@ def _design_along(system, reference, partition, samples, states, dt, t0, steps, 
         Q_N = _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R, input_shift)
     else:
         Q_N = terminal_factor * Q if Q_N is None else np.asarray(Q_N, dtype=float)
-    lqr = finite_horizon_lqr(disc, None, Q, R, Q_N)
+    lqr = finite_horizon_lqr(disc, Q, R, Q_N=Q_N)
     return ltv, disc, lqr, Q, R, Q_N
 
 
@@ -331,7 +345,7 @@ def _periodic_terminal_weight(system, reference, partition, states, dt, t0, step
     ltv = linearize_samples(system, samples, partition)
     if states is not None:
         ltv = ltv.select_states(list(states))
-    per = periodic_lqr(discretize(ltv, dt), None, Q, R)
+    per = periodic_lqr(discretize(ltv, dt), Q, R)
     return per.riccati[steps % per_steps]
 
 

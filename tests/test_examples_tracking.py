@@ -1,12 +1,15 @@
 """The tracking-study example (quick mode): the paper's claims and the paths, end to end."""
 
 import runpy
+from pathlib import Path
 
 import numpy as np
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
 
 def test_tracking_study_quick(tmp_path):
-    ns = runpy.run_path("examples/tracking_study.py")
+    ns = runpy.run_path(str(EXAMPLES / "tracking_study.py"))
     res = ns["main"](["--quick", "--out", str(tmp_path)])
     paper = res["paper"]
     assert paper["base NL"].final_error_m < 1e-3 < paper["open loop"].final_error_m

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._io import atomic_write, atomic_write_text
+
 __all__ = ["NAME", "HELP", "PATHS", "add_arguments", "run", "verdict"]
 
 NAME = "track"
@@ -44,7 +46,13 @@ SENSOR_SETS = {"contact point": ("contact_x", "contact_y"),
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add this subcommand's flags."""
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    """
     p.add_argument("--config", default=None, help="TOML file whose keys (or [track] table) set any flag")
     g = p.add_argument_group("path")
     g.add_argument("--path", choices=PATHS, default="circle", help="path on the plate (default circle)")
@@ -183,7 +191,18 @@ def _initial_state(qs_ref, exact_ref, offset):
 
 
 def run(args: argparse.Namespace) -> int:
-    """The main job (see the module docstring)."""
+    """The main job (see the module docstring).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed flags.
+
+    Returns
+    -------
+    int
+        0 when a design was exported, 1 when none passed verification (and no ``--force``).
+    """
     from dataclasses import replace
 
     from ..closed_loop import simulate_closed_loop
@@ -302,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
         "noise_and_latency_zero": ideal,
         "files": files,
     }
-    _atomic_text(out / "summary.json", json.dumps(_strict(summary), indent=2, allow_nan=False))
+    atomic_write_text(out / "summary.json", json.dumps(_strict(summary), indent=2, allow_nan=False))
     lines = ["# ballctl track: summary", "",
              f"Rig **{rig.name}**: {rig.description}.", "",
              f"Path: {args.path}, size {args.radius} m, rate {args.omega} rad/s, centre {tuple(args.center)} m; "
@@ -322,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
     lines += ["", "## Observability per sensor set (first 2 s)", "", obs_table, "",
               "Files: " + ", ".join(files) + "."]
     text = "\n".join(lines) + "\n"
-    _atomic_text(out / "summary.md", text)
+    atomic_write_text(out / "summary.md", text)
     print(text)
     return 0 if chosen is not None else 1
 
@@ -357,23 +376,4 @@ def _save_estimator(path: Path, ctrl) -> None:
              sampled=est.sampled, latency_steps=np.array(est.latency_steps), dt=np.array(ctrl.dt),
              signal_names=np.array(est.signal_names), state_names=np.array(ctrl.state_names),
              noise_std=est.noise_std)
-    _atomic_bytes(path, buf.getvalue())
-
-
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _atomic_text(path: Path, text: str) -> None:
-    _atomic_bytes(path, text.encode())
+    atomic_write(path, buf.getvalue())

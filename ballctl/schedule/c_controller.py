@@ -25,12 +25,17 @@ from pathlib import Path
 import numpy as np
 
 from .._errors import FileArgumentError, ParameterError
-from .data import _atomic_write, _float_text
+from .._io import atomic_write
 
 __all__ = ["write_c_controller", "C_TEMPLATES"]
 
 #: the template files shipped in ``ballctl/schedule/templates``
 C_TEMPLATES = ("ballctl_controller.h", "ballctl_controller.c")
+
+
+def _float_text(x: float) -> str:
+    """Shortest text that parses back to exactly ``x`` (Python repr, also a valid C double literal)."""
+    return repr(float(x))
 
 
 def _initializer(arr: np.ndarray, indent: str = "    ") -> str:
@@ -112,10 +117,10 @@ def write_c_controller(controller, directory) -> tuple[Path, ...]:
         raise FileArgumentError(f"directory {str(directory)!r} is a file")
     directory.mkdir(parents=True, exist_ok=True)
     out = [directory / "ballctl_controller_data.h"]
-    _atomic_write(out[0], _data_header(controller).encode("ascii"))
+    atomic_write(out[0], _data_header(controller).encode("ascii"))
     templates = resources.files("ballctl.schedule") / "templates"
     for name in C_TEMPLATES:
         path = directory / name
-        _atomic_write(path, (templates / name).read_bytes())
+        atomic_write(path, (templates / name).read_bytes())
         out.append(path)
     return tuple(out)
