@@ -17,8 +17,8 @@ obeys the forward Riccati recursion
 which is the LQR recursion (eqs. 28-29 of Agúndez et al. 2024) of the
 *transposed, time-reversed* system :math:`(A_{K-1-i}^T, C_{K-1-i}^T)` with
 weights :math:`(W, V)` and terminal weight :math:`P_0`. :func:`finite_horizon_kalman`
-runs exactly that sweep (:func:`ballctl.lqr.riccati_sweep`, the LQR's own
-array-level sweep, with its symmetrisation) and transposes the gains back;
+runs exactly that sweep (:func:`ballctl.finite_horizon_lqr`, with its
+symmetrisation and conditioning checks) and transposes the gains back;
 :func:`periodic_kalman` does the same with :func:`ballctl.periodic_lqr`.
 
 Gains follow ``control.dlqe``: ``L_k = A_k P_k C_k^T (V_k + C_k P_k C_k^T)^{-1}``
@@ -41,7 +41,7 @@ import numpy as np
 
 from ._errors import ParameterError, ShapeError
 from .discretize import DiscreteLTVSystem
-from .lqr import periodic_lqr, riccati_sweep
+from .lqr import finite_horizon_lqr, periodic_lqr
 
 __all__ = ["KalmanFilterResult", "PeriodicKalmanResult", "finite_horizon_kalman", "periodic_kalman"]
 
@@ -142,16 +142,7 @@ def _arrays(Ad, C, W, V):
         out.append(M)
     if not all(np.all(np.isfinite(a)) for a in (Ad, C, *out)):
         raise ParameterError("Ad, C, W and V must be finite")
-    W, V = out
-    for M, name, definite in ((W, "W", False), (V, "V", True)):
-        scale = max(1.0, float(np.max(np.abs(M))))
-        if np.max(np.abs(M - np.swapaxes(M, -1, -2))) > 1e-10 * scale:
-            raise ParameterError(f"{name} must be symmetric")
-        low = float(np.min(np.linalg.eigvalsh(M)))
-        if (definite and not low > 0.0) or (not definite and low < -1e-12 * scale):
-            raise ParameterError(f"{name} must be positive {'definite' if definite else 'semidefinite'} "
-                                 f"(smallest eigenvalue {low:.3g})")
-    return Ad, C, W, V
+    return Ad, C, out[0], out[1]
 
 
 def _posterior(P, C, V):
@@ -191,9 +182,9 @@ def finite_horizon_kalman(Ad, C, W, V, *, P0) -> KalmanFilterResult:
 
     Notes
     -----
-    The covariances come from :func:`ballctl.lqr.riccati_sweep` on the
+    The covariances come from :func:`~ballctl.finite_horizon_lqr` on the
     system ``(Ad[K-1-i]^T, C[K-1-i]^T)`` with ``Q = W[K-1-i]``, ``R = V[K-1-i]``
-    and ``P_end = P0``: its Riccati matrix at step ``K - k`` is :math:`P_k`, and
+    and ``Q_N = P0``: its Riccati matrix at step ``K - k`` is :math:`P_k`, and
     its gain at step ``K - 1 - k`` is :math:`L_k^T`.
 
     References
@@ -213,13 +204,10 @@ def finite_horizon_kalman(Ad, C, W, V, *, P0) -> KalmanFilterResult:
     P0 = np.asarray(P0, dtype=float)
     if P0.shape != (N, N):
         raise ShapeError(f"P0 must have shape ({N}, {N}), got {P0.shape}")
-    if not np.all(np.isfinite(P0)) or np.max(np.abs(P0 - P0.T)) > 1e-10 * max(1.0, float(np.max(np.abs(P0)))):
-        raise ParameterError("P0 must be finite and symmetric")
-    gains, riccati, _ = riccati_sweep(np.ascontiguousarray(np.swapaxes(Ad[::-1], -1, -2)),
-                                      np.ascontiguousarray(np.swapaxes(C[::-1], -1, -2)),
-                                      np.ascontiguousarray(W[::-1]), np.ascontiguousarray(V[::-1]), P0)
-    P = np.ascontiguousarray(riccati[::-1])
-    L = np.ascontiguousarray(np.swapaxes(gains[::-1], -1, -2))
+    dual_sys = DiscreteLTVSystem.from_arrays(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2))
+    dual = finite_horizon_lqr(dual_sys, W[::-1], V[::-1], Q_N=P0)
+    P = np.ascontiguousarray(dual.riccati[::-1])
+    L = np.ascontiguousarray(np.swapaxes(dual.gains[::-1], -1, -2))
     M, Ppost, cond = _posterior(P[:-1], C, V)
     E = np.linalg.eigvals(Ad - L @ C)
     for a in (L, M, P, Ppost, E, cond):

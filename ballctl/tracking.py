@@ -134,13 +134,17 @@ class TrackingController:
     def to_schedule(self, *, plant_name: str | None = None) -> GainSchedule:
         """The gain schedule for an embedded controller (see :class:`GainSchedule`).
 
-        It carries the feedforward, the gains, the discrete model and, for
-        output feedback, the Kalman filter.
+        It holds the feedforward, the gains, the discrete model and, for output
+        feedback, the Kalman filter.
 
         Parameters
         ----------
         plant_name : str, optional
             Recorded in the file (default the system's ``name``).
+
+        Returns
+        -------
+        GainSchedule
         """
         params = getattr(self.system, "params", None)
         values = params.as_dict() if params is not None and hasattr(params, "as_dict") else {}

@@ -83,6 +83,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--force", action="store_true",
                    help="export even a design that fails verification (the failure is written into the summary)")
     p.add_argument("--out", default="ballctl_out", help="output folder (default ballctl_out)")
+    p.add_argument("--animate", default=None, nargs="?", const="tracking.gif", metavar="FILE",
+                   help="also write an animation of the closed loop (ball on the tilting plate) into --out: "
+                        "FILE ending in .gif (pillow) or .mp4 (ffmpeg); default tracking.gif")
 
 
 def verdict(summary, *, max_rms_error: float, saturated_fraction: float) -> tuple[bool, bool, str]:
@@ -196,12 +199,12 @@ def run(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed flags.
+        Parsed arguments.
 
     Returns
     -------
     int
-        0 when a design was exported, 1 when none passed verification (and no ``--force``).
+        Exit status.
     """
     from dataclasses import replace
 
@@ -306,6 +309,12 @@ def run(args: argparse.Namespace) -> int:
     models = {n: (c.ltv, c.discrete, c.system.coordinate_names) for n, c in controllers.items()}
     _, obs_table = sensor_table(models, SENSOR_SETS, steps=int(round(min(horizon, 2.0) / dt)))
     plotted = {n: r for n, r in runs.items() if r.diverged_at is None} or runs
+    if args.animate:
+        from ..animation import animate_ball_plate
+
+        shown = chosen if chosen is not None else next(iter(plotted))
+        animate_ball_plate(runs[shown], out / args.animate, ball_radius=rig.ball.radius)
+        files.append(args.animate)
     save_figure(plot_tracking(plotted, title=f"{args.path} on rig {rig.name!r} (truth: servo plate)"),
                 out / "tracking.png")
     summary = {

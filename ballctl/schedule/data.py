@@ -68,8 +68,6 @@ _C_KEYWORDS = frozenset(
     "while".split())
 
 
-# atomic writes: ballctl._io.atomic_write
-_atomic_write = atomic_write
 
 
 # ---------------------------------------------------------------- validation
@@ -99,7 +97,7 @@ def _array(value, label: str, shape: tuple[int, ...] | None = None) -> np.ndarra
     return arr
 
 
-def _float_text(x: float) -> str:
+def c_float_literal(x: float) -> str:
     """Shortest text that parses back to exactly ``x`` (Python repr, also a valid C double literal)."""
     return repr(float(x))
 
@@ -491,7 +489,7 @@ class GainSchedule:
         path = Path(path)
         kind = _kind(path)
         data = self._npz_bytes() if kind == "npz" else self._json_bytes()
-        _atomic_write(path, data)
+        atomic_write(path, data)
         return path
 
     @classmethod
@@ -578,8 +576,8 @@ class GainSchedule:
             row = np.concatenate(([self.times[k]], self.u0[k], self.x0[k], self.xd0[k], self.gains[k].ravel()))
             if self.has_estimator:
                 row = np.concatenate((row, self.estimator_gains[k].ravel(), self.sampled[k]))
-            writer.writerow([_float_text(v) for v in row])
-        _atomic_write(path, buf.getvalue().encode("utf-8"))
+            writer.writerow([c_float_literal(v) for v in row])
+        atomic_write(path, buf.getvalue().encode("utf-8"))
         return path
 
     def to_c_header(self, path, *, name: str = "ballctl_schedule") -> Path:
@@ -609,7 +607,7 @@ class GainSchedule:
         if not isinstance(name, str) or not _C_IDENTIFIER.fullmatch(name) or name in _C_KEYWORDS:
             raise ParameterError(f"name must be a C identifier, got {name!r}")
         path = Path(path)
-        _atomic_write(path, self._c_header_text(name).encode("ascii"))
+        atomic_write(path, self._c_header_text(name).encode("ascii"))
         return path
 
     def _c_header_text(self, name: str) -> str:
@@ -622,7 +620,7 @@ class GainSchedule:
 
         def initializer(arr: np.ndarray, indent: str = "    ") -> str:
             if arr.ndim == 1:
-                vals = [_float_text(v) for v in arr]
+                vals = [c_float_literal(v) for v in arr]
                 if len(vals) <= 6:
                     return "{" + ", ".join(vals) + "}"
                 lines = [", ".join(vals[i:i + 6]) for i in range(0, len(vals), 6)]
@@ -631,13 +629,13 @@ class GainSchedule:
             return "{\n" + ",\n".join(indent + s for s in inner) + "\n" + indent[:-4] + "}"
 
         guard = f"{up}_H_"
-        params = ", ".join(f"{k}={_float_text(v)}" for k, v in self.plant_parameters.items())
+        params = ", ".join(f"{k}={c_float_literal(v)}" for k, v in self.plant_parameters.items())
         out = [
             f"/* {comment(name)}: ballctl gain schedule, format version {SCHEDULE_FORMAT_VERSION}, "
             f"sha256 {self.checksum}.",
             f" * Plant {comment(self.plant_name)} ({comment(params)}).",
-            f" * {Kt} samples, dt = {_float_text(self.dt)} s, covering [{_float_text(self.times[0])}, "
-            f"{_float_text(self.end_time)}) s.",
+            f" * {Kt} samples, dt = {c_float_literal(self.dt)} s, covering [{c_float_literal(self.times[0])}, "
+            f"{c_float_literal(self.end_time)}) s.",
             " * Feedback (Aguendez et al. 2024, eqs. 27 and 30): du = -K[k] X, u = u0[k] + du,",
             f" * X = ({comment(', '.join(self.state_names))}),",
             f" * u = ({comment(', '.join(self.input_names))}),",
@@ -651,7 +649,7 @@ class GainSchedule:
             f"#define {up}_N_INPUTS {nu}",
             f"#define {up}_N_COORDINATES {n}",
             "",
-            f"static const double {name}_dt = {_float_text(self.dt)};",
+            f"static const double {name}_dt = {c_float_literal(self.dt)};",
             f"static const double {name}_times[{up}_N_SAMPLES] = {initializer(self.times)};",
             f"static const double {name}_gains[{up}_N_SAMPLES][{up}_N_INPUTS][{up}_N_STATES] = "
             f"{initializer(self.gains)};",
