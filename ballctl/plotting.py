@@ -22,13 +22,14 @@ See :doc:`/conventions` for the state names and units.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+
+from ._io import atomic_path
 
 __all__ = ["REFERENCE_STYLE", "RUN_COLORS", "OPEN_LOOP_COLOR", "run_styles", "label_for", "save_figure",
            "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs", "plot_error",
@@ -123,23 +124,9 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 120) -> Path
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _new_figure(figsize) -> Figure:
@@ -455,7 +442,7 @@ def plot_ball_paths(ball, run, title: str = "") -> Figure:
     Parameters
     ----------
     ball : RollingBall
-    run : RollingBallTrajectory
+    run : ODETrajectory
         From ``ball.simulate``.
     title : str
         Figure title.

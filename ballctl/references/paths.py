@@ -43,7 +43,8 @@ from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT
 from .inversion import plate_angles_for_acceleration, rolling_multipliers
 
-__all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion"]
+__all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion",
+           "evaluate_path"]
 
 
 def _rot(angle: float) -> np.ndarray:
@@ -57,6 +58,19 @@ class LissajousPath:
 
     Attributes: amplitudes in m, rates in rad/s, phases and rotation in rad,
     centre in m. Every other built-in path is a special case.
+
+    Attributes
+    ----------
+    amplitude_x, amplitude_y : float
+        Amplitudes in m.
+    omega_x, omega_y : float
+        Rates in rad/s.
+    phase_x, phase_y : float
+        Phases in rad.
+    center : (float, float)
+        Centre in m.
+    rotation : float
+        Rotation of the curve about its centre in rad.
     """
 
     amplitude_x: float
@@ -270,7 +284,27 @@ class WaypointPath:
         return p, v, a, j
 
 
-def _evaluate_path(path: Callable, t: np.ndarray):
+def evaluate_path(path: Callable, t: np.ndarray):
+    """Position, velocity, acceleration and jerk of a path at times ``t``, each shape (K, 2).
+
+    Parameters
+    ----------
+    path : callable
+        ``path(t) -> (p, v, a)`` or ``(p, v, a, jerk)``, each (K, 2) in m, m/s, m/s^2, m/s^3;
+        a missing jerk is the complex-step derivative of the acceleration.
+    t : ndarray, shape (K,)
+        Times in s.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(p, v, a, jerk)``, each shape (K, 2).
+
+    Raises
+    ------
+    ValueError
+        If the path returns the wrong number of arrays or non-finite values.
+    """
     out = path(t)
     if not isinstance(out, (tuple, list)) or len(out) not in (3, 4):
         raise ShapeError("a path must return (p, v, a) or (p, v, a, jerk), each of shape (K, 2)")
@@ -325,6 +359,8 @@ class PathMotion(Reference):
     initial_orientation : (yaw, lean, roll), optional
         Angles at ``t0`` in rad. Default: yaw along the initial velocity
         (along +x if the path starts at rest; the ball rolls along (cos yaw, sin yaw)), lean 0, roll 0.
+    check_samples : int
+        Samples of the duration at which feasibility and the chart are checked.
 
     Raises
     ------
@@ -349,14 +385,14 @@ class PathMotion(Reference):
         self.t_range = (self.t0, self.t0 + self.duration)
         self.period = getattr(path, "period", None)
         grid = np.linspace(self.t0, self.t0 + self.duration, max(int(check_samples), 2))
-        _, v, a, j = _evaluate_path(path, grid)
+        _, v, a, j = evaluate_path(path, grid)
         plate_angles_for_acceleration(plant, a, j, grid)  # raises when infeasible
         self.initial_orientation = initial_ball_orientation(initial_orientation, v[0])
         self._solution = self._integrate_orientation()
 
     def _orientation_rates(self, t, angles):
         R = self.system.params.radius
-        _, v, _, _ = _evaluate_path(self.path, np.atleast_1d(t))
+        _, v, _, _ = evaluate_path(self.path, np.atleast_1d(t))
         yaw, lean = angles[0], angles[1]
         vx, vy = v[0]
         dlean = (vx * np.sin(yaw) - vy * np.cos(yaw)) / R
@@ -384,7 +420,7 @@ class PathMotion(Reference):
     def _evaluate(self, t: np.ndarray) -> ReferenceSample:
         plant = self.system
         R = plant.params.radius
-        p, v, a, j = _evaluate_path(self.path, t)
+        p, v, a, j = evaluate_path(self.path, t)
         ang = self._solution.sol(t).T
         K = t.shape[0]
         x = np.empty((K, 5))
