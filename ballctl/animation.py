@@ -182,8 +182,10 @@ def animate_ball_plate(result, path: str | os.PathLike, *, ball_radius: float, m
     Parameters
     ----------
     result : ClosedLoopResult
-        A run of the quasi-static ball-plate (:class:`~ballctl.BallPlate`): coordinates
-        ``(contact_x, contact_y, yaw, lean, roll)``, inputs ``(alpha, beta)`` in rad.
+        A ball-plate run: coordinates ``(contact_x, contact_y, yaw, lean, roll, ...)``, and the
+        plate angles ``alpha``, ``beta`` in rad either as inputs (quasi-static
+        :class:`~ballctl.BallPlate`) or as coordinates (moving or servo plate: the true angles are
+        drawn, not the commands).
     path : path-like
         Output file, ``.gif`` or ``.mp4`` (see :func:`save_animation`).
     ball_radius : float
@@ -207,14 +209,18 @@ def animate_ball_plate(result, path: str | os.PathLike, *, ball_radius: float, m
     yaw-lean-roll angles of the ball relative to the plate.
     """
     names = tuple(getattr(result, "coordinate_names", ()))
-    if names[:5] != _BALL_PLATE_COORDINATES or tuple(getattr(result, "input_names", ()))[:2] != ("alpha", "beta"):
-        raise ParameterTypeError(f"result must be a ball-plate run with coordinates {_BALL_PLATE_COORDINATES} "
-                                 f"and inputs ('alpha', 'beta'), got coordinates {names}")
+    plate_in_state = "alpha" in names and "beta" in names   # moving/servo plate: the true plate angles
+    if names[:5] != _BALL_PLATE_COORDINATES or not (
+            plate_in_state or tuple(getattr(result, "input_names", ()))[:2] == ("alpha", "beta")):
+        raise ParameterTypeError(f"result must be a ball-plate run with coordinates {_BALL_PLATE_COORDINATES} and "
+                                 f"plate angles alpha, beta (inputs or coordinates), got coordinates {names}")
     radius = check_positive(ball_radius, "ball_radius", "m")
     check_positive(fps, "fps", "frames/s")
     _check_path(path)
     idx = _frame_indices(len(result.t), max_frames)
     x, x_ref, u, t = result.x, result.x_ref, result.u, result.t
+    if plate_in_state:
+        u = x[:, [names.index("alpha"), names.index("beta")]]
     pts = np.concatenate([x[:, :2], x_ref[:, :2]])
     center = 0.5 * (pts.min(0) + pts.max(0))
     half = 0.6 * float(np.max(pts.max(0) - pts.min(0))) + 4 * radius

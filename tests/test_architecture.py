@@ -32,7 +32,7 @@ LAYERS = {
     "ballctl.tracking": 4, "ballctl.closed_loop": 4, "ballctl.schedule": 4, "ballctl.plotting": 4,
     "ballctl.animation": 4,
     # 5: studies above the core
-    "ballctl.studies": 5,
+    "ballctl.studies": 5, "ballctl.planning": 5,
     # 6: the command line and the package namespace
     "ballctl.cli": 6, "ballctl": 6,
 }

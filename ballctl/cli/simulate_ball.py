@@ -33,6 +33,11 @@ def run(args: argparse.Namespace) -> int:
     ----------
     args : argparse.Namespace
         Parsed arguments.
+
+    Returns
+    -------
+    int
+        Exit status.
     """
     from ..studies.paper_ball import simulate_paper_ball
 
