@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import expm
 
+from ._errors import ParameterError, ParameterTypeError, SampleIndexError, ShapeError
 from ._validation import check_positive
-from .ltv import LTVSystem
-from .partition import Partition
+from .ltv import LTVSystem, StateReduction
 
 __all__ = [
     "DISCRETIZATION_METHODS",
@@ -62,21 +62,24 @@ DISCRETIZATION_METHODS = ("zoh", "series")
 _SPACING_RTOL = 1e-9
 
 
-def _check_stack(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _check_stack(A: np.ndarray, B: np.ndarray, names: tuple[str, str] = ("A", "B")) -> tuple[np.ndarray, np.ndarray]:
+    a, b = names
     A = np.asarray(A, dtype=float)
     B = np.asarray(B, dtype=float)
     if A.ndim != 3 or A.shape[1] != A.shape[2]:
-        raise ValueError(f"A must have shape (K, N, N), got {A.shape}")
+        raise ShapeError(f"{a} must have shape (K, N, N), got {A.shape}")
     if B.ndim != 3 or B.shape[:2] != A.shape[:2]:
-        raise ValueError(f"B must have shape (K, N, nu) = ({A.shape[0]}, {A.shape[1]}, nu), got {B.shape}")
+        raise ShapeError(f"{b} must have shape (K, N, nu) = ({A.shape[0]}, {A.shape[1]}, nu), got {B.shape}")
+    if A.shape[0] < 1:
+        raise ParameterError(f"{a} must hold at least one step")
     if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
-        raise ValueError("A and B must be finite")
+        raise ParameterError(f"{a} and {b} must be finite")
     return A, B
 
 
 def _check_order(order) -> int:
     if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
-        raise ValueError(f"order must be an integer >= 1 (order=1 is eq. 89), got {order!r}")
+        raise ParameterError(f"order must be an integer >= 1 (order=1 is eq. 89), got {order!r}")
     return int(order)
 
 
@@ -194,10 +197,11 @@ class DiscreteLTVSystem:
         Names of the N states, ``X = (dx_ai, dxd_ai, dx_ad)``.
     input_names : tuple of str
         Names of the nu inputs.
-    partition : Partition or None
+    partition : StateReduction or None
         The partition of the LTV system this came from.
     method : str
-        ``"zoh"`` (exact, eq. 23) or ``"series"`` (appendix A).
+        ``"zoh"`` (exact, eq. 23), ``"series"`` (appendix A), or ``"given"``
+        for matrices supplied by the user (:meth:`from_arrays`).
     order : int or None
         Truncation order of the series; ``None`` for ``"zoh"``.
     """
@@ -208,25 +212,25 @@ class DiscreteLTVSystem:
     Bd: np.ndarray
     state_names: tuple[str, ...]
     input_names: tuple[str, ...]
-    partition: Partition | None = field(default=None)
+    partition: StateReduction | None = field(default=None)
     method: str = "zoh"
     order: int | None = None
 
     def __post_init__(self) -> None:
         t = np.asarray(self.t, dtype=float)
-        Ad, Bd = _check_stack(self.Ad, self.Bd)
+        Ad, Bd = _check_stack(self.Ad, self.Bd, ("Ad", "Bd"))
         dt = check_positive(self.dt, "dt", "s")
         if t.shape != (Ad.shape[0],):
-            raise ValueError(f"t must have shape ({Ad.shape[0]},) to match Ad, got {t.shape}")
+            raise ShapeError(f"t must have shape ({Ad.shape[0]},) to match Ad, got {t.shape}")
         if not np.all(np.isfinite(t)) or (t.size > 1 and np.any(np.diff(t) <= 0)):
-            raise ValueError("t must be finite and strictly increasing")
+            raise ParameterError("t must be finite and strictly increasing")
         if len(self.state_names) != Ad.shape[1] or len(self.input_names) != Bd.shape[2]:
-            raise ValueError(f"state_names ({len(self.state_names)}) / input_names ({len(self.input_names)}) "
+            raise ParameterError(f"state_names ({len(self.state_names)}) / input_names ({len(self.input_names)}) "
                              f"do not match Ad {Ad.shape} and Bd {Bd.shape}")
-        if self.method not in DISCRETIZATION_METHODS:
-            raise ValueError(f"method must be one of {DISCRETIZATION_METHODS}, got {self.method!r}")
+        if self.method not in DISCRETIZATION_METHODS + ("given",):
+            raise ParameterError(f"method must be one of {DISCRETIZATION_METHODS + ('given',)}, got {self.method!r}")
         if (self.method == "series") != (self.order is not None):
-            raise ValueError("order is required for method='series' and must be None for method='zoh'")
+            raise ParameterError("order is required for method='series' and must be None for method='zoh'")
         for arr in (t, Ad, Bd):
             arr.setflags(write=False)
         object.__setattr__(self, "t", t)
@@ -236,23 +240,68 @@ class DiscreteLTVSystem:
         object.__setattr__(self, "state_names", tuple(self.state_names))
         object.__setattr__(self, "input_names", tuple(self.input_names))
 
+    @classmethod
+    def from_arrays(cls, Ad, Bd, *, dt: float = 1.0, t0: float = 0.0, state_names=None,
+                    input_names=None) -> "DiscreteLTVSystem":
+        """A discrete system from given matrix stacks (``method="given"``).
+
+        Parameters
+        ----------
+        Ad : array_like, shape (K, N, N)
+            State matrices.
+        Bd : array_like, shape (K, N, nu)
+            Input matrices.
+        dt : float
+            Sample time in s (default 1).
+        t0 : float
+            Time of the first sample in s; ``t = t0 + dt * arange(K)``.
+        state_names, input_names : sequence of str, optional
+            Default ``X1..XN`` and ``du1..du_nu``.
+
+        Returns
+        -------
+        DiscreteLTVSystem
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> DiscreteLTVSystem.from_arrays(np.ones((3, 1, 1)), np.ones((3, 1, 1)), dt=0.1).t
+        array([0. , 0.1, 0.2])
+        """
+        Ad, Bd = _check_stack(np.array(Ad, dtype=float), np.array(Bd, dtype=float), ("Ad", "Bd"))
+        K, N, nu = Bd.shape
+        dt = check_positive(dt, "dt", "s")
+        return cls(t=float(t0) + dt * np.arange(K), dt=dt, Ad=Ad, Bd=Bd,
+                   state_names=tuple(state_names) if state_names is not None else
+                   tuple(f"X{i + 1}" for i in range(N)),
+                   input_names=tuple(input_names) if input_names is not None else
+                   tuple(f"du{j + 1}" for j in range(nu)), method="given")
+
     @property
     def n_states(self) -> int:
+        """Number N of states."""
         return self.Ad.shape[1]
 
     @property
     def n_inputs(self) -> int:
+        """Number nu of inputs."""
         return self.Bd.shape[2]
 
     def __len__(self) -> int:
         return self.t.shape[0]
 
     def to_statespace(self, k: int):
-        """The frozen-time discrete snapshot at sample ``k`` as a python-control ``StateSpace`` (with ``dt``)."""
+        """The frozen-time discrete snapshot at sample ``k`` as a python-control ``StateSpace`` (with ``dt``).
+
+        Parameters
+        ----------
+        k : int
+            Sample index (negative counts from the end).
+        """
         import control
 
         if not -len(self) <= k < len(self):
-            raise IndexError(f"sample {k} out of range for {len(self)} samples")
+            raise SampleIndexError(f"sample {k} out of range for {len(self)} samples")
         N = self.n_states
         return control.ss(self.Ad[k], self.Bd[k], np.eye(N), np.zeros((N, self.n_inputs)), self.dt,
                           states=list(self.state_names), inputs=list(self.input_names),
@@ -272,10 +321,10 @@ def _check_spacing(t: np.ndarray, dt: float) -> None:
         hint = ""
         if abs(ratio - round(ratio)) < 1e-9 and round(ratio) >= 1:
             hint = f" (dt is {round(ratio)} samples: use ltv.subsample({round(ratio)}))"
-        raise ValueError(
+        raise ParameterError(
             f"dt={dt!r} s differs from the spacing {steps[0]!r} s of the LTV samples; the discrete system is "
             f"defined at the LTV samples, so resample the LTV system at the controller step first{hint}")
-    raise ValueError(
+    raise ParameterError(
         f"the LTV samples are not uniformly spaced (steps from {steps.min()!r} to {steps.max()!r} s); "
         f"resample the LTV system on a uniform grid with step dt={dt!r} s first")
 
@@ -332,16 +381,16 @@ def discretize(ltv: LTVSystem, dt: float, *, method: str = "zoh", order: int | N
     True
     """
     if not isinstance(ltv, LTVSystem):
-        raise ValueError(f"ltv must be an LTVSystem, got {type(ltv).__name__}")
+        raise ParameterTypeError(f"ltv must be an LTVSystem, got {type(ltv).__name__}")
     dt = check_positive(dt, "dt", "s")
     if method not in DISCRETIZATION_METHODS:
-        raise ValueError(f"method must be one of {DISCRETIZATION_METHODS}, got {method!r}")
+        raise ParameterError(f"method must be one of {DISCRETIZATION_METHODS}, got {method!r}")
     if method == "zoh":
         if order is not None:
-            raise ValueError(f"order applies only to method='series', got order={order!r} with method='zoh'")
+            raise ParameterError(f"order applies only to method='series', got order={order!r} with method='zoh'")
     else:
         if order is None:
-            raise ValueError("method='series' needs order (order=1 is eq. 89)")
+            raise ParameterError("method='series' needs order (order=1 is eq. 89)")
         order = _check_order(order)
     _check_spacing(ltv.t, dt)
     if method == "zoh":
@@ -422,10 +471,10 @@ def discretization_error(ltv: LTVSystem, dt: float, orders: Sequence[int]) -> Di
     True
     """
     if not isinstance(ltv, LTVSystem):
-        raise ValueError(f"ltv must be an LTVSystem, got {type(ltv).__name__}")
+        raise ParameterTypeError(f"ltv must be an LTVSystem, got {type(ltv).__name__}")
     orders_t = tuple(_check_order(p) for p in orders)
     if not orders_t:
-        raise ValueError("orders must list at least one order")
+        raise ParameterError("orders must list at least one order")
     Ad0, Bd0 = zoh_matrices(ltv.A, ltv.B, dt)
     ea, eb = [], []
     for p in orders_t:

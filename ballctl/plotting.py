@@ -7,11 +7,12 @@ labels axes with units, so figures read without the paper.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+
+from ._io import atomic_path
 
 __all__ = ["save_figure", "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs",
            "plot_error", "plot_constraints", "plot_tracking", "plot_ball_paths"]
@@ -34,20 +35,21 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 120) -> Path
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path
 
 
 def plot_reference(reference, t) -> Figure:
-    """Contact-point path on the plate and plate angles of a ball-plate reference."""
+    """Contact-point path on the plate and plate angles of a ball-plate reference.
+
+    Parameters
+    ----------
+    reference : Reference
+        A ball-plate reference.
+    t : array_like, shape (K,)
+        Times in s.
+    """
     s = reference(np.asarray(t, dtype=float))
     fig = Figure(figsize=(10, 4))
     ax1, ax2 = fig.subplots(1, 2)
@@ -138,12 +140,24 @@ def plot_coordinates(results: dict, names=("contact_x", "contact_y", "yaw"), *, 
 
 
 def plot_lean_roll(results: dict) -> Figure:
-    """The ball's lean and roll (dependent coordinates, recovered from the rolling constraints)."""
+    """The ball's lean and roll (dependent coordinates, recovered from the rolling constraints).
+
+    Parameters
+    ----------
+    results : dict of str to ClosedLoopResult
+        Labelled runs.
+    """
     return plot_coordinates(results, ("lean", "roll"))
 
 
 def plot_inputs(results: dict) -> Figure:
-    """Plate angles against their references and the plate angular rates (degrees, deg/s)."""
+    """Plate angles against their references and the plate angular rates (degrees, deg/s).
+
+    Parameters
+    ----------
+    results : dict of str to ClosedLoopResult
+        Labelled runs.
+    """
     fig = Figure(figsize=(11, 4))
     ax1, ax2 = fig.subplots(1, 2)
     first = next(iter(results.values()))
@@ -248,7 +262,7 @@ def plot_ball_paths(ball, run, title: str = "") -> Figure:
     Parameters
     ----------
     ball : RollingBall
-    run : RollingBallTrajectory
+    run : ODETrajectory
         From ``ball.simulate``.
     title : str
         Figure title.

@@ -30,16 +30,12 @@ with a binary search on the same doubles.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import io
 import json
 import math
-import os
 import re
-import secrets
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +43,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ._errors import ScheduleFileError
+from ._errors import ParameterError, ParameterTypeError, ScheduleFileError, ShapeError
+from ._io import atomic_write
 from ._validation import check_finite_scalar, check_positive
 from .discretize import DiscreteLTVSystem
 
@@ -67,73 +64,33 @@ _C_KEYWORDS = frozenset(
     "while".split())
 
 
-# ------------------------------------------------------------- atomic writes
-def _fsync_directory(directory: Path) -> None:
-    """Persist the rename itself (POSIX); silently skipped where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, ``os.replace``."""
-    path = Path(path)
-    directory = path.parent
-    for _ in range(100):
-        tmp = directory / f".{path.name}.{secrets.token_hex(8)}.tmp"
-        try:
-            # 0o666 filtered by the umask: the mode an ordinary open() would give
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 collisions of 64-bit random names
-        raise OSError(f"could not create a temporary file next to {path}")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))  # keep the mode of a file we replace
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_directory(directory)
+# atomic writes: ballctl._io.atomic_write
+_atomic_write = atomic_write
 
 
 # ---------------------------------------------------------------- validation
 def _names(value, label: str, count: int | None = None, *, allow_empty: bool = False) -> tuple[str, ...]:
     if isinstance(value, str):
-        raise ValueError(f"{label} must be a sequence of names, not a single string {value!r}")
+        raise ParameterError(f"{label} must be a sequence of names, not a single string {value!r}")
     out = tuple(value)
     bad = [s for s in out if not isinstance(s, str) or not s]
     if bad:
-        raise ValueError(f"{label} must be non-empty strings, got {bad}")
+        raise ParameterError(f"{label} must be non-empty strings, got {bad}")
     if len(set(out)) != len(out):
-        raise ValueError(f"{label} must be unique, got {out}")
+        raise ParameterError(f"{label} must be unique, got {out}")
     if count is not None and len(out) != count:
-        raise ValueError(f"{label} must have {count} entries to match the arrays, got {len(out)}: {out}")
+        raise ParameterError(f"{label} must have {count} entries to match the arrays, got {len(out)}: {out}")
     if not out and not allow_empty:
-        raise ValueError(f"{label} must not be empty")
+        raise ParameterError(f"{label} must not be empty")
     return out
 
 
 def _array(value, label: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
     arr = np.array(value, dtype=np.float64)  # always a private copy
     if shape is not None and arr.shape != shape:
-        raise ValueError(f"{label} must have shape {shape}, got {arr.shape}")
+        raise ShapeError(f"{label} must have shape {shape}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{label} must be finite")
+        raise ParameterError(f"{label} must be finite")
     arr.setflags(write=False)
     return arr
 
@@ -205,7 +162,7 @@ class GainSchedule:
     def __post_init__(self) -> None:
         gains = _array(self.gains, "gains")
         if gains.ndim != 3 or 0 in gains.shape:
-            raise ValueError(f"gains must have shape (Kt, nu, N) with Kt, nu, N >= 1, got {gains.shape}")
+            raise ShapeError(f"gains must have shape (Kt, nu, N) with Kt, nu, N >= 1, got {gains.shape}")
         Kt, nu, N = gains.shape
         times = _array(self.times, "times", (Kt,))
         dt = check_positive(self.dt, "dt", "s")
@@ -213,7 +170,7 @@ class GainSchedule:
             steps = np.diff(times)
             tol = _SPACING_RTOL * dt + 64 * np.finfo(float).eps * float(np.max(np.abs(times)))
             if np.any(np.abs(steps - dt) > tol):
-                raise ValueError(f"times must be uniformly spaced with step dt={dt!r} s "
+                raise ParameterError(f"times must be uniformly spaced with step dt={dt!r} s "
                                  f"(steps range from {steps.min()!r} to {steps.max()!r})")
         coords = _names(self.coordinate_names, "coordinate_names")
         n = len(coords)
@@ -227,34 +184,34 @@ class GainSchedule:
         repeated = sorted({s for s in listed if listed.count(s) > 1})
         missing = [s for s in coords if s not in listed]
         if unknown or repeated or missing:
-            raise ValueError(f"the partition must list every coordinate exactly once (unknown {unknown}, "
+            raise ParameterError(f"the partition must list every coordinate exactly once (unknown {unknown}, "
                              f"repeated {repeated}, missing {missing})")
         full_states = ai + tuple(f"{a}_rate" for a in ai) + ad
         if not set(self.state_names) <= set(full_states):
-            raise ValueError(f"state names {self.state_names} are not among the partition's reduced states "
+            raise ParameterError(f"state names {self.state_names} are not among the partition's reduced states "
                              f"{full_states}")
         x0 = _array(self.x0, "x0", (Kt, n))
         xd0 = _array(self.xd0, "xd0", (Kt, n))
         u0 = _array(self.u0, "u0", (Kt, nu))
         Q = _array(self.Q, "Q")
         if Q.shape not in ((N, N), (Kt, N, N)):
-            raise ValueError(f"Q must have shape {(N, N)} or {(Kt, N, N)}, got {Q.shape}")
+            raise ShapeError(f"Q must have shape {(N, N)} or {(Kt, N, N)}, got {Q.shape}")
         R = _array(self.R, "R")
         if R.shape not in ((nu, nu), (Kt, nu, nu)):
-            raise ValueError(f"R must have shape {(nu, nu)} or {(Kt, nu, nu)}, got {R.shape}")
+            raise ShapeError(f"R must have shape {(nu, nu)} or {(Kt, nu, nu)}, got {R.shape}")
         Q_N = _array(self.Q_N, "Q_N", (N, N))
         if not isinstance(self.plant_name, str) or not self.plant_name:
-            raise ValueError(f"plant_name must be a non-empty string, got {self.plant_name!r}")
+            raise ParameterError(f"plant_name must be a non-empty string, got {self.plant_name!r}")
         if not isinstance(self.plant_parameters, Mapping):
-            raise ValueError(f"plant_parameters must be a mapping of str to float, got "
+            raise ParameterError(f"plant_parameters must be a mapping of str to float, got "
                              f"{type(self.plant_parameters).__name__}")
         params = {}
         for key in sorted(self.plant_parameters):
             value = self.plant_parameters[key]
             if not isinstance(key, str) or not key:
-                raise ValueError(f"plant_parameters keys must be non-empty strings, got {key!r}")
+                raise ParameterError(f"plant_parameters keys must be non-empty strings, got {key!r}")
             if isinstance(value, bool):
-                raise ValueError(f"plant_parameters[{key!r}] must be a number, got {value!r}")
+                raise ParameterError(f"plant_parameters[{key!r}] must be a number, got {value!r}")
             params[key] = check_finite_scalar(value, f"plant_parameters[{key!r}]")
         for name, value in (("times", times), ("gains", gains), ("x0", x0), ("xd0", xd0), ("u0", u0), ("Q", Q),
                             ("R", R), ("Q_N", Q_N), ("dt", dt), ("state_names", state_names),
@@ -293,11 +250,11 @@ class GainSchedule:
         GainSchedule
         """
         if not isinstance(system, DiscreteLTVSystem):
-            raise ValueError(f"system must be a DiscreteLTVSystem, got {type(system).__name__}")
+            raise ParameterTypeError(f"system must be a DiscreteLTVSystem, got {type(system).__name__}")
         if system.partition is None:
-            raise ValueError("system.partition is None: a gain schedule records the partition")
+            raise ParameterError("system.partition is None: a gain schedule records the partition")
         if lqr.gains.shape[0] != len(system):
-            raise ValueError(f"lqr has {lqr.gains.shape[0]} steps but system has {len(system)} samples")
+            raise ParameterError(f"lqr has {lqr.gains.shape[0]} steps but system has {len(system)} samples")
 
         def collapse(W):
             return W[0] if np.all(W == W[0]) else W
@@ -332,7 +289,13 @@ class GainSchedule:
                 f"t=[{float(self.times[0])!r}, {self.end_time!r}), N={self.n_states}, nu={self.n_inputs})")
 
     def is_identical(self, other: "GainSchedule") -> bool:
-        """True when every array is bitwise equal (same shapes, signed zeros) and all metadata is equal."""
+        """True when every array is bitwise equal (same shapes, signed zeros) and all metadata is equal.
+
+        Parameters
+        ----------
+        other : GainSchedule
+            The schedule to compare with.
+        """
         if not isinstance(other, GainSchedule):
             return False
         if self._metadata() != other._metadata():
@@ -361,7 +324,7 @@ class GainSchedule:
         """
         t = check_finite_scalar(t, "t")
         if not (self.times[0] <= t < self.times[-1] + self.dt):
-            raise ValueError(f"t={t!r} s is outside the schedule [{float(self.times[0])!r}, {self.end_time!r}) s")
+            raise ParameterError(f"t={t!r} s is outside the schedule [{float(self.times[0])!r}, {self.end_time!r}) s")
         return int(np.searchsorted(self.times, t, side="right")) - 1
 
     def gain_at(self, t: float) -> np.ndarray:
@@ -396,7 +359,7 @@ class GainSchedule:
         """
         X = np.asarray(X, dtype=float)
         if X.shape != (self.n_states,) or not np.all(np.isfinite(X)):
-            raise ValueError(f"X must be a finite vector of length {self.n_states}, got shape {X.shape}")
+            raise ShapeError(f"X must be a finite vector of length {self.n_states}, got shape {X.shape}")
         return -(self.gain_at(t) @ X)
 
     # ------------------------------------------------- canonical serialization
@@ -513,6 +476,11 @@ class GainSchedule:
 
         Values are written with ``repr`` (exact). This is an export for
         spreadsheets and plots; there is no CSV reader, use :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file.
         """
         path = Path(path)
         buf = io.StringIO()
@@ -543,9 +511,16 @@ class GainSchedule:
 
         Doubles are written with ``repr``, which a correctly rounding
         compiler (gcc, clang) reads back to the same bits.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file.
+        name : str
+            C identifier prefix of the arrays and macros.
         """
         if not isinstance(name, str) or not _C_IDENTIFIER.fullmatch(name) or name in _C_KEYWORDS:
-            raise ValueError(f"name must be a C identifier, got {name!r}")
+            raise ParameterError(f"name must be a C identifier, got {name!r}")
         path = Path(path)
         _atomic_write(path, self._c_header_text(name).encode("ascii"))
         return path
@@ -645,7 +620,7 @@ class GainSchedule:
 def _kind(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in (".npz", ".json"):
-        raise ValueError(f"path must end in .npz or .json to choose the format, got {str(path)!r}")
+        raise ParameterError(f"path must end in .npz or .json to choose the format, got {str(path)!r}")
     return suffix[1:]
 
 
@@ -690,7 +665,7 @@ def _check_metadata(metadata, path: Path) -> dict:
 
 def _read_json(raw: bytes, path: Path) -> tuple[dict, dict, str]:
     def reject_constant(token):
-        raise ValueError(f"non-finite number {token}")
+        raise ParameterError(f"non-finite number {token}")
 
     try:
         doc = json.loads(raw.decode("utf-8"), parse_constant=reject_constant)

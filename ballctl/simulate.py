@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import inspect
 import time as _time
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import ChartSingularityError, IntegrationError
+from ._errors import ChartSingularityError, IntegrationError, ParameterError
 from ._validation import as_times, as_vector
 from .system import ConstrainedSystem
 
@@ -51,14 +52,18 @@ class SimulationResult:
         ``D(x) xd`` at the output times.
     nfev : int
         Right-hand-side evaluations.
-    wall_time : float
+    wall_time_s : float
         Wall-clock time of the integration in s.
     method : str
-        Integrator used.
+        Integrator used (a ``solve_ivp`` method name).
     success : bool
         False only when the caller asked to keep going after a failure.
     message : str
         Integrator message.
+    chart_changes : tuple of float
+        Times in s where the simulation switched to a fresh chart.
+    coordinate_names, input_names : tuple of str
+        Names of the system's coordinates and inputs.
     """
 
     t: np.ndarray
@@ -68,11 +73,19 @@ class SimulationResult:
     position_residual: np.ndarray
     velocity_residual: np.ndarray
     nfev: int
-    wall_time: float
+    wall_time_s: float
     method: str
     success: bool = True
     message: str = ""
     chart_changes: tuple[float, ...] = ()
+    coordinate_names: tuple[str, ...] = field(default=(), repr=False)
+    input_names: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def wall_time(self) -> float:
+        """Deprecated spelling of :attr:`wall_time_s` (removed in the next release)."""
+        warnings.warn("SimulationResult.wall_time is deprecated; use wall_time_s", DeprecationWarning, stacklevel=2)
+        return self.wall_time_s
 
     @property
     def max_constraint_residual(self) -> float:
@@ -80,35 +93,75 @@ class SimulationResult:
         vals = [np.max(np.abs(a)) for a in (self.position_residual, self.velocity_residual) if a.size]
         return float(max(vals)) if vals else 0.0
 
+    def to_time_response(self):
+        """The run as a python-control ``TimeResponseData`` (signal-major, the one transpose).
 
-def input_function(inputs, n_inputs: int) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
-    """Normalize ``inputs`` to a callable ``(t, x, xd) -> u`` of shape (nu,).
+        States and outputs are ``(x, xd)`` (2n signals, labels
+        ``<coordinate>`` and ``<coordinate>_dot``), inputs ``u``; ``time``
+        is :attr:`t`. See ``docs/conventions.md``.
+
+        Returns
+        -------
+        control.TimeResponseData
+        """
+        import control
+
+        n = self.x.shape[1]
+        names = self.coordinate_names or tuple(f"x{i + 1}" for i in range(n))
+        labels = list(names) + [f"{c}_dot" for c in names]
+        states = np.concatenate([self.x, self.xd], axis=1).T
+        inputs = self.u.T
+        return control.TimeResponseData(
+            self.t, states, states, inputs, output_labels=labels, state_labels=labels,
+            input_labels=list(self.input_names or tuple(f"u{j + 1}" for j in range(inputs.shape[0]))),
+            title="ballctl.simulate", success=self.success, message=self.message)
+
+
+def input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
+                   ) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
+    """Normalize the inputs of :func:`simulate` to a callable ``(t, x, xd) -> u`` of shape (nu,).
 
     Parameters
     ----------
     inputs : None, array_like or callable
-        ``None`` (zero inputs), a constant array, a callable of ``t`` or a
-        callable of ``(t, x, xd)`` (state feedback).
+        ``None`` (zero inputs), a constant array of shape (nu,) or a
+        callable ``u(t)`` of time only.
     n_inputs : int
         Number of inputs.
+    feedback : callable, optional
+        State feedback ``u(t, x, xd)``; then ``inputs`` must be None.
+
+    Returns
+    -------
+    callable
+        ``(t, x, xd) -> ndarray, shape (nu,)``.
     """
+    if feedback is not None:
+        if inputs is not None:
+            raise ParameterError("pass either inputs (u(t) or a constant) or feedback (u(t, x, xd)), not both")
+        if not callable(feedback):
+            raise ParameterError(f"feedback must be a callable u(t, x, xd), got {feedback!r}")
+        return lambda t, x, xd: np.asarray(feedback(t, x, xd), dtype=float).reshape(n_inputs)
     if inputs is None:
         zero = np.zeros(n_inputs)
         return lambda t, x, xd: zero
     if not callable(inputs):
         const = as_vector(inputs, "inputs", n_inputs) if n_inputs else np.zeros(0)
         return lambda t, x, xd: const
-    try:
-        params = [p for p in inspect.signature(inputs).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
-        nargs = len(params)
-    except (TypeError, ValueError):
-        nargs = 1
-    if nargs == 1:
-        return lambda t, x, xd: np.asarray(inputs(t), dtype=float).reshape(n_inputs)
-    if nargs == 3:
+    if _required_positional(inputs) == 3:   # the 0.1 spelling of state feedback
+        warnings.warn("simulate(..., inputs=u(t, x, xd)) is deprecated: pass state feedback as feedback=u",
+                      DeprecationWarning, stacklevel=3)
         return lambda t, x, xd: np.asarray(inputs(t, x, xd), dtype=float).reshape(n_inputs)
-    raise ValueError("inputs must be a callable u(t) or u(t, x, xd), returning shape (n_inputs,)")
+    return lambda t, x, xd: np.asarray(inputs(t), dtype=float).reshape(n_inputs)
+
+
+def _required_positional(fn) -> int | None:
+    """Number of required positional parameters of ``fn`` (None when it has no signature)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty])
 
 
 def _chart_event(system: ConstrainedSystem):
@@ -124,7 +177,8 @@ def _chart_event(system: ConstrainedSystem):
     return event
 
 
-def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None, method: str = "DOP853",
+def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Callable | None = None, t_eval=None,
+             method: str = "DOP853",
              rtol: float = 1e-10, atol: float = 1e-12, max_step: float = np.inf,
              stabilization: tuple[float, float] | None = (10.0, 10.0),
              projection_interval: float | None = None, project_initial: bool = False,
@@ -139,9 +193,14 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
         Initial coordinates and velocities; they should satisfy the
         constraints (set ``project_initial`` to project them first).
     inputs : None, array_like (nu,) or callable
-        ``u(t)`` or ``u(t, x, xd)``.
+        Zero, constant or time-dependent inputs ``u(t) -> (nu,)``.
     t_span : (float, float)
         Start and end times in s.
+    feedback : callable, optional
+        State feedback ``u(t, x, xd) -> (nu,)`` instead of ``inputs``
+        (then pass ``inputs=None``). The 0.1 spelling, a three-argument
+        callable as ``inputs``, works for one release with a
+        ``DeprecationWarning``.
     t_eval : array_like, optional
         Output times (default: 501 evenly spaced).
     method : str
@@ -163,9 +222,13 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
         Raise :class:`IntegrationError` when the integrator fails (default);
         otherwise return what was computed with ``success=False``.
 
+    max_step : float
+        Largest integrator step in s.
+
     Returns
     -------
     SimulationResult
+        Use :meth:`SimulationResult.to_time_response` for python-control.
 
     Raises
     ------
@@ -178,15 +241,15 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
     xd0 = as_vector(xd0, "xd0", n)
     t_span = as_times(t_span, "t_span", increasing=True)
     if t_span.shape != (2,):
-        raise ValueError(f"t_span must be (t_start, t_end), got {t_span}")
+        raise ParameterError(f"t_span must be (t_start, t_end), got {t_span}")
     if t_eval is None:
         t_eval = np.linspace(t_span[0], t_span[1], 501)
     t_eval = as_times(t_eval, "t_eval", increasing=True)
     if t_eval[0] < t_span[0] - 1e-12 or t_eval[-1] > t_span[1] + 1e-12:
-        raise ValueError("t_eval must lie within t_span")
+        raise ParameterError("t_eval must lie within t_span")
     if not (0 < rtol < 1) or not (0 < atol):
-        raise ValueError(f"rtol must be in (0, 1) and atol > 0, got rtol={rtol}, atol={atol}")
-    ufun = input_function(inputs, nu)
+        raise ParameterError(f"rtol must be in (0, 1) and atol > 0, got rtol={rtol}, atol={atol}")
+    ufun = input_function(inputs, nu, feedback=feedback)
     if project_initial:
         x0 = system.project_positions(x0)
         xd0 = system.project_velocities(x0, xd0, ufun(t_span[0], x0, xd0))
@@ -199,7 +262,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
     events = _chart_event(system)
     if projection_interval is not None:
         if projection_interval <= 0:
-            raise ValueError(f"projection_interval must be > 0 s, got {projection_interval}")
+            raise ParameterError(f"projection_interval must be > 0 s, got {projection_interval}")
         edges = np.arange(t_span[0], t_span[1], projection_interval)
         edges = np.append(edges, t_span[1])
     else:
@@ -253,7 +316,10 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
     pos = np.array([system.holonomic(x) for x in X]).reshape(len(t_out), system.n_holonomic)
     vel = np.array([system.constraint_jacobian(x) @ xd for x, xd in zip(X, XD)]).reshape(
         len(t_out), system.n_constraints)
-    return SimulationResult(t_out, X, XD, U, pos, vel, int(nfev), wall, method, success, message, tuple(changes))
+    return SimulationResult(t=t_out, x=X, xd=XD, u=U, position_residual=pos, velocity_residual=vel, nfev=int(nfev),
+                            wall_time_s=wall, method=method, success=success, message=message,
+                            chart_changes=tuple(changes), coordinate_names=tuple(system.coordinate_names),
+                            input_names=tuple(system.input_names))
 
 
 def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, steps: int = 1) -> np.ndarray:
@@ -261,9 +327,27 @@ def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, s
 
     ``y`` may be a stack ``(batch, nx)`` when ``fun`` accepts one. Used for
     fixed-step plant integration between controller samples and for batch runs.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(t, y) -> dy/dt`` with the shape of ``y``.
+    y : array_like, shape (nx,) or (batch, nx)
+        State at ``t``.
+    t : float
+        Start time in s.
+    h : float
+        Total step in s.
+    steps : int
+        Number of substeps.
+
+    Returns
+    -------
+    ndarray
+        The state at ``t + h``.
     """
     if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
+        raise ParameterError(f"steps must be >= 1, got {steps}")
     hs = h / steps
     y = np.asarray(y, dtype=float)
     for _ in range(steps):

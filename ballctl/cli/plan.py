@@ -58,7 +58,17 @@ DEFAULT_PROBLEM = {
 
 
 def load_problem(path: str | None) -> dict:
-    """The built-in problem updated by a TOML file; unknown tables or keys raise ``ValueError``."""
+    """The built-in problem updated by a TOML file; unknown tables or keys raise ``ValueError``.
+
+    Parameters
+    ----------
+    path : str or None
+        TOML problem file; ``None`` returns :data:`DEFAULT_PROBLEM`.
+
+    Returns
+    -------
+    dict
+    """
     problem = copy.deepcopy(DEFAULT_PROBLEM)
     if path is None:
         return problem
@@ -93,7 +103,12 @@ def load_problem(path: str | None) -> dict:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add this subcommand's flags."""
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    """
     p.add_argument("problem", nargs="?", default=None, help="TOML problem file (default: the built-in maneuver)")
     p.add_argument("--intervals", type=int, default=None, help="mesh intervals (overrides [solver] intervals)")
     p.add_argument("--no-closed-loop", action="store_true", help="skip the LQR closed-loop run")
@@ -113,11 +128,8 @@ def _atomic_write(path: Path, writer) -> None:
 
 
 def _plant(spec: dict):
-    from ..plants.rolling_ball import (
-        RollingBall,
-        paper_ball_initial_state,
-        paper_ball_parameters,
-    )
+    from ..plants.paper import paper_ball_initial_state, paper_ball_parameters
+    from ..plants.rolling_ball import RollingBall
     if spec["preset"] != "paper_ball":
         raise ValueError(f"[plant] preset must be 'paper_ball', got {spec['preset']!r}")
     x0 = paper_ball_initial_state() if spec["initial_state"] is None else np.asarray(spec["initial_state"], float)
@@ -125,7 +137,17 @@ def _plant(spec: dict):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Plan, re-simulate, track in closed loop, write plan.json, plan.npz and figures."""
+    """Plan, re-simulate, track in closed loop, write plan.json, plan.npz and figures.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    int
+        0 when the plan converged, 1 otherwise.
+    """
     from ..planning import (
         CircularObstacle,
         ManeuverProblem,
@@ -192,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
             "dt_s": float(c["dt_s"]), "initial_contact_error_m": float(e[0]),
             "max_contact_error_m": float(e.max()), "final_contact_error_m": float(e[-1]),
             "open_loop_final_contact_error_m": float(eo[-1]),
-            "max_constraint_residual": float(tr.closed_loop.summary()["max_constraint_residual"])}
+            "max_constraint_residual": float(tr.closed_loop.summary().max_constraint_residual)}
         save_figure(plot_plan_tracking(plan, tr), out / "plan_tracking.png")
     print("[4/4] writing plan.json, plan.npz and figures", file=sys.stderr)
     _atomic_write(out / "plan.npz", lambda tmp: np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._io import atomic_write_text
 from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
@@ -21,7 +22,13 @@ DEFAULT_MAX_INPUT_ERRORS_DEG = 3.0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add this subcommand's flags."""
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    """
     p.add_argument("--config", default=None, help="TOML file whose keys (or [track] table) set any flag")
     add_ball_arguments(p)
     add_circle_arguments(p)
@@ -46,7 +53,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The main job: reference -> linearize -> controllability -> discretize -> LQR -> closed loop."""
+    """The main job: reference -> linearize -> controllability -> discretize -> LQR -> closed loop.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+    """
     import json
 
     from ..closed_loop import RigLimits, simulate_closed_loop
@@ -103,16 +116,17 @@ def run(args: argparse.Namespace) -> int:
     summaries = {}
     for label, r in runs.items():
         sm = r.summary()
-        summaries[label] = sm
-        lines.append(f"| {label} | {sm['final_error']:.3e} | {sm['steady_state_error']:.3e} | "
-                     f"{sm['settling_time']:.3f} | {np.rad2deg(sm['peak_alpha']):.3f} | "
-                     f"{np.rad2deg(sm['peak_beta']):.3f} | {sm['wall_time']:.2f} |")
+        summaries[label] = sm.as_dict()
+        settle = "never" if sm.settling_time_s is None else f"{sm.settling_time_s:.3f}"
+        lines.append(f"| {label} | {sm.final_error_m:.3e} | {sm.steady_state_error_m:.3e} | "
+                     f"{settle} | {np.rad2deg(sm.peak_input_rad['alpha']):.3f} | "
+                     f"{np.rad2deg(sm.peak_input_rad['beta']):.3f} | {sm.wall_time_s:.2f} |")
         if r.limit_events:
             lines.append(f"|  rig limits active: {r.limit_events} | | | | | | |")
     lines += ["", "Files: reference.png, tracking.png, gain_schedule.npz, gain_schedule.h, summary.json."]
     text = "\n".join(lines) + "\n"
     _atomic_text(out / "summary.md", text)
-    _atomic_text(out / "summary.json", json.dumps(summaries, indent=2, default=float))
+    _atomic_text(out / "summary.json", json.dumps(summaries, indent=2, allow_nan=False))
     print(text)
     return 0
 
@@ -120,23 +134,14 @@ def run(args: argparse.Namespace) -> int:
 def _controllability_rank(ctrl) -> int:
     """Rank of the discrete reachability Gramian over the first second of control samples."""
     from ..controllability import discrete_gramian
+    from ..discretize import DiscreteLTVSystem
 
     steps = min(len(ctrl.discrete.Ad), max(ctrl.ltv.n_states, int(round(1.0 / ctrl.dt))))
-    report = discrete_gramian(ctrl.discrete.Ad[:steps], ctrl.discrete.Bd[:steps], state_names=ctrl.state_names,
-                              rank_rtol=1e-9)
+    head = DiscreteLTVSystem.from_arrays(ctrl.discrete.Ad[:steps], ctrl.discrete.Bd[:steps], dt=ctrl.dt,
+                                         state_names=ctrl.state_names)
+    report = discrete_gramian(head, rank_rtol=1e-9)
     return int(report.rank)
 
 
 def _atomic_text(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, text)

@@ -48,7 +48,17 @@ __all__ = [
 
 
 def collocation_times(nodes) -> np.ndarray:
-    """Nodes and midpoints in time order, shape (2N + 1,), s."""
+    """Nodes and midpoints in time order.
+
+    Parameters
+    ----------
+    nodes : array_like, shape (N + 1,)
+        Mesh nodes in s.
+
+    Returns
+    -------
+    ndarray, shape (2N + 1,)
+    """
     nodes = np.asarray(nodes, dtype=float)
     t = np.empty(2 * nodes.size - 1)
     t[0::2] = nodes
@@ -57,7 +67,17 @@ def collocation_times(nodes) -> np.ndarray:
 
 
 def simpson_weights(nodes) -> np.ndarray:
-    """Composite Simpson weights on the collocation points, shape (2N + 1,): ``int g dt = w @ g``."""
+    """Composite Simpson weights on the collocation points: ``int g dt = w @ g``.
+
+    Parameters
+    ----------
+    nodes : array_like, shape (N + 1,)
+        Mesh nodes in s.
+
+    Returns
+    -------
+    ndarray, shape (2N + 1,)
+    """
     h = np.diff(np.asarray(nodes, dtype=float))
     w = np.zeros(2 * h.size + 1)
     w[0:-1:2] += h / 6.0
@@ -78,6 +98,8 @@ class Transcription:
         Collocation points (nodes and midpoints), ``P = 2N + 1``.
     quadrature_weights : ndarray, shape (P,)
         Simpson weights on ``times``.
+    n_x, n_u, n_z : int
+        Numbers of states, inputs and algebraic variables.
     w : casadi.SX
         All decision variables, ``vec`` of ``X``, ``U``, ``Z``.
     X, U, Z : casadi.SX, shapes (n_x, P), (n_u, P), (n_z, P)
@@ -107,7 +129,19 @@ class Transcription:
         return self.times.size
 
     def pack(self, X, U, Z=None) -> np.ndarray:
-        """Decision vector of point-major arrays ``X (P, n_x)``, ``U (P, n_u)``, ``Z (P, n_z)``."""
+        """Decision vector of point-major arrays.
+
+        Parameters
+        ----------
+        X : array_like, shape (P, n_x)
+        U : array_like, shape (P, n_u)
+        Z : array_like, shape (P, n_z), optional
+            Zeros by default.
+
+        Returns
+        -------
+        ndarray, shape (P (n_x + n_u + n_z),)
+        """
         P = self.n_points
         Z = np.zeros((P, self.n_z)) if Z is None else Z
         return np.concatenate([np.asarray(X, float).reshape(P, self.n_x).ravel(),
@@ -115,7 +149,16 @@ class Transcription:
                                np.asarray(Z, float).reshape(P, self.n_z).ravel()])
 
     def unpack(self, w) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Point-major ``(X (P, n_x), U (P, n_u), Z (P, n_z))`` of a decision vector."""
+        """Point-major arrays of a decision vector.
+
+        Parameters
+        ----------
+        w : array_like, shape (P (n_x + n_u + n_z),)
+
+        Returns
+        -------
+        X, U, Z : ndarray, shapes (P, n_x), (P, n_u), (P, n_z)
+        """
         w = np.asarray(w, dtype=float).ravel()
         P, a, b = self.n_points, self.n_x, self.n_u
         X = w[:P * a].reshape(P, a)

@@ -100,6 +100,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._errors import ParameterError, ParameterTypeError
+from .._quaternion import cross
 from .._validation import check_finite_scalar, check_positive
 from ..system import ConstrainedSystem
 from .ball_plate import BallPlate, BallPlateParameters
@@ -133,17 +135,21 @@ class MovingPlateParameters:
 
     def __post_init__(self) -> None:
         if not isinstance(self.ball, BallPlateParameters):
-            raise ValueError(f"ball must be a BallPlateParameters, got {type(self.ball).__name__}")
+            raise ParameterTypeError(f"ball must be a BallPlateParameters, got {type(self.ball).__name__}")
         d = check_finite_scalar(self.pivot_depth, "pivot_depth")
         if not 0.0 <= d < 1.0:
-            raise ValueError(f"pivot_depth must lie in [0, 1) m, got {self.pivot_depth!r}")
+            raise ParameterError(f"pivot_depth must lie in [0, 1) m, got {self.pivot_depth!r}")
         if not isinstance(self.with_spin, bool):
-            raise ValueError(f"with_spin must be True or False, got {self.with_spin!r}")
+            raise ParameterError(f"with_spin must be True or False, got {self.with_spin!r}")
 
     @property
     def n_plate(self) -> int:
         """Number of plate coordinates (2, or 3 with the spin)."""
         return 3 if self.with_spin else 2
+
+    def as_dict(self) -> dict:
+        """Flat dictionary of the resolved parameters (for files and reports); ball keys as in the ball's."""
+        return {**self.ball.as_dict(), "pivot_depth": float(self.pivot_depth), "with_spin": self.with_spin}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,7 +184,7 @@ class ServoParameters:
         check_positive(self.damping, "damping")
         inertia = tuple(self.plate_inertia)
         if len(inertia) != 3:
-            raise ValueError(f"plate_inertia must have 3 entries (J_xx, J_yy, J_zz) in kg m^2, got {inertia}")
+            raise ParameterError(f"plate_inertia must have 3 entries (J_xx, J_yy, J_zz) in kg m^2, got {inertia}")
         for i, value in enumerate(inertia):
             check_positive(value, f"plate_inertia[{i}]", "kg m^2")
         object.__setattr__(self, "plate_inertia", tuple(float(v) for v in inertia))
@@ -197,15 +203,13 @@ class ServoParameters:
         """``k_v = 2 zeta omega_s`` in 1/s: angular acceleration per unit rate error."""
         return 2.0 * self.damping * self.bandwidth
 
+    def as_dict(self) -> dict:
+        """Flat dictionary of the parameters (for files and reports)."""
+        return {"bandwidth": float(self.bandwidth), "damping": float(self.damping),
+                "plate_inertia": list(self.plate_inertia), "max_torque": self.max_torque, "max_rate": self.max_rate}
+
 
 # ---------------------------------------------------------------- pure functions
-def _cross(a, b):
-    """Cross product on the last axis (complex-safe)."""
-    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-                     a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
-
-
 def plate_kinematics(qp, qpd, gravity: float):
     r"""Plate angular velocity and gravity in the plate frame.
 
@@ -258,12 +262,13 @@ class _MovingPlateBase(ConstrainedSystem):
     """Shared kinematics of the moving-plate plants (not a plant by itself)."""
 
     input_suffix = ""
+    batched = True
 
     def __init__(self, params: MovingPlateParameters | None = None) -> None:
         if params is None:
             params = MovingPlateParameters()
         if not isinstance(params, MovingPlateParameters):
-            raise ValueError(f"params must be a MovingPlateParameters, got {type(params).__name__}")
+            raise ParameterTypeError(f"params must be a MovingPlateParameters, got {type(params).__name__}")
         self.params = params
         self._ball_plate = BallPlate(params.ball)
         n_p = params.n_plate
@@ -298,7 +303,7 @@ class _MovingPlateBase(ConstrainedSystem):
         H[..., 0, 0] = 1.0
         H[..., 1, 1] = 1.0
         # Omega x s = sum_j qpd_j (Gp[:, j] x s)
-        H[..., :, 5:] = np.swapaxes(_cross(np.swapaxes(Gp, -1, -2), s[..., None, :]), -1, -2)
+        H[..., :, 5:] = np.swapaxes(cross(np.swapaxes(Gp, -1, -2), s[..., None, :]), -1, -2)
         G = np.zeros(x.shape[:-1] + (3, n), dtype=dtype)
         G[..., 0, 3] = cps
         G[..., 1, 3] = sps
@@ -311,8 +316,8 @@ class _MovingPlateBase(ConstrainedSystem):
         Grel_dot_qd = np.stack([-dphi * sps * dpsi - dth * (cps * cph * dpsi - sps * sph * dphi),
                                 dphi * cps * dpsi - dth * (sps * cph * dpsi + cps * sph * dphi),
                                 dth * cph * dphi], axis=-1)
-        h = _cross(Gpdot_qd, s) + 2.0 * _cross(Om, sd) + _cross(Om, _cross(Om, s))
-        g_v = Grel_dot_qd + Gpdot_qd + _cross(Om, w)
+        h = cross(Gpdot_qd, s) + 2.0 * cross(Om, sd) + cross(Om, cross(Om, s))
+        g_v = Grel_dot_qd + Gpdot_qd + cross(Om, w)
         return H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s
 
     def _ball_mass_and_forces(self, x, xd):
@@ -505,7 +510,7 @@ class ServoPlateBallPlate(_MovingPlateBase):
         if servo is None:
             servo = ServoParameters()
         if not isinstance(servo, ServoParameters):
-            raise ValueError(f"servo must be a ServoParameters, got {type(servo).__name__}")
+            raise ParameterTypeError(f"servo must be a ServoParameters, got {type(servo).__name__}")
         self.servo = servo
         self._J = np.diag(servo.plate_inertia)
         self._axis_inertia = np.array(servo.plate_inertia[: self.n_plate])
@@ -517,13 +522,23 @@ class ServoPlateBallPlate(_MovingPlateBase):
         Gp, Om, Gpdot_qd, _ = plate_kinematics(x[..., 5:], xd[..., 5:], 1.0)
         M[..., 5:, 5:] += np.swapaxes(Gp, -1, -2) @ self._J @ Gp
         JOm = np.einsum("ij,...j->...i", self._J, Om)
-        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + _cross(Om, JOm)
+        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + cross(Om, JOm)
         Q = Q + 0.0 * u.sum(axis=-1)[..., None]
         Q[..., 5:] += -np.einsum("...ji,...j->...i", Gp, inner) + self.servo_torque(x, xd, u)
         return M, Q
 
     def servo_torque(self, x, xd, u) -> np.ndarray:
-        """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p)."""
+        """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        u : array_like, shape (..., n_p)
+            Commanded plate angles in rad.
+        """
         x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
         sv = self.servo
         err = u - x[..., 5:]
@@ -541,32 +556,57 @@ class ServoPlateBallPlate(_MovingPlateBase):
 
         Raises ``ValueError`` when the torque or the implied rate set-point
         reaches a servo limit.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        tau : array_like, shape (..., n_p)
+            Servo torques in N m.
         """
         x, xd, tau = np.asarray(x, float), np.asarray(xd, float), np.asarray(tau, float)
         sv = self.servo
         if sv.max_torque is not None:
             if np.any(np.abs(tau) >= sv.max_torque):
-                raise ValueError(f"the required torque {np.abs(tau).max():.4g} N m reaches max_torque "
+                raise ParameterError(f"the required torque {np.abs(tau).max():.4g} N m reaches max_torque "
                                  f"= {sv.max_torque} N m")
             tau = sv.max_torque * np.arctanh(tau / sv.max_torque)
         rate = xd[..., 5:] + tau / (self._axis_inertia * sv.rate_gain)
         if sv.max_rate is not None:
             if np.any(np.abs(rate) >= sv.max_rate):
-                raise ValueError(f"the required rate set-point {np.abs(rate).max():.4g} rad/s reaches "
+                raise ParameterError(f"the required rate set-point {np.abs(rate).max():.4g} rad/s reaches "
                                  f"max_rate = {sv.max_rate} rad/s")
             rate = sv.max_rate * np.arctanh(rate / sv.max_rate)
         return x[..., 5:] + rate / sv.position_gain
 
     def plate_kinetic_energy(self, x, xd) -> np.ndarray:
-        """Kinetic energy of the plate ``1/2 Omega^T J Omega`` in J."""
+        """Kinetic energy of the plate ``1/2 Omega^T J Omega`` in J.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        """
         Om = self.plate_angular_velocity(x, xd)
         return 0.5 * np.einsum("...i,ij,...j->...", Om, self._J, Om)
 
     def plate_forces(self, x, xd) -> np.ndarray:
-        """Plate gyroscopic and velocity terms ``-G_p^T (J Gdot_p qd_p + Omega x J Omega)``, shape (..., n_p)."""
+        """Plate gyroscopic and velocity terms ``-G_p^T (J Gdot_p qd_p + Omega x J Omega)``, shape (..., n_p).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        """
         x, xd = np.asarray(x), np.asarray(xd)
         Gp, Om, Gpdot_qd, _ = plate_kinematics(x[..., 5:], xd[..., 5:], 1.0)
         JOm = np.einsum("ij,...j->...i", self._J, Om)
-        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + _cross(Om, JOm)
+        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + cross(Om, JOm)
         return -np.einsum("...ji,...j->...i", Gp, inner)
 

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._errors import ParameterError, ParameterTypeError, ShapeError
 from .._validation import as_matrix, as_vector, check_positive
 
 __all__ = [
@@ -115,7 +116,7 @@ def frisvad_basis(normal) -> tuple[np.ndarray, np.ndarray]:
     """
     n = as_vector(normal, "normal", 3)
     if abs(float(n @ n) - 1.0) > 1e-9:
-        raise ValueError(f"normal must be a unit vector (|n| = 1 within 1e-9), got |n| = {np.linalg.norm(n)!r}")
+        raise ParameterError(f"normal must be a unit vector (|n| = 1 within 1e-9), got |n| = {np.linalg.norm(n)!r}")
     x, y, z = n
     if z < -0.9999999:
         return np.array([0.0, -1.0, 0.0]), np.array([-1.0, 0.0, 0.0])
@@ -148,7 +149,7 @@ def paper_rail_basis(normal) -> np.ndarray:
 def _rotation(value, name: str) -> np.ndarray:
     R = as_matrix(value, name, (3, 3))
     if np.max(np.abs(R.T @ R - np.eye(3))) > 1e-9 or np.linalg.det(R) < 0:
-        raise ValueError(f"{name} must be a rotation matrix (R^T R = I within 1e-9, det R = +1)")
+        raise ParameterError(f"{name} must be a rotation matrix (R^T R = I within 1e-9, det R = +1)")
     R = R.copy()
     R.setflags(write=False)
     return R
@@ -355,7 +356,7 @@ class SegmentRail(Rail):
         start = _frozen_vector(self.start_m, "start_m", 3)
         end = _frozen_vector(self.end_m, "end_m", 3)
         if np.linalg.norm(end - start) <= 0.0:
-            raise ValueError("end_m must differ from start_m (a segment of length > 0 m)")
+            raise ParameterError("end_m must differ from start_m (a segment of length > 0 m)")
         object.__setattr__(self, "start_m", start)
         object.__setattr__(self, "end_m", end)
 
@@ -402,18 +403,19 @@ class CallableRail(Rail):
 
     def __post_init__(self) -> None:
         if not callable(self.function):
-            raise ValueError(f"function must be callable, got {self.function!r}")
+            raise ParameterTypeError(f"function must be callable, got {self.function!r}")
         lo, hi = (float(v) for v in self.parameter_range)
         if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
-            raise ValueError(f"parameter_range must be finite (low, high) with high > low, got {self.parameter_range!r}")
+            raise ParameterError(
+                f"parameter_range must be finite (low, high) with high > low, got {self.parameter_range!r}")
         object.__setattr__(self, "parameter_range", (lo, hi))
         theta = np.linspace(lo, hi, 5)
         out = self.function(theta)
         if not (isinstance(out, tuple) and len(out) == 3):
-            raise ValueError("function must return a tuple (zeta, dzeta, ddzeta)")
+            raise ParameterTypeError("function must return a tuple (zeta, dzeta, ddzeta)")
         for name, arr in zip(("zeta", "dzeta", "ddzeta"), out):
             if np.shape(arr) != (5, 3):
-                raise ValueError(f"function must return {name} of shape theta.shape + (3,), "
+                raise ShapeError(f"function must return {name} of shape theta.shape + (3,), "
                                  f"got {np.shape(arr)} for theta of shape (5,)")
 
     def _local(self, theta):

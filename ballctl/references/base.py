@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import ParameterError, ShapeError
 from ..system import ConstrainedSystem
 
 __all__ = ["Reference", "ReferenceSample"]
@@ -64,10 +65,10 @@ class Reference(ABC):
     def __call__(self, t) -> ReferenceSample:
         t = np.atleast_1d(np.asarray(t, dtype=float))
         if t.ndim != 1 or not np.all(np.isfinite(t)):
-            raise ValueError(f"t must be a finite scalar or 1-D array of times in s, got shape {t.shape}")
+            raise ShapeError(f"t must be a finite scalar or 1-D array of times in s, got shape {t.shape}")
         lo, hi = self.t_range
         if t.size and (t.min() < lo - 1e-12 or t.max() > hi + 1e-12):
-            raise ValueError(f"t must lie in the reference's interval [{lo}, {hi}] s, got [{t.min()}, {t.max()}]")
+            raise ParameterError(f"t must lie in the reference's interval [{lo}, {hi}] s, got [{t.min()}, {t.max()}]")
         return self._evaluate(t)
 
     @abstractmethod

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import ChartSingularityError, InfeasibleReferenceError
+from .._errors import ChartSingularityError, InfeasibleReferenceError, ParameterError, ParameterTypeError
 from .._validation import check_finite_scalar, check_positive, as_vector
 from ..plants.ball_plate import LEAN_LIMIT, BallPlate
 from .base import Reference, ReferenceSample
@@ -84,12 +84,12 @@ class CircularMotion(Reference):
                  center=(0.0, 0.0), phase: float = 0.0, roll0: float = 0.0,
                  max_tilt: float | None = None) -> None:
         if not isinstance(plant, BallPlate):
-            raise TypeError(f"plant must be a BallPlate, got {type(plant).__name__}")
+            raise ParameterTypeError(f"plant must be a BallPlate, got {type(plant).__name__}")
         self.system = plant
         self.radius = check_positive(radius, "radius", "m")
         self.omega = check_finite_scalar(omega, "omega")
         if self.omega == 0.0:
-            raise ValueError("omega must be non-zero (rad/s); its sign sets the direction")
+            raise ParameterError("omega must be non-zero (rad/s); its sign sets the direction")
         self.roll_rate = check_positive(roll_rate, "roll_rate", "rad/s")
         self.center = tuple(float(c) for c in as_vector(center, "center", 2))
         self.phase = check_finite_scalar(phase, "phase")

@@ -36,14 +36,15 @@ from scipy.integrate import solve_ivp
 from scipy.interpolate import make_interp_spline
 
 from .._derivatives import directional_derivative
-from .._errors import ChartSingularityError
+from .._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
 from .._validation import as_vector, check_finite_scalar, check_positive
 from ..plants.ball_plate import BallPlate
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT
 from .inversion import plate_angles_for_acceleration, rolling_multipliers
 
-__all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion"]
+__all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion",
+           "evaluate_path"]
 
 
 def _rot(angle: float) -> np.ndarray:
@@ -57,6 +58,19 @@ class LissajousPath:
 
     Attributes: amplitudes in m, rates in rad/s, phases and rotation in rad,
     centre in m. Every other built-in path is a special case.
+
+    Attributes
+    ----------
+    amplitude_x, amplitude_y : float
+        Amplitudes in m.
+    omega_x, omega_y : float
+        Rates in rad/s.
+    phase_x, phase_y : float
+        Phases in rad.
+    center : (float, float)
+        Centre in m.
+    rotation : float
+        Rotation of the curve about its centre in rad.
     """
 
     amplitude_x: float
@@ -73,7 +87,7 @@ class LissajousPath:
             check_finite_scalar(getattr(self, name), name)
         as_vector(self.center, "center", 2)
         if self.amplitude_x == 0 and self.amplitude_y == 0:
-            raise ValueError("amplitude_x and amplitude_y cannot both be zero")
+            raise ParameterError("amplitude_x and amplitude_y cannot both be zero")
 
     @property
     def period(self) -> float | None:
@@ -192,16 +206,16 @@ class WaypointPath:
     def __init__(self, waypoints, speed: float, *, ramp_time: float = 1.0, closed: bool = False) -> None:
         pts = np.asarray(waypoints, dtype=float)
         if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < (3 if closed else 2):
-            raise ValueError(f"waypoints must have shape (P, 2) with P >= {3 if closed else 2}, got {pts.shape}")
+            raise ShapeError(f"waypoints must have shape (P, 2) with P >= {3 if closed else 2}, got {pts.shape}")
         if not np.all(np.isfinite(pts)):
-            raise ValueError("waypoints must be finite")
+            raise ParameterError("waypoints must be finite")
         self.speed = check_positive(speed, "speed", "m/s")
         self.closed = bool(closed)
         if closed:
             pts = np.vstack([pts, pts[:1]])
         seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
         if np.any(seg <= 1e-12):
-            raise ValueError("consecutive waypoints must be distinct")
+            raise ParameterError("consecutive waypoints must be distinct")
         s = np.concatenate([[0.0], np.cumsum(seg)])
         self.length = float(s[-1])
         self.waypoints = pts
@@ -215,7 +229,7 @@ class WaypointPath:
         self.ramp_time = 0.0 if closed else float(max(0.0, check_finite_scalar(ramp_time, "ramp_time")))
         T = self.ramp_time
         if not closed and self.speed * T > self.length:
-            raise ValueError(f"ramp_time too long: the ramps would cover {self.speed * T:.4g} m of a "
+            raise ParameterError(f"ramp_time too long: the ramps would cover {self.speed * T:.4g} m of a "
                              f"{self.length:.4g} m path; use ramp_time < {self.length / self.speed:.4g} s")
         # the quintic ramps cover speed*T/2 each, cruise the rest
         self.duration = (self.length / self.speed + T) if not closed else self.length / self.speed
@@ -227,7 +241,7 @@ class WaypointPath:
             s = np.mod(v * t, L)
             return s, np.full_like(t, v), np.zeros_like(t), np.zeros_like(t)
         if np.any(t < -1e-12) or np.any(t > self.duration + 1e-12):
-            raise ValueError(f"t must lie in [0, {self.duration:.6g}] s for this waypoint path")
+            raise ParameterError(f"t must lie in [0, {self.duration:.6g}] s for this waypoint path")
         t = np.clip(t, 0.0, self.duration)  # only rounding-level excursions reach here
 
         def ramp(tau):  # speed fraction, its integral (distance/(vT)), derivative and 2nd derivative
@@ -270,10 +284,30 @@ class WaypointPath:
         return p, v, a, j
 
 
-def _evaluate_path(path: Callable, t: np.ndarray):
+def evaluate_path(path: Callable, t: np.ndarray):
+    """Position, velocity, acceleration and jerk of a path at times ``t``, each shape (K, 2).
+
+    Parameters
+    ----------
+    path : callable
+        ``path(t) -> (p, v, a)`` or ``(p, v, a, jerk)``, each (K, 2) in m, m/s, m/s^2, m/s^3;
+        a missing jerk is the complex-step derivative of the acceleration.
+    t : ndarray, shape (K,)
+        Times in s.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(p, v, a, jerk)``, each shape (K, 2).
+
+    Raises
+    ------
+    ValueError
+        If the path returns the wrong number of arrays or non-finite values.
+    """
     out = path(t)
     if not isinstance(out, (tuple, list)) or len(out) not in (3, 4):
-        raise ValueError("a path must return (p, v, a) or (p, v, a, jerk), each of shape (K, 2)")
+        raise ShapeError("a path must return (p, v, a) or (p, v, a, jerk), each of shape (K, 2)")
     arrays = [np.asarray(o, dtype=float).reshape(t.shape[0], 2) for o in out]
     if len(arrays) == 3:
         def acc(tt):
@@ -282,7 +316,7 @@ def _evaluate_path(path: Callable, t: np.ndarray):
         arrays.append(np.asarray(jerk, dtype=float).reshape(t.shape[0], 2))
     for name, arr in zip(("position", "velocity", "acceleration", "jerk"), arrays):
         if not np.all(np.isfinite(arr)):
-            raise ValueError(f"the path returned a non-finite {name}")
+            raise ParameterError(f"the path returned a non-finite {name}")
     return arrays
 
 
@@ -325,6 +359,8 @@ class PathMotion(Reference):
     initial_orientation : (yaw, lean, roll), optional
         Angles at ``t0`` in rad. Default: yaw along the initial velocity
         (along +x if the path starts at rest; the ball rolls along (cos yaw, sin yaw)), lean 0, roll 0.
+    check_samples : int
+        Samples of the duration at which feasibility and the chart are checked.
 
     Raises
     ------
@@ -338,9 +374,9 @@ class PathMotion(Reference):
                  spin: float = 0.0, initial_orientation: Sequence[float] | None = None,
                  check_samples: int = 2001) -> None:
         if not isinstance(plant, BallPlate):
-            raise TypeError(f"plant must be a BallPlate, got {type(plant).__name__}")
+            raise ParameterTypeError(f"plant must be a BallPlate, got {type(plant).__name__}")
         if not callable(path):
-            raise TypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
+            raise ParameterTypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
         self.system = plant
         self.path = path
         self.duration = check_positive(duration, "duration", "s")
@@ -349,14 +385,14 @@ class PathMotion(Reference):
         self.t_range = (self.t0, self.t0 + self.duration)
         self.period = getattr(path, "period", None)
         grid = np.linspace(self.t0, self.t0 + self.duration, max(int(check_samples), 2))
-        _, v, a, j = _evaluate_path(path, grid)
+        _, v, a, j = evaluate_path(path, grid)
         plate_angles_for_acceleration(plant, a, j, grid)  # raises when infeasible
         self.initial_orientation = initial_ball_orientation(initial_orientation, v[0])
         self._solution = self._integrate_orientation()
 
     def _orientation_rates(self, t, angles):
         R = self.system.params.radius
-        _, v, _, _ = _evaluate_path(self.path, np.atleast_1d(t))
+        _, v, _, _ = evaluate_path(self.path, np.atleast_1d(t))
         yaw, lean = angles[0], angles[1]
         vx, vy = v[0]
         dlean = (vx * np.sin(yaw) - vy * np.cos(yaw)) / R
@@ -378,13 +414,13 @@ class PathMotion(Reference):
                 f"yaw-lean-roll chart's singularity (lean = 90 deg); on paths of varying curvature the lean "
                 f"drifts: shorten duration below {t_hit - self.t0:.4g} s or change spin/initial_orientation")
         if not sol.success:
-            raise RuntimeError(f"orientation integration failed: {sol.message}")
+            raise IntegrationError(f"orientation integration failed: {sol.message}")
         return sol
 
     def _evaluate(self, t: np.ndarray) -> ReferenceSample:
         plant = self.system
         R = plant.params.radius
-        p, v, a, j = _evaluate_path(self.path, t)
+        p, v, a, j = evaluate_path(self.path, t)
         ang = self._solution.sol(t).T
         K = t.shape[0]
         x = np.empty((K, 5))

@@ -52,10 +52,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .._errors import InfeasibleReferenceError, IntegrationError
+from .._errors import InfeasibleReferenceError, IntegrationError, ParameterError, ParameterTypeError
 from .._validation import as_vector, check_positive
-from ..plants.rolling_ball import (PAPER_KINK_TIMES, RollingBallSystem, paper_ball_initial_state,
-                                   paper_rail_acceleration)
+from ..plants.paper import PAPER_KINK_TIMES, paper_ball_initial_state, paper_rail_acceleration
+from ..plants.rolling_ball import RollingBall, RollingBallSystem
 from ..plants.rolling_disk import RollingDiskSystem
 from ..plants.rails import CircleRail
 from ..system import ConstrainedSystem
@@ -179,7 +179,8 @@ class DiskRollReference(Reference):
 
     Examples
     --------
-    >>> from ballctl.plants.rolling_disk import RollingDisk, paper_disk_parameters
+    >>> from ballctl.plants.rolling_disk import RollingDisk
+    >>> from ballctl.plants.paper import paper_disk_parameters
     >>> sys_ = RollingDisk(paper_disk_parameters()).to_constrained_system()
     >>> ref = DiskRollReference(sys_, cruise_speed_mps=0.5, ramp_time_s=3.0)
     >>> round(float(ref(10.0).xd[0, 0]), 9)   # contact-point speed while cruising
@@ -189,9 +190,9 @@ class DiskRollReference(Reference):
     def __init__(self, system: RollingDiskSystem, *, cruise_speed_mps: float, ramp_time_s: float = 2.0,
                  stop_position_m: float | None = None, phi0: float = 0.0, quadrature_nodes: int = 64) -> None:
         if not isinstance(system, RollingDiskSystem):
-            raise ValueError(f"system must be a RollingDiskSystem, got {type(system).__name__}")
+            raise ParameterTypeError(f"system must be a RollingDiskSystem, got {type(system).__name__}")
         disk = system.disk
-        p = disk.parameters
+        p = disk.params
         problems = []
         if np.any(np.asarray(p.cm_offset_m) != 0.0):
             problems.append(f"the disk's own CM must be at the GC (cm_offset_m = 0), got {p.cm_offset_m.tolist()}")
@@ -207,10 +208,10 @@ class DiskRollReference(Reference):
             offsets.append(float(np.arctan2(z[2], z[0])))
             signs.append(1.0 if z[0] * dz[2] - z[2] * dz[0] > 0 else -1.0)
         if problems:
-            raise ValueError("DiskRollReference: " + "; ".join(problems))
+            raise ParameterError("DiskRollReference: " + "; ".join(problems))
         v = float(cruise_speed_mps)
         if not np.isfinite(v) or v == 0.0:
-            raise ValueError(f"cruise_speed_mps must be finite and non-zero (m/s), got {cruise_speed_mps!r}")
+            raise ParameterError(f"cruise_speed_mps must be finite and non-zero (m/s), got {cruise_speed_mps!r}")
         self.system = system
         self.cruise_speed_mps = v
         self.ramp_time_s = check_positive(ramp_time_s, "ramp_time_s", "s")
@@ -327,7 +328,8 @@ class DiskRollReference(Reference):
         x_ode, u = self._inputs(t)
         x, xd = self.system.from_ode_state(x_ode)
         h = _FD_STEP
-        ud = (self._inputs(t + h)[1] - self._inputs(np.maximum(t - h, 0.0))[1]) / (t + h - np.maximum(t - h, 0.0))[:, None]
+        t_minus = np.maximum(t - h, 0.0)
+        ud = (self._inputs(t + h)[1] - self._inputs(t_minus)[1]) / (t + h - t_minus)[:, None]
         return _sample_from_states(self.system, t, x, xd, u, ud)
 
     @property
@@ -393,9 +395,9 @@ class IntegratedReference(Reference):
         xd0 = as_vector(xd0, "xd0", n)
         t0, t1 = (float(v) for v in t_span)
         if not t1 > t0:
-            raise ValueError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
+            raise ParameterError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
         if not callable(nominal_input):
-            raise ValueError("nominal_input must be a callable u0(t) -> (n_inputs,)")
+            raise ParameterTypeError("nominal_input must be a callable u0(t) -> (n_inputs,)")
         self.system = system
         self.nominal_input = nominal_input
         self.t_range = (t0, t1)
@@ -472,7 +474,7 @@ def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0, rt
     """The ball of section 7 under the paper's rail accelerations (7.11), as a reference.
 
     Initial state (7.12) (at rest at the origin, ``q = (1, 0, 0, 0)``), every
-    rail accelerated by :func:`~ballctl.plants.rolling_ball.paper_rail_acceleration`
+    rail accelerated by :func:`~ballctl.plants.paper.paper_rail_acceleration`
     (kinks at 0.1 s and 0.2 s, rail rates 0.15 rad/s afterwards).
 
     Parameters
@@ -491,9 +493,9 @@ def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0, rt
     IntegratedReference
     """
     if not isinstance(system, RollingBallSystem):
-        raise ValueError(f"system must be a RollingBallSystem, got {type(system).__name__}")
+        raise ParameterTypeError(f"system must be a RollingBallSystem, got {type(system).__name__}")
     if system.n_inputs != 3:
-        raise ValueError(f"the paper's ball has 3 rails, the system has {system.n_inputs} inputs")
+        raise ParameterError(f"the paper's ball has 3 rails, the system has {system.n_inputs} inputs")
     t_final = check_positive(t_final, "t_final", "s")
     x_ode0 = paper_ball_initial_state()
     x0, xd0 = system.from_ode_state(x_ode0)
@@ -503,8 +505,7 @@ def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0, rt
         return IntegratedReference(system, x0, xd0, nominal, (0.0, t_final), breakpoints=PAPER_KINK_TIMES,
                                    rtol=rtol, atol=atol)
     # force inputs: integrate the acceleration-input twin, convert along its dense output
-    from ..plants.rolling_ball import RollingBall
-    twin = RollingBall(system.ball.parameters).to_constrained_system(chart_rotation=system.chart_rotation)
+    twin = RollingBall(system.ball.params).to_constrained_system(chart_rotation=system.chart_rotation)
     acc_ref = IntegratedReference(twin, x0, xd0, lambda t: paper_rail_acceleration(t) * np.ones(3),
                                   (0.0, t_final), breakpoints=PAPER_KINK_TIMES, rtol=rtol, atol=atol)
 
@@ -551,21 +552,21 @@ class StraightRollReference(Reference):
 
     def __init__(self, system: RollingBallSystem, park_angles, *, roll_rate: float) -> None:
         if not isinstance(system, RollingBallSystem):
-            raise ValueError(f"system must be a RollingBallSystem, got {type(system).__name__}")
+            raise ParameterTypeError(f"system must be a RollingBallSystem, got {type(system).__name__}")
         if system.ball.inputs != "acceleration":
-            raise ValueError("StraightRollReference needs acceleration inputs (u = theta_ddot = 0 while parked)")
+            raise ParameterError("StraightRollReference needs acceleration inputs (u = theta_ddot = 0 while parked)")
         n = system.ball.n_masses
         self.system = system
         self.park_angles = as_vector(park_angles, "park_angles", n) if n else np.zeros(0)
         self.roll_rate = float(roll_rate)
         if not np.isfinite(self.roll_rate):
-            raise ValueError(f"roll_rate must be finite (rad/s), got {roll_rate!r}")
+            raise ParameterError(f"roll_rate must be finite (rad/s), got {roll_rate!r}")
         self.t_range = (-np.inf, np.inf)
         self.period = 2 * np.pi / abs(self.roll_rate) if self.roll_rate else None
 
     def _evaluate(self, t: np.ndarray) -> ReferenceSample:
         K, n = t.shape[0], self.system.n_coordinates
-        r = self.system.ball.parameters.radius_m
+        r = self.system.ball.params.radius_m
         w = self.roll_rate
         x = np.zeros((K, n))
         xd = np.zeros((K, n))

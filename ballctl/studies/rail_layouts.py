@@ -49,8 +49,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import ParameterError, ParameterTypeError
 from ..controllability import discrete_gramian
-from ..discretize import discretize
+from ..discretize import DiscreteLTVSystem, discretize
 from ..linearize import linearize
 from ..partition import Partition
 from ..plants.rolling_ball import PointMass, RollingBall, RollingBallParameters, RollingBallSystem
@@ -121,10 +122,10 @@ class RailLayout:
     def __post_init__(self) -> None:
         rails = tuple(self.rails)
         if not rails or not all(isinstance(r, Rail) for r in rails):
-            raise ValueError(f"layout {self.name!r}: rails must be a non-empty sequence of ballctl.rails.Rail")
+            raise ParameterTypeError(f"layout {self.name!r}: rails must be a non-empty sequence of ballctl.rails.Rail")
         park = tuple(float(a) for a in self.park_angles) if self.park_angles else (0.0,) * len(rails)
         if len(park) != len(rails):
-            raise ValueError(f"layout {self.name!r}: park_angles needs one value per rail ({len(rails)}), "
+            raise ParameterError(f"layout {self.name!r}: park_angles needs one value per rail ({len(rails)}), "
                              f"got {len(park)}")
         object.__setattr__(self, "rails", rails)
         object.__setattr__(self, "park_angles", park)
@@ -257,7 +258,7 @@ class LayoutTable:
         for row in self.rows:
             if row.layout.name == name:
                 return row
-        raise KeyError(f"no layout named {name!r}; layouts are {[r.layout.name for r in self.rows]}")
+        raise ParameterError(f"no layout named {name!r}; layouts are {[r.layout.name for r in self.rows]}")
 
     def to_table(self) -> str:
         """Plain-text table."""
@@ -363,9 +364,9 @@ def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_ra
     if layouts is None:
         layouts = default_layouts()
     if not roll_rate or not np.isfinite(roll_rate):
-        raise ValueError(f"roll_rate must be finite and non-zero (rad/s), got {roll_rate!r}")
+        raise ParameterError(f"roll_rate must be finite and non-zero (rad/s), got {roll_rate!r}")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 2:
-        raise ValueError(f"samples must be an integer >= 2, got {samples!r}")
+        raise ParameterError(f"samples must be an integer >= 2, got {samples!r}")
     horizon = 2 * np.pi / abs(roll_rate)
     dt = horizon / samples
     times = dt * np.arange(samples)
@@ -383,7 +384,8 @@ def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_ra
             scales[ltv.state_index(name)] = float(value)
         S = np.diag(1.0 / scales)
         Sinv = np.diag(scales)
-        rep = discrete_gramian(S @ disc.Ad @ Sinv, S @ disc.Bd, state_names=ltv.state_names, rank_rtol=rank_rtol)
+        rep = discrete_gramian(DiscreteLTVSystem.from_arrays(S @ disc.Ad @ Sinv, S @ disc.Bd, dt=disc.dt,
+                                                             state_names=ltv.state_names), rank_rtol=rank_rtol)
         ev = rep.eigenvalues
         acc = float(np.max(np.abs(ref(times[:4]).xdd)))
         k = min(ROLL_INVARIANTS, len(ev) - 1)
