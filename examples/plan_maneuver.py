@@ -30,11 +30,8 @@ from ballctl.planning import (
     track_plan,
 )
 from ballctl.planning.plots import plot_plan, plot_plan_tracking
-from ballctl.plants.rolling_ball import (
-    RollingBall,
-    paper_ball_initial_state,
-    paper_ball_parameters,
-)
+from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters
+from ballctl.plants.rolling_ball import RollingBall
 from ballctl.plotting import save_figure
 
 __all__ = ["main", "run"]
