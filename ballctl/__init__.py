@@ -15,7 +15,6 @@ from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, Confi
                       NonFiniteStateError, NumericalError, ParameterError,
                       ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
                       SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
-from ._errors import InfeasiblePlanError, MissingExtraError
 from .closed_loop import ClosedLoopResult, ClosedLoopSummary, simulate_closed_loop
 from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
@@ -44,7 +43,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     # errors
-    "BallctlError", "InfeasiblePlanError", "MissingExtraError", "ParameterError", "ShapeError", "ParameterTypeError", "ConstraintViolationError",
+    "BallctlError", "ParameterError", "ShapeError", "ParameterTypeError", "ConstraintViolationError",
     "InfeasibleReferenceError", "ChartSingularityError", "PartitionError", "ConfigError", "FileArgumentError",
     "ScheduleFileError", "SampleIndexError", "NumericalError", "SingularMatrixError", "RiccatiConvergenceError",
     "IntegrationError", "NonFiniteStateError", "IntegrationBudgetError", "InfeasiblePlanError", "MissingExtraError",

@@ -131,7 +131,9 @@ def _plant(spec: dict):
     from ..plants.paper import paper_ball_initial_state, paper_ball_parameters
     from ..plants.rolling_ball import RollingBall
     if spec["preset"] != "paper_ball":
-        raise ValueError(f"[plant] preset must be 'paper_ball', got {spec['preset']!r}")
+        from .._errors import ConfigError
+
+        raise ConfigError(f"[plant] preset must be 'paper_ball', got {spec['preset']!r}")
     x0 = paper_ball_initial_state() if spec["initial_state"] is None else np.asarray(spec["initial_state"], float)
     return RollingBall(paper_ball_parameters()), x0
 
