@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._errors import ParameterError
 from .._io import atomic_write, atomic_write_text
 
 __all__ = ["NAME", "HELP", "PATHS", "add_arguments", "run", "verdict"]
@@ -165,7 +166,7 @@ def _references(args, rig, dt, with_exact: bool):
     else:
         horizon = dt * int((path.duration - 2 * dt) / dt)
     if horizon <= 0:
-        raise ValueError(f"duration must be at least one control period ({dt} s)")
+        raise ParameterError(f"duration must be at least one control period ({dt} s)")
     exact = None
     if args.path == "circle":
         qs = CircularMotion(quasi, args.radius, args.omega, args.roll_rate, center=center)
@@ -216,9 +217,9 @@ def run(args: argparse.Namespace) -> int:
     from ..tracking import RIG_DESIGNS, design_for_rig
 
     if args.design != "auto" and args.design not in RIG_DESIGNS:
-        raise ValueError(f"--design must be auto or one of {', '.join(RIG_DESIGNS)}, got {args.design!r}")
+        raise ParameterError(f"--design must be auto or one of {', '.join(RIG_DESIGNS)}, got {args.design!r}")
     if not args.max_rms_error > 0:
-        raise ValueError(f"--max-rms-error must be > 0 m, got {args.max_rms_error}")
+        raise ParameterError(f"--max-rms-error must be > 0 m, got {args.max_rms_error}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rig = _rig(args.rig)
