@@ -15,12 +15,13 @@ from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, Confi
                       NonFiniteStateError, NumericalError, ParameterError,
                       ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
                       SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
-from .closed_loop import ClosedLoopResult, ClosedLoopSummary, simulate_closed_loop
+from .closed_loop import ClosedLoopBatchResult, ClosedLoopResult, ClosedLoopSummary, simulate_closed_loop
 from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
 from .discretize import DiscreteLTVSystem, discretization_error, discretize
 from .linearize import linearize, linearize_at
 from .kalman import KalmanFilterResult, PeriodicKalmanResult, finite_horizon_kalman, periodic_kalman
+from .monte_carlo import MonteCarloResult, Normal, Uncertainty, Uniform, monte_carlo
 from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr, riccati_sweep
 from .ltv import LTVSystem
 from .partition import Partition
@@ -67,9 +68,11 @@ __all__ = [
     "periodic_lqr", "PeriodicLQR", "riccati_sweep",
     # tracking
     "TrackingController", "design_tracking_lqr", "simulate_closed_loop", "ClosedLoopResult", "RigLimits",
-    "GainSchedule", "ClosedLoopSummary",
+    "GainSchedule", "ClosedLoopSummary", "ClosedLoopBatchResult",
     # rigs and estimation
     "RigProfile", "RigProfileError", "Sensor", "PRESETS", "rig_preset", "finite_horizon_kalman", "periodic_kalman",
     "KalmanFilterResult", "PeriodicKalmanResult", "design_for_rig", "observability_gramian", "sensor_table",
     "write_c_controller",
+    # Monte Carlo
+    "monte_carlo", "MonteCarloResult", "Uncertainty", "Normal", "Uniform",
 ]

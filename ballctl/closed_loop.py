@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import BallctlError, IntegrationError, ParameterError
+from ._errors import BallctlError, IntegrationError, NonFiniteStateError, ParameterError
+from .engine import kernel_code, run_closed_loop
 from ._validation import as_vector, check_positive
 from .loop_step import (control_law, delay_segments, effective_input, kalman_predict, kalman_update, measure,
                         shape_command)
@@ -42,7 +43,8 @@ from .simulate import rk4
 from .system import ConstrainedSystem
 from .tracking import TrackingController
 
-__all__ = ["RigLimits", "ClosedLoopResult", "ClosedLoopSummary", "simulate_closed_loop", "INTEGRATORS"]
+__all__ = ["RigLimits", "ClosedLoopResult", "ClosedLoopSummary", "ClosedLoopBatchResult", "simulate_closed_loop",
+           "state_selection", "INTEGRATORS"]
 
 #: integrators of the truth plant between samples
 INTEGRATORS = ("DOP853", "RK45", "Radau", "rk4")
@@ -310,7 +312,8 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
                          rtol: float = 1e-9, atol: float = 1e-12, substeps: int = 1,
                          stabilization: tuple[float, float] | None = (10.0, 10.0),
                          divergence_error: float | None = None,
-                         progress: bool = False) -> ClosedLoopResult:
+                         progress: bool = False, backend: str = "auto"
+                         ) -> "ClosedLoopResult | ClosedLoopBatchResult":
     """Run a sampled LQR (or LQG) tracking loop on a truth plant (see the module docstring).
 
     Parameters
@@ -318,9 +321,12 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     controller : TrackingController
         From :func:`ballctl.design_tracking_lqr`; its ``dt`` is the control
         period; its ``estimator`` (if any) gives the sensors.
-    x0, xd0 : array_like, shape (n,)
+    x0, xd0 : array_like, shape (n,) or (B, n)
         Initial truth state (the dependent velocities are completed from the
-        independent ones when the truth is the design plant).
+        independent ones when the truth is the design plant). A stack of B
+        initial states runs B runs together (state feedback) and returns a
+        :class:`ClosedLoopBatchResult` with a leading run axis; ``xd0`` may
+        then be one state for all runs.
     duration : float, optional
         Length of the run in s (default: the controller's horizon).
     model : {"nonlinear", "linear"}
@@ -330,6 +336,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     truth : ConstrainedSystem, optional
         The plant integrated (default: the design plant). Its coordinates must
         include the design plant's (matched by name), with the same number of inputs.
+        For a batch: one truth plant or one per run (parameter samples).
     output_feedback : bool, optional
         Use the controller's estimator with its sensors (default: True when
         the controller has one).
@@ -337,7 +344,9 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         State feedback only: std of Gaussian measurement noise per coordinate
         name (m or rad) or ``"<name>_rate"`` (m/s or rad/s).
     seed : int, optional
-        Seed of the noise generator.
+        Seed of the noise generator; for a batch, one seed per run (a
+        sequence of B) or one root seed whose ``SeedSequence(seed).spawn(B)``
+        children seed the runs.
     limits : RigLimits, optional
         Tilt, slew, quantization and actuation latency; they shape every
         command including the first.
@@ -360,10 +369,30 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     stabilization : (float, float) or None
         Baumgarte gains in 1/s of the plant integration (see :func:`ballctl.simulate`).
 
+    backend : {"auto", "compiled", "python"}
+        ``"auto"`` runs ``integrator="rk4"`` with state feedback on the
+        nonlinear model through the compiled loop of :mod:`ballctl.engine`
+        when the truth plant has compiled kernels, the design's coordinates
+        and no ``divergence_error`` (the same steps and arithmetic as the
+        Python loop; agreement to 1e-10 m is tested), otherwise the Python
+        loop. ``"compiled"`` requires the compiled loop, ``"python"`` forces
+        the Python loop.
+
     Returns
     -------
-    ClosedLoopResult
+    ClosedLoopResult or ClosedLoopBatchResult
+        One run for ``x0`` of shape (n,); B runs for shape (B, n).
     """
+    if backend not in ("auto", "compiled", "python"):
+        raise ParameterError(f"backend must be 'auto', 'compiled' or 'python', got {backend!r}")
+    if np.ndim(x0) == 2:
+        return _simulate_batch(controller, x0, xd0, duration=duration, model=model, feedback=feedback,
+                               truth=truth, output_feedback=output_feedback, noise_std=noise_std, seed=seed,
+                               limits=limits, integrator=integrator, rtol=rtol, atol=atol, substeps=substeps,
+                               stabilization=stabilization, divergence_error=divergence_error,
+                               progress=progress, backend=backend)
+    if truth is not None and not isinstance(truth, ConstrainedSystem):
+        raise ParameterError("truth must be one ConstrainedSystem for a single run (x0 of shape (n,))")
     system = controller.system
     plant = system if truth is None else truth
     nu = system.n_inputs
@@ -419,6 +448,19 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         raise ParameterError(f"integrator must be one of {', '.join(INTEGRATORS)}; got {integrator!r}")
     if divergence_error is not None:
         divergence_error = check_positive(divergence_error, "divergence_error", "m")
+    if not isinstance(substeps, (int, np.integer)) or substeps < 1:
+        raise ParameterError(f"substeps must be an integer >= 1, got {substeps!r}")
+    code = _compiled_code(controller, plant, model, integrator, output_feedback, divergence_error, backend)
+    if code is not None:
+        start = _time.perf_counter()
+        K = steps + 1
+        err = (noise * rng.standard_normal((K, len(names))))[None] if noise_std else None
+        out = _run_compiled(controller, code, [plant], x[None], xd[None], steps, err, limits, feedback,
+                            substeps, stabilization)
+        if out.status[0] >= 0:
+            raise NonFiniteStateError(f"the compiled closed loop left the finite numbers at step {out.status[0]} "
+                                      f"(t = {controller.samples.t[out.status[0]]:.6g} s)")
+        return _result(controller, plant, out, 0, K, model, feedback, limits, _time.perf_counter() - start)
 
     ref = controller.samples
     ltv = controller.ltv
@@ -567,3 +609,198 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         out_Xm[keep], out_res[keep], names, plant.input_names, plant.coordinate_names, model, mode, active, wall,
         y_out[keep], tuple(est.signal_names) if output_feedback else (), diverged_at,
         getattr(controller.reference, "period", None))
+
+
+def state_selection(controller: TrackingController) -> np.ndarray:
+    """Index of each controller state in the stacked ``(x, xd)`` (length 2n), shape (N,).
+
+    The reduced state is a selection of the full deviation (see
+    :meth:`ballctl.LTVSystem.reduce`); this is that selection as indices.
+
+    Parameters
+    ----------
+    controller : TrackingController
+    """
+    p = controller.partition
+    n = controller.system.n_coordinates
+    full = list(p.independent) + [n + i for i in p.independent] + list(p.admissible_dependent)
+    return np.array([full[p.state_names.index(name)] for name in controller.state_names], dtype=np.int64)
+
+
+def _compiled_code(controller, plant, model, integrator, output_feedback, divergence_error, backend):
+    """Kernel code when the compiled loop runs this request, else None (raises for backend='compiled')."""
+    code = kernel_code(plant)
+    ok = (integrator == "rk4" and model == "nonlinear" and not output_feedback and divergence_error is None
+          and code is not None and tuple(plant.coordinate_names) == tuple(controller.system.coordinate_names))
+    if backend == "compiled" and not ok:
+        raise ParameterError("backend='compiled' needs integrator='rk4', model='nonlinear', state feedback, no "
+                             "divergence_error and a truth plant with compiled kernels and the design's "
+                             f"coordinates ({type(plant).__name__})")
+    return code if ok and backend != "python" else None
+
+
+def _run_compiled(controller, code, plants, x0, xd0, steps, err, limits, feedback, substeps, stabilization,
+                  delay=None):
+    ref = controller.samples
+    K = steps + 1
+    params = np.stack([np.asarray(p.kernel_parameters, dtype=float) for p in plants])
+    return run_closed_loop(code, params, x0, xd0, dt=controller.dt, times=ref.t[:K], x_ref=ref.x[:K],
+                           xd_ref=ref.xd[:K], u_ref=ref.u[:K], gains=controller.lqr.gains[:steps],
+                           selection=state_selection(controller), measurement_error=err, feedback=feedback,
+                           quantum=limits.quantum, max_angle=limits.max_angle, max_rate=limits.max_rate,
+                           delay=limits.delay if delay is None else delay, substeps=substeps,
+                           stabilization=stabilization, n_constraints=plants[0].n_constraints)
+
+
+def _events(limits, counts) -> dict:
+    ev = dict(zip(("max_angle", "max_rate", "quantum"), (int(v) for v in counts)))
+    active = {key: v for key, v in ev.items() if v} if limits.active else {}
+    if limits.delay > 0:
+        active["delay_s"] = limits.delay
+    return active
+
+
+def _result(controller, plant, out, i, K, model, feedback, limits, wall) -> ClosedLoopResult:
+    ref = controller.samples
+    return ClosedLoopResult(ref.t[:K], out.x[i], out.xd[i], ref.x[:K], ref.xd[:K], out.u[i], ref.u[:K], out.X[i],
+                            out.X_measured[i], out.velocity_residual[i], controller.state_names, plant.input_names,
+                            plant.coordinate_names, model, "state" if feedback else "open",
+                            _events(limits, out.limit_events[i]), wall, np.zeros((K, 0)), (), None,
+                            getattr(controller.reference, "period", None))
+
+
+@dataclass(frozen=True)
+class ClosedLoopBatchResult:
+    """B closed-loop runs of one controller (state feedback), with a leading run axis.
+
+    Attributes
+    ----------
+    runs : tuple of ClosedLoopResult
+        Each run as a :class:`ClosedLoopResult` (its ``summary()`` and plots apply).
+    t : ndarray, shape (K,)
+        Control times in s (shared).
+    x, xd : ndarray, shape (B, K, n)
+        Truth coordinates and velocities.
+    u : ndarray, shape (B, K, nu)
+        Applied inputs (time average over each step).
+    X, X_measured : ndarray, shape (B, K, N)
+        True and measured reduced deviations.
+    status : ndarray of int, shape (B,)
+        -1 for a completed run, else the control step at which the state
+        stopped being finite (compiled loop; the rest of that run is NaN).
+    backend : str
+        "compiled" or "python".
+    wall_time : float
+        Wall-clock seconds for the whole batch.
+    """
+
+    runs: tuple
+    t: np.ndarray
+    x: np.ndarray
+    xd: np.ndarray
+    u: np.ndarray
+    X: np.ndarray
+    X_measured: np.ndarray
+    status: np.ndarray
+    backend: str
+    wall_time: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    @property
+    def position_error(self) -> np.ndarray:
+        """Distance in m between the contact point and its reference, shape (B, K)."""
+        return np.stack([r.position_error for r in self.runs])
+
+    def run(self, i: int) -> ClosedLoopResult:
+        """Run ``i`` as a :class:`ClosedLoopResult`.
+
+        Parameters
+        ----------
+        i : int
+            Run index.
+        """
+        return self.runs[i]
+
+
+def _batch_seeds(seed, B: int) -> list:
+    if seed is None or isinstance(seed, (int, np.integer, np.random.SeedSequence)):
+        root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        return list(root.spawn(B))
+    seeds = list(seed)
+    if len(seeds) != B:
+        raise ParameterError(f"seed: give one seed or one per run ({B}), got {len(seeds)}")
+    return seeds
+
+
+def _stack(runs, backend, status, wall) -> ClosedLoopBatchResult:
+    return ClosedLoopBatchResult(tuple(runs), runs[0].t, np.stack([r.x for r in runs]), np.stack([r.xd for r in runs]),
+                                 np.stack([r.u for r in runs]), np.stack([r.X for r in runs]),
+                                 np.stack([r.X_measured for r in runs]), np.asarray(status), backend, wall)
+
+
+def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, output_feedback, noise_std, seed,
+                    limits, integrator, rtol, atol, substeps, stabilization, divergence_error, progress,
+                    backend) -> ClosedLoopBatchResult:
+    start = _time.perf_counter()
+    design = controller.system
+    if truth is None:
+        plants = None
+    elif isinstance(truth, ConstrainedSystem):
+        plants = [truth]
+    else:
+        plants = list(truth)
+    n = (plants[0] if plants else design).n_coordinates
+    X0 = np.array(x0, dtype=float)
+    if X0.ndim != 2 or X0.shape[1] != n or X0.shape[0] < 1:
+        raise ParameterError(f"x0 must have shape (n,) or (B, n) with n = {n}, got {X0.shape}")
+    B = X0.shape[0]
+    if plants is not None and len(plants) == 1:
+        plants = plants * B
+    if plants is not None and len(plants) != B:
+        raise ParameterError(f"truth: give one plant or one per run ({B}), got {len(plants)}")
+    XD0 = np.array(xd0, dtype=float)
+    if XD0.shape not in ((n,), (B, n)):
+        raise ParameterError(f"xd0 must have shape ({n},) or ({B}, {n}), got {XD0.shape}")
+    XD0 = np.broadcast_to(XD0, (B, n)).copy()
+    if not (np.all(np.isfinite(X0)) and np.all(np.isfinite(XD0))):
+        raise ParameterError("x0 and xd0 must be finite")
+    seeds = _batch_seeds(seed, B)
+    limits = limits or RigLimits()
+    kwargs = dict(duration=duration, model=model, feedback=feedback, output_feedback=output_feedback,
+                  noise_std=noise_std, limits=limits, integrator=integrator, rtol=rtol, atol=atol,
+                  substeps=substeps, stabilization=stabilization, divergence_error=divergence_error)
+    truths = plants or [design] * B
+    codes = {_compiled_code(controller, p, model, integrator, output_feedback if output_feedback is not None
+                            else controller.estimator is not None and feedback, divergence_error, backend)
+             for p in truths}
+    if len(codes) != 1 or None in codes:
+        if backend == "compiled":
+            raise ParameterError("backend='compiled' needs truth plants of one type with compiled kernels")
+        runs = []
+        bar = _Progress(B, progress, "closed-loop runs")
+        for i in range(B):
+            runs.append(simulate_closed_loop(controller, X0[i], XD0[i], truth=None if plants is None else plants[i],
+                                             seed=seeds[i], backend=backend, **kwargs))
+            bar.update(i + 1)
+        return _stack(runs, "python", np.full(B, -1), _time.perf_counter() - start)
+    code = codes.pop()
+    # validation and the noise vector of a single run, with the first run's arguments
+    probe = simulate_closed_loop(controller, X0[0], XD0[0], truth=truths[0], seed=seeds[0], backend="python",
+                                 **{**kwargs, "duration": controller.dt})
+    del probe
+    if plants is None:
+        for i in range(B):
+            XD0[i] = controller.partition.complete_velocities(design, X0[i], XD0[i])
+    steps = len(controller.times) if duration is None else int(round(duration / controller.dt))
+    names = controller.state_names
+    K = steps + 1
+    err = None
+    if noise_std:
+        noise = np.array([noise_std.get(name, 0.0) for name in names])
+        err = np.stack([noise * np.random.default_rng(s).standard_normal((K, len(names))) for s in seeds])
+    out = _run_compiled(controller, code, truths, X0, XD0, steps, err, limits, feedback, substeps, stabilization)
+    wall = _time.perf_counter() - start
+    runs = [_result(controller, truths[i], out, i, K, model, feedback, limits, wall / B) for i in range(B)]
+    return _stack(runs, "compiled", out.status, wall)

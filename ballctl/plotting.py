@@ -33,7 +33,7 @@ from ._io import atomic_path
 
 __all__ = ["REFERENCE_STYLE", "RUN_COLORS", "OPEN_LOOP_COLOR", "run_styles", "label_for", "save_figure",
            "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs", "plot_error",
-           "plot_constraints", "plot_tracking", "plot_ball_paths"]
+           "plot_constraints", "plot_tracking", "plot_ball_paths", "plot_percentile_bands"]
 
 #: Style of every reference trace: black, dashed, drawn above the runs.
 REFERENCE_STYLE = {"color": "black", "linestyle": (0, (5, 3)), "linewidth": 1.2, "zorder": 10}
@@ -484,4 +484,49 @@ def plot_ball_paths(ball, run, title: str = "") -> Figure:
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
     if title:
         fig.suptitle(title)
+    return fig
+
+
+def plot_percentile_bands(t, bands, percentiles, *, ax=None, title: str = "") -> Figure:
+    """Percentile bands of the tracking error over many runs (log scale), e.g. a Monte Carlo study.
+
+    Symmetric pairs of percentiles (5-95, 25-75) are shaded in one colour with
+    increasing opacity towards the median, which is a line; the zero-error
+    reference is the bottom of the log axis. A band that reaches infinity
+    (diverged runs) is cut at the top of the axes.
+
+    Parameters
+    ----------
+    t : ndarray, shape (K,)
+        Times in s.
+    bands : ndarray, shape (P, K)
+        Error percentiles in m (rows in the order of ``percentiles``).
+    percentiles : ndarray, shape (P,)
+        The percentiles in %, increasing.
+    ax : matplotlib Axes, optional
+    title : str
+        Axes title.
+    """
+    fig, ax, _ = _figure_and_axes(ax)
+    t = np.asarray(t, dtype=float)
+    bands = np.asarray(bands, dtype=float)
+    pct = np.asarray(percentiles, dtype=float)
+    finite = bands[np.isfinite(bands)]
+    top = 10 * float(finite.max()) if finite.size else 1.0
+    shown = np.clip(np.where(np.isfinite(bands), bands, top), 1e-12, top)
+    P = len(pct)
+    for i in range(P // 2):
+        j = P - 1 - i
+        ax.fill_between(t, shown[i], shown[j], color=RUN_COLORS[0], alpha=0.2 + 0.25 * i / max(P // 2, 1), lw=0,
+                        label=f"{pct[i]:g}-{pct[j]:g} percentile")
+    if P % 2:
+        ax.plot(t, shown[P // 2], color=RUN_COLORS[0], lw=1.5, label=f"{pct[P // 2]:g} percentile (median)")
+    ax.set_yscale("log")
+    ax.set_ylim(max(1e-12, float(shown.min()) / 2), top)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("distance to reference [m]")
+    ax.set_title(title or "tracking error over runs")
+    ax.grid(alpha=0.3, which="both")
+    # below the axes: never over the data
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
     return fig

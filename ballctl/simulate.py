@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError
-from ._validation import as_times, as_vector
+from ._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
+from ._validation import as_stack, as_times, as_vector
 from .system import ConstrainedSystem
 
 __all__ = ["SimulationResult", "simulate", "input_function", "rk4"]
@@ -43,7 +43,8 @@ class SimulationResult:
     t : ndarray, shape (K,)
         Output times in s.
     x, xd : ndarray, shape (K, n)
-        Coordinates and velocities.
+        Coordinates and velocities ((B, K, n) for a batch of B runs; the
+        other histories likewise gain a leading run axis).
     u : ndarray, shape (K, nu)
         Inputs applied at the output times.
     position_residual : ndarray, shape (K, m)
@@ -189,11 +190,17 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
     ----------
     system : ConstrainedSystem
         Any system speaking the common interface.
-    x0, xd0 : array_like, shape (n,)
+    x0, xd0 : array_like, shape (n,) or (B, n)
         Initial coordinates and velocities; they should satisfy the
-        constraints (set ``project_initial`` to project them first).
+        constraints (set ``project_initial`` to project them first). A stack
+        of B initial states is integrated as one system (one step-size
+        sequence for all runs; plants with compiled kernels evaluate the
+        stack in one call) and every history gains a leading run axis
+        (``x`` of shape (B, K, n)); ``xd0`` may be one state for all.
     inputs : None, array_like (nu,) or callable
-        Zero, constant or time-dependent inputs ``u(t) -> (nu,)``.
+        Zero, constant or time-dependent inputs ``u(t) -> (nu,)``. For a
+        batch: ``None``, a constant of shape (nu,) or (B, nu), or ``u(t)``
+        returning (nu,) or (B, nu).
     t_span : (float, float)
         Start and end times in s.
     feedback : callable, optional
@@ -236,6 +243,13 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
         When the system reports that its angle chart became singular (the
         ball-plate's lean reaching ``LEAN_LIMIT``).
     """
+    if np.ndim(x0) == 2:
+        if rechart or projection_interval is not None or project_initial or feedback is not None:
+            raise ParameterError("feedback, rechart, projection_interval and project_initial apply to one run; "
+                                 "simulate the runs of a batch one by one to use them")
+        return _simulate_batch(system, x0, xd0, inputs, t_span, t_eval=t_eval, method=method, rtol=rtol,
+                               atol=atol, max_step=max_step, stabilization=stabilization,
+                               raise_on_failure=raise_on_failure)
     n, nu = system.n_coordinates, system.n_inputs
     x0 = as_vector(x0, "x0", n)
     xd0 = as_vector(xd0, "xd0", n)
@@ -319,6 +333,81 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
     return SimulationResult(t=t_out, x=X, xd=XD, u=U, position_residual=pos, velocity_residual=vel, nfev=int(nfev),
                             wall_time_s=wall, method=method, success=success, message=message,
                             chart_changes=tuple(changes), coordinate_names=tuple(system.coordinate_names),
+                            input_names=tuple(system.input_names))
+
+
+def _simulate_batch(system, x0, xd0, inputs, t_span, *, t_eval, method, rtol, atol, max_step, stabilization,
+                    raise_on_failure) -> SimulationResult:
+    """B runs as one stacked ODE (see :func:`simulate`)."""
+    n, nu = system.n_coordinates, system.n_inputs
+    X0 = as_stack(x0, "x0", (None, n), min_length=1)
+    B = X0.shape[0]
+    XD0 = np.asarray(xd0, dtype=float)
+    if XD0.shape not in ((n,), (B, n)):
+        raise ShapeError(f"xd0 must have shape ({n},) or ({B}, {n}) for a batch of {B}, got {XD0.shape}")
+    XD0 = np.broadcast_to(XD0, (B, n))
+    if not np.all(np.isfinite(XD0)):
+        raise ParameterError("xd0 must be finite")
+    if callable(inputs):
+        nargs = len([p for p in inspect.signature(inputs).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty])
+        if nargs != 1:
+            raise ParameterError("for a batch, inputs must be None, a constant or a callable u(t)")
+
+        def ufun(t):
+            return np.broadcast_to(np.asarray(inputs(t), dtype=float), (B, nu))
+    else:
+        const = np.zeros((B, nu)) if inputs is None else np.asarray(inputs, dtype=float)
+        if const.shape not in ((nu,), (B, nu)) or not np.all(np.isfinite(const)):
+            raise ShapeError(f"inputs must be finite with shape ({nu},) or ({B}, {nu}), got {const.shape}")
+        const = np.broadcast_to(const, (B, nu))
+
+        def ufun(t):
+            return const
+    t_span = as_times(t_span, "t_span", increasing=True)
+    if t_span.shape != (2,):
+        raise ShapeError(f"t_span must be (t_start, t_end), got {t_span}")
+    t_eval = np.linspace(t_span[0], t_span[1], 501) if t_eval is None else as_times(t_eval, "t_eval",
+                                                                                  increasing=True)
+    stacked = getattr(system, "kernels", None) is not None  # compiled kernels take stacks
+
+    def rhs(t, y):
+        Y = y.reshape(B, 2 * n)
+        U = ufun(t)
+        if stacked:
+            xdd, _ = system.accelerations(Y[:, :n], Y[:, n:], U, stabilization=stabilization)
+        else:
+            xdd = np.stack([system.accelerations(Y[i, :n], Y[i, n:], U[i], stabilization=stabilization)[0]
+                            for i in range(B)])
+        return np.concatenate([Y[:, n:], xdd], axis=1).ravel()
+
+    margin = getattr(system, "chart_margin", None)
+    events = None
+    if margin is not None:
+        def events(t, y):
+            return float(np.min(margin(y.reshape(B, 2 * n)[:, :n])))
+
+        events.terminal = True
+    start = _time.perf_counter()
+    sol = solve_ivp(rhs, tuple(t_span), np.concatenate([X0, XD0], axis=1).ravel(), method=method, rtol=rtol,
+                    atol=atol, max_step=max_step, t_eval=t_eval, events=events)
+    wall = _time.perf_counter() - start
+    if sol.status == 1:
+        raise ChartSingularityError(
+            f"a run of the batch reached the edge of the system's coordinate chart at t = "
+            f"{float(sol.t_events[0][0]):.6g} s; simulate that run alone with rechart=True")
+    if not sol.success and raise_on_failure:
+        raise IntegrationError(f"integration failed at t = {sol.t[-1]:.6g} s: {sol.message}")
+    K = sol.t.shape[0]
+    Y = sol.y.reshape(B, 2 * n, K).transpose(0, 2, 1)
+    X, XD = np.ascontiguousarray(Y[:, :, :n]), np.ascontiguousarray(Y[:, :, n:])
+    U = np.stack([ufun(t) for t in sol.t], axis=1) if K else np.zeros((B, 0, nu))
+    pos = np.array([[system.holonomic(x) for x in run] for run in X]).reshape(B, K, system.n_holonomic)
+    vel = np.einsum("bkij,bkj->bki", np.array([[system.constraint_jacobian(x) for x in run] for run in X]
+                                              ).reshape(B, K, system.n_constraints, n), XD)
+    return SimulationResult(t=sol.t, x=X, xd=XD, u=U, position_residual=pos, velocity_residual=vel,
+                            nfev=int(sol.nfev), wall_time_s=wall, method=method, success=bool(sol.success),
+                            message=sol.message, coordinate_names=tuple(system.coordinate_names),
                             input_names=tuple(system.input_names))
 
 

@@ -27,10 +27,10 @@ LAYERS = {
     # 3: the pipeline: references, partitions, simulation, linearization, controllability, discretization, LQR
     "ballctl.references": 3, "ballctl.partition": 3, "ballctl.simulate": 3, "ballctl.linearize": 3,
     "ballctl.controllability": 3, "ballctl.discretize": 3, "ballctl.lqr": 3,
-    "ballctl.kalman": 3, "ballctl.observability": 3, "ballctl.estimator": 3, "ballctl.rig": 3,
+    "ballctl.kalman": 3, "ballctl.observability": 3, "ballctl.estimator": 3, "ballctl.rig": 3, "ballctl.engine": 3,
     # 4: design and runs: the tracking controller, the closed loop, gain files, figures
     "ballctl.tracking": 4, "ballctl.closed_loop": 4, "ballctl.schedule": 4, "ballctl.plotting": 4,
-    "ballctl.animation": 4,
+    "ballctl.animation": 4, "ballctl.monte_carlo": 4,
     # 5: studies above the core
     "ballctl.studies": 5, "ballctl.planning": 5,
     # 6: the command line and the package namespace

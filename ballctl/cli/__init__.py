@@ -11,13 +11,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import partitions, plan, reference, simulate_ball, track
+from . import montecarlo, partitions, plan, reference, simulate_ball, track
 from ._common import load_config
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: The subcommands, in the order ``ballctl --help`` lists them.
-COMMANDS = (reference, partitions, simulate_ball, track, plan)
+COMMANDS = (reference, partitions, simulate_ball, track, plan, montecarlo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -68,6 +68,8 @@ import numpy as np
 from .._errors import ParameterError
 from .._validation import check_positive
 from ..system import ConstrainedSystem
+from .kernels import ball_plate as _kernels
+from .kernels.batching import as_stacks, restore
 
 __all__ = ["BallPlate", "BallPlateParameters", "LEAN_LIMIT"]
 
@@ -175,6 +177,9 @@ class BallPlate(ConstrainedSystem):
         elif given:
             raise ParameterError("pass either params or keyword parameters to BallPlate, not both")
         self.params = params
+        self._kernel_parameters = np.array([params.mass, params.radius, params.ball_inertia, params.gravity],
+                                           dtype=float)
+        self._kernel_parameters.setflags(write=False)
         super().__init__(n_coordinates=5, n_holonomic=0, n_nonholonomic=2, n_inputs=2,
                          coordinate_names=COORDINATE_NAMES, input_names=INPUT_NAMES)
 
@@ -257,6 +262,15 @@ class BallPlate(ConstrainedSystem):
         return -p.mass * (g[..., 0] * x[..., 0] + g[..., 1] * x[..., 1] + g[..., 2] * p.radius)
 
     # ------------------------------------------------------------ interface
+    # every equation below is evaluated by the compiled kernels of
+    # ballctl.plants.kernels.ball_plate (one source of truth)
+    kernels = _kernels
+
+    @property
+    def kernel_parameters(self) -> np.ndarray:
+        """Parameters packed for the kernels: ``(mass kg, radius m, inertia kg m^2, gravity m/s^2)``, shape (4,)."""
+        return self._kernel_parameters
+
     def mass_matrix(self, x, u=None) -> np.ndarray:
         """Mass matrix M(x), shape (..., 5, 5); independent of u for the quasi-static plate.
 
@@ -267,20 +281,9 @@ class BallPlate(ConstrainedSystem):
         u : array_like, shape (..., nu), optional
             Inputs.
         """
-        x = np.asarray(x)
-        p = self.params
-        sph = np.sin(x[..., 3])
-        M = np.zeros(x.shape[:-1] + (5, 5), dtype=np.result_type(x, u, float) if u is not None else
-                     np.result_type(x, float))
-        M[..., 0, 0] = p.mass
-        M[..., 1, 1] = p.mass
-        inertia = p.ball_inertia
-        M[..., 2, 2] = inertia
-        M[..., 3, 3] = inertia
-        M[..., 4, 4] = inertia
-        M[..., 2, 4] = inertia * sph
-        M[..., 4, 2] = inertia * sph
-        return M
+        dtype = np.result_type(np.asarray(x), np.asarray(u), float) if u is not None else None
+        lead, (xs,) = as_stacks([x], [5], dtype=dtype)
+        return restore(_kernels.mass_matrix_batch(xs, self._kernel_parameters), lead)
 
     def forces(self, x, xd, u) -> np.ndarray:
         """Generalized forces Q(x, xd, u), shape (..., 5): gravity and gyroscopic terms.
@@ -294,19 +297,8 @@ class BallPlate(ConstrainedSystem):
         u : array_like, shape (..., 2)
             Plate angles in rad.
         """
-        x = np.asarray(x)
-        xd = np.asarray(xd)
-        p = self.params
-        g = self.gravity_in_plate(u)
-        cph = np.cos(x[..., 3])
-        dpsi, dphi, dth = xd[..., 2], xd[..., 3], xd[..., 4]
-        inertia = p.ball_inertia
-        zero_like = 0.0 * dpsi
-        return np.stack([p.mass * g[..., 0] + zero_like,
-                         p.mass * g[..., 1] + zero_like,
-                         -inertia * dth * dphi * cph,
-                         inertia * dpsi * dth * cph,
-                         -inertia * dpsi * dphi * cph], axis=-1)
+        lead, (xs, xds, us) = as_stacks([x, xd, u], [5, 5, 2])
+        return restore(_kernels.forces_batch(xs, xds, us, self._kernel_parameters), lead)
 
     def holonomic(self, x) -> np.ndarray:
         """No holonomic constraints: shape (..., 0).
@@ -327,18 +319,8 @@ class BallPlate(ConstrainedSystem):
         x : array_like, shape (..., n)
             Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
         """
-        x = np.asarray(x)
-        R = self.params.radius
-        cps, sps = _cs(x[..., 2])
-        cph = np.cos(x[..., 3])
-        D = np.zeros(x.shape[:-1] + (2, 5), dtype=np.result_type(x, float))
-        D[..., 0, 0] = 1.0
-        D[..., 0, 3] = -R * sps
-        D[..., 0, 4] = -R * cps * cph
-        D[..., 1, 1] = 1.0
-        D[..., 1, 3] = R * cps
-        D[..., 1, 4] = -R * sps * cph
-        return D
+        lead, (xs,) = as_stacks([x], [5])
+        return restore(_kernels.constraint_jacobian_batch(xs, self._kernel_parameters), lead)
 
     def constraint_bias(self, x, xd) -> np.ndarray:
         """Analytic ``Ddot(x, xd) @ xd``, shape (..., 2).
@@ -350,15 +332,36 @@ class BallPlate(ConstrainedSystem):
         xd : array_like, shape (..., n)
             Velocities.
         """
-        x = np.asarray(x)
-        xd = np.asarray(xd)
-        R = self.params.radius
-        cps, sps = _cs(x[..., 2])
-        cph, sph = _cs(x[..., 3])
-        dpsi, dphi, dth = xd[..., 2], xd[..., 3], xd[..., 4]
-        return R * np.stack([
-            -cps * dpsi * dphi + sps * cph * dpsi * dth + cps * sph * dphi * dth,
-            -sps * dpsi * dphi - cps * cph * dpsi * dth + sps * sph * dphi * dth], axis=-1)
+        lead, (xs, xds) = as_stacks([x, xd], [5, 5])
+        return restore(_kernels.constraint_bias_batch(xs, xds, self._kernel_parameters), lead)
+
+    def accelerations(self, x, xd, u, *, stabilization: tuple[float, float] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """Accelerations and multipliers by the structured index-1 solve (compiled).
+
+        Same equations and arguments as :meth:`ConstrainedSystem.accelerations`;
+        the elimination is described in :mod:`ballctl.plants.kernels.ball_plate`.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        u : array_like, shape (..., 2)
+            Plate angles in rad.
+        stabilization : (float, float) or None
+            Baumgarte gains ``(a, b)`` in 1/s.
+
+        Returns
+        -------
+        xdd : ndarray, shape (..., 5)
+        lam : ndarray, shape (..., 2)
+        """
+        a, b = (0.0, 0.0) if stabilization is None else (float(stabilization[0]), float(stabilization[1]))
+        lead, (xs, xds, us) = as_stacks([x, xd, u], [5, 5, 2])
+        xdd, lam = _kernels.accelerations_batch(xs, xds, us, self._kernel_parameters, a, b)
+        return restore(xdd, lead), restore(lam, lead)
 
     def chart_margin(self, x) -> np.ndarray:
         """``cos(lean) - cos(LEAN_LIMIT)``: positive while the Z-X-Y chart is usable.

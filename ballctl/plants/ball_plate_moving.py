@@ -104,6 +104,8 @@ from .._errors import ParameterError, ParameterTypeError
 from .._quaternion import cross
 from .._validation import check_finite_scalar, check_positive
 from ..system import ConstrainedSystem
+from .kernels import moving_plate as _kernels
+from .kernels.batching import as_stacks, restore
 from .ball_plate import BallPlate, BallPlateParameters
 
 __all__ = ["MovingPlateParameters", "ServoParameters", "MovingPlateBallPlate", "ServoPlateBallPlate"]
@@ -232,30 +234,9 @@ def plate_kinematics(qp, qpd, gravity: float):
         :math:`R_p^T (0, 0, -g)` in m/s^2.
     """
     qp = np.asarray(qp)
-    qpd = np.asarray(qpd)
     n_p = qp.shape[-1]
-    ca, sa = np.cos(qp[..., 0]), np.sin(qp[..., 0])
-    cb, sb = np.cos(qp[..., 1]), np.sin(qp[..., 1])
-    da, db = qpd[..., 0], qpd[..., 1]
-    if n_p == 3:
-        cg, sg = np.cos(qp[..., 2]), np.sin(qp[..., 2])
-        dg = qpd[..., 2]
-    else:
-        cg, sg = 1.0 + 0.0 * ca, 0.0 * ca
-        dg = 0.0 * da
-    col_a = np.stack([cg * cb, -sg * cb, sb], axis=-1)
-    col_b = np.stack([sg, cg, 0.0 * cg], axis=-1)
-    cols = [col_a, col_b]
-    if n_p == 3:
-        cols.append(np.stack([0.0 * cg, 0.0 * cg, 1.0 + 0.0 * cg], axis=-1))
-    Gp = np.stack(cols, axis=-1)
-    omega = np.einsum("...ij,...j->...i", Gp, qpd)
-    dcol_a = np.stack([-sg * cb * dg - cg * sb * db, -cg * cb * dg + sg * sb * db, cb * db], axis=-1)
-    dcol_b = np.stack([cg * dg, -sg * dg, 0.0 * dg], axis=-1)
-    Gpdot_qd = dcol_a * da[..., None] + dcol_b * db[..., None]
-    gx, gy, gz = gravity * ca * sb, -gravity * sa, -gravity * ca * cb
-    g_plate = np.stack([cg * gx + sg * gy, -sg * gx + cg * gy, gz + 0.0 * cg], axis=-1)
-    return Gp, omega, Gpdot_qd, g_plate
+    lead, (qs, qds) = as_stacks([qp, qpd], [n_p, n_p])
+    return tuple(restore(a, lead) for a in _kernels.plate_kinematics_batch(qs, qds, float(gravity)))
 
 
 class _MovingPlateBase(ConstrainedSystem):
@@ -274,6 +255,9 @@ class _MovingPlateBase(ConstrainedSystem):
         n_p = params.n_plate
         self.n_plate = n_p
         plate = PLATE_NAMES[:n_p]
+        b = params.ball
+        self._kernel_parameters = np.array([b.mass, b.radius, b.ball_inertia, b.gravity, params.pivot_depth, n_p,
+                                            0.0, 0, 0, 0, 0, 0, 0, 0], dtype=float)
         super().__init__(n_coordinates=5 + n_p, n_holonomic=0, n_nonholonomic=2, n_inputs=n_p,
                          coordinate_names=BALL_NAMES + plate,
                          input_names=tuple(f"{p}{self.input_suffix}" for p in plate))
@@ -284,51 +268,16 @@ class _MovingPlateBase(ConstrainedSystem):
         return BallPlate(self.params.ball)
 
     def _terms(self, x, xd):
-        """``H, G (..., 3, n)``, ``h, g_v, g_plate, omega (..., 3)`` of the module docstring."""
-        x = np.asarray(x)
-        xd = np.asarray(xd)
-        p = self.params
-        b = p.ball
+        """``H, G (..., 3, n)``, ``h, g_v, g_plate, Omega (..., 3)``, ``Gp``, ``Gdot_p qd_p``, ``s`` (kernel)."""
         n = self.n_coordinates
-        qp, qpd = x[..., 5:], xd[..., 5:]
-        Gp, Om, Gpdot_qd, g_plate = plate_kinematics(qp, qpd, b.gravity)
-        dtype = np.result_type(x, xd, float)
-        zero = np.zeros(x.shape[:-1], dtype=dtype)
-        s = np.stack([x[..., 0] + zero, x[..., 1] + zero, zero + (b.radius + p.pivot_depth)], axis=-1)
-        sd = np.stack([xd[..., 0] + zero, xd[..., 1] + zero, zero], axis=-1)
-        cps, sps = np.cos(x[..., 2]), np.sin(x[..., 2])
-        cph, sph = np.cos(x[..., 3]), np.sin(x[..., 3])
-        dpsi, dphi, dth = xd[..., 2], xd[..., 3], xd[..., 4]
-        H = np.zeros(x.shape[:-1] + (3, n), dtype=dtype)
-        H[..., 0, 0] = 1.0
-        H[..., 1, 1] = 1.0
-        # Omega x s = sum_j qpd_j (Gp[:, j] x s)
-        H[..., :, 5:] = np.swapaxes(cross(np.swapaxes(Gp, -1, -2), s[..., None, :]), -1, -2)
-        G = np.zeros(x.shape[:-1] + (3, n), dtype=dtype)
-        G[..., 0, 3] = cps
-        G[..., 1, 3] = sps
-        G[..., 0, 4] = -sps * cph
-        G[..., 1, 4] = cps * cph
-        G[..., 2, 2] = 1.0
-        G[..., 2, 4] = sph
-        G[..., :, 5:] = Gp
-        w = np.stack([dphi * cps - dth * sps * cph, dphi * sps + dth * cps * cph, dpsi + dth * sph], axis=-1)
-        Grel_dot_qd = np.stack([-dphi * sps * dpsi - dth * (cps * cph * dpsi - sps * sph * dphi),
-                                dphi * cps * dpsi - dth * (sps * cph * dpsi + cps * sph * dphi),
-                                dth * cph * dphi], axis=-1)
-        h = cross(Gpdot_qd, s) + 2.0 * cross(Om, sd) + cross(Om, cross(Om, s))
-        g_v = Grel_dot_qd + Gpdot_qd + cross(Om, w)
-        return H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s
+        lead, (xs, xds) = as_stacks([x, xd], [n, n])
+        return tuple(restore(a, lead) for a in _kernels.terms_batch(xs, xds, self._kernel_parameters))
 
     def _ball_mass_and_forces(self, x, xd):
-        b = self.params.ball
-        H, G, h, g_v, g_plate, *_ = self._terms(x, xd)
-        Ht = np.swapaxes(H, -1, -2)
-        Gt = np.swapaxes(G, -1, -2)
-        M = b.mass * Ht @ H + b.ball_inertia * Gt @ G
-        Q = (b.mass * np.einsum("...ij,...j->...i", Ht, g_plate - h)
-             - b.ball_inertia * np.einsum("...ij,...j->...i", Gt, g_v))
-        return M, Q
+        n = self.n_coordinates
+        lead, (xs, xds) = as_stacks([x, xd], [n, n])
+        M, Q = _kernels.ball_mass_and_forces_batch(xs, xds, self._kernel_parameters)
+        return restore(M, lead), restore(Q, lead)
 
     def plate_angular_velocity(self, x, xd) -> np.ndarray:
         """Plate angular velocity Omega in plate components, rad/s, shape (..., 3)."""
@@ -394,8 +343,18 @@ class _MovingPlateBase(ConstrainedSystem):
         return (np.einsum("...ij,...j->...i", M, np.asarray(xdd)) - Q)[..., 5:]
 
     # ------------------------------------------------------------ interface
-    def _mass_and_forces(self, x, xd, u):  # pragma: no cover - overridden
-        raise NotImplementedError
+    kernels = _kernels
+
+    @property
+    def kernel_parameters(self) -> np.ndarray:
+        """Parameters packed for :mod:`ballctl.plants.kernels.moving_plate`, shape (14,)."""
+        return self._kernel_parameters
+
+    def _mass_and_forces(self, x, xd, u):
+        n = self.n_coordinates
+        lead, (xs, xds, us) = as_stacks([x, xd, u], [n, n, self.n_plate])
+        M, Q = _kernels.mass_and_forces_batch(xs, xds, us, self._kernel_parameters)
+        return restore(M, lead), restore(Q, lead)
 
     def mass_matrix(self, x, u=None) -> np.ndarray:
         """Mass matrix ``M(x)``, shape (..., n, n) (see the class docstring)."""
@@ -409,14 +368,15 @@ class _MovingPlateBase(ConstrainedSystem):
 
     def accelerations(self, x, xd, u, *, stabilization: tuple[float, float] | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:
-        """As :meth:`ConstrainedSystem.accelerations`, with M and Q built in one pass."""
-        x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
-        M, Q = self._mass_and_forces(x, xd, u)
-        D = self.constraint_jacobian(x)
-        rhs_c = -self.constraint_bias(x, xd)
-        if stabilization is not None:
-            rhs_c = rhs_c - 2.0 * stabilization[0] * (D @ xd)
-        return self._solve_kkt(M, D, Q, rhs_c)
+        """As :meth:`ConstrainedSystem.accelerations`, by the compiled structured solve.
+
+        See :mod:`ballctl.plants.kernels.moving_plate`; accepts stacks ``(..., n)``.
+        """
+        n = self.n_coordinates
+        a, b = (0.0, 0.0) if stabilization is None else (float(stabilization[0]), float(stabilization[1]))
+        lead, (xs, xds, us) = as_stacks([x, xd, u], [n, n, self.n_plate])
+        xdd, lam = _kernels.accelerations_batch(xs, xds, us, self._kernel_parameters, a, b)
+        return restore(xdd, lead), restore(lam, lead)
 
     def holonomic(self, x) -> np.ndarray:
         """No holonomic constraints: shape (..., 0)."""
@@ -477,17 +437,6 @@ class MovingPlateBallPlate(_MovingPlateBase):
     name = "ball_plate_moving"
     input_suffix = "_acc"
 
-    def _mass_and_forces(self, x, xd, u):
-        """``M = diag(M_bb, I)`` and ``Q = (Q_ball,b - M_bp u, u)``."""
-        u = np.asarray(u)
-        M_ball, Q_ball = self._ball_mass_and_forces(x, xd)
-        M = np.zeros_like(M_ball)
-        M[..., :5, :5] = M_ball[..., :5, :5]
-        idx = np.arange(5, self.n_coordinates)
-        M[..., idx, idx] = 1.0
-        Qb = Q_ball[..., :5] - np.einsum("...ij,...j->...i", M_ball[..., :5, 5:], u)
-        return M, np.concatenate([Qb, u + 0.0 * Q_ball[..., 5:]], axis=-1)
-
 
 class ServoPlateBallPlate(_MovingPlateBase):
     r"""Two bodies: the ball and a plate with inertia driven by position servos (commanded angles).
@@ -514,18 +463,14 @@ class ServoPlateBallPlate(_MovingPlateBase):
         self.servo = servo
         self._J = np.diag(servo.plate_inertia)
         self._axis_inertia = np.array(servo.plate_inertia[: self.n_plate])
-
-    def _mass_and_forces(self, x, xd, u):
-        """``M_ball + G_p^T J G_p`` (plate block) and ``Q_ball`` + plate terms + servo torques."""
-        x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
-        M, Q = self._ball_mass_and_forces(x, xd)
-        Gp, Om, Gpdot_qd, _ = plate_kinematics(x[..., 5:], xd[..., 5:], 1.0)
-        M[..., 5:, 5:] += np.swapaxes(Gp, -1, -2) @ self._J @ Gp
-        JOm = np.einsum("ij,...j->...i", self._J, Om)
-        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + cross(Om, JOm)
-        Q = Q + 0.0 * u.sum(axis=-1)[..., None]
-        Q[..., 5:] += -np.einsum("...ji,...j->...i", Gp, inner) + self.servo_torque(x, xd, u)
-        return M, Q
+        kp = self._kernel_parameters.copy()
+        kp[6] = 1.0
+        kp[7:10] = servo.plate_inertia
+        kp[10] = servo.position_gain
+        kp[11] = servo.rate_gain
+        kp[12] = servo.max_torque or 0.0
+        kp[13] = servo.max_rate or 0.0
+        self._kernel_parameters = kp
 
     def servo_torque(self, x, xd, u) -> np.ndarray:
         """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p).
@@ -539,17 +484,9 @@ class ServoPlateBallPlate(_MovingPlateBase):
         u : array_like, shape (..., n_p)
             Commanded plate angles in rad.
         """
-        x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
-        sv = self.servo
-        err = u - x[..., 5:]
-        if sv.max_rate is None:
-            rate = sv.position_gain * err
-        else:
-            rate = sv.max_rate * np.tanh(sv.position_gain * err / sv.max_rate)
-        tau = self._axis_inertia * sv.rate_gain * (rate - xd[..., 5:])
-        if sv.max_torque is not None:
-            tau = sv.max_torque * np.tanh(tau / sv.max_torque)
-        return tau
+        n = self.n_coordinates
+        lead, (xs, xds, us) = as_stacks([x, xd, u], [n, n, self.n_plate])
+        return restore(_kernels.servo_torque_batch(xs, xds, us, self._kernel_parameters), lead)
 
     def commands_for_torque(self, x, xd, tau) -> np.ndarray:
         """Invert :meth:`servo_torque`: the commanded angles that produce ``tau``, shape (..., n_p).

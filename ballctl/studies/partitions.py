@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
@@ -149,7 +150,7 @@ def enumerate_partitions(system: ConstrainedSystem) -> list[Partition]:
 
 def compare_partitions(system: ConstrainedSystem, reference: Reference, times, *,
                        partitions: Sequence[Partition] | None = None,
-                       rank_rtol: float = 1e-9) -> PartitionComparison:
+                       rank_rtol: float = 1e-9, executor: Executor | None = None) -> PartitionComparison:
     """Linearize along a reference with each partition and tabulate controllability.
 
     Parameters
@@ -165,6 +166,10 @@ def compare_partitions(system: ConstrainedSystem, reference: Reference, times, *
         Relative eigenvalue threshold for the Gramian ranks. The Gramians are
         computed for states scaled by their largest Gramian diagonal entries
         (so metres and radians compare), which the rank is invariant to.
+    executor : concurrent.futures.Executor, optional
+        Evaluate the partitions there, one task each (e.g. a
+        ``ThreadPoolExecutor`` or a Dask client's ``get_executor()``); the
+        table is the same as the serial one.
     """
     times = np.asarray(times, dtype=float)
     if times.ndim != 1 or times.size < 3:
@@ -176,25 +181,14 @@ def compare_partitions(system: ConstrainedSystem, reference: Reference, times, *
     sample = reference(times)
     jacobians = np.stack([np.asarray(system.constraint_jacobian(x), dtype=float) for x in sample.x])
     where = [f" at t={t:.6g} s" for t in sample.t]
-    rows = []
-    for part in partitions if partitions is not None else enumerate_partitions(system):
-        try:
-            ddd = float(part.check_jacobians(system, jacobians, where).max())
-        except PartitionError as exc:
-            rows.append(PartitionRow(part, False, str(exc).split(";")[0]))
-            continue
-        if not ddd < NEAR_SINGULAR:
-            rows.append(PartitionRow(part, True, "nearly singular", ddd_condition=ddd))
-            continue
-        ltv = linearize_samples(system, sample, part)
-        nai = len(part.independent)
-        disc = discretize(ltv, dt)
-        full = _scaled_gramian(disc.Ad, disc.Bd, ltv.state_names, rank_rtol)
-        coupling = float(np.abs(ltv.A[:, nai:2 * nai, 2 * nai:]).max()) if part.admissible_dependent else 0.0
-        dyn_idx = list(range(2 * nai))
-        dynamic = _scaled_gramian(disc.Ad[:, dyn_idx][:, :, dyn_idx], disc.Bd[:, dyn_idx],
-                                  ltv.state_names[:2 * nai], rank_rtol)
-        rows.append(PartitionRow(part, True, "", full, coupling, dynamic, ddd))
+    parts = list(partitions) if partitions is not None else enumerate_partitions(system)
+    if executor is None:
+        rows = [_partition_row(system, sample, part, jacobians, where, dt, rank_rtol) for part in parts]
+    else:
+        futures = [executor.submit(_partition_row, system, sample, part, jacobians, where, dt, rank_rtol)
+                   for part in parts]
+        rows = [f.result() for f in futures]
+
     def order(r: PartitionRow):
         usable = r.admissible and not r.nearly_singular
         return (not usable, -(r.dynamic.rank / r.dynamic.n_states) if usable else 0.0,
@@ -202,6 +196,25 @@ def compare_partitions(system: ConstrainedSystem, reference: Reference, times, *
 
     rows.sort(key=order)
     return PartitionComparison(tuple(rows), float(times[0]), float(times[-1]), dt)
+
+
+def _partition_row(system, sample, part, jacobians, where, dt, rank_rtol) -> PartitionRow:
+    """One row of :func:`compare_partitions` (a task for an executor)."""
+    try:
+        ddd = float(part.check_jacobians(system, jacobians, where).max())
+    except PartitionError as exc:
+        return PartitionRow(part, False, str(exc).split(";")[0])
+    if not ddd < NEAR_SINGULAR:
+        return PartitionRow(part, True, "nearly singular", ddd_condition=ddd)
+    ltv = linearize_samples(system, sample, part)
+    nai = len(part.independent)
+    disc = discretize(ltv, dt)
+    full = _scaled_gramian(disc.Ad, disc.Bd, ltv.state_names, rank_rtol)
+    coupling = float(np.abs(ltv.A[:, nai:2 * nai, 2 * nai:]).max()) if part.admissible_dependent else 0.0
+    dyn_idx = list(range(2 * nai))
+    dynamic = _scaled_gramian(disc.Ad[:, dyn_idx][:, :, dyn_idx], disc.Bd[:, dyn_idx],
+                              ltv.state_names[:2 * nai], rank_rtol)
+    return PartitionRow(part, True, "", full, coupling, dynamic, ddd)
 
 
 def _scaled_gramian(Ad, Bd, names, rank_rtol) -> GramianReport:

@@ -1,0 +1,198 @@
+r"""Compiled equations of the quasi-static ball-plate (:class:`~ballctl.BallPlate`).
+
+The single source of the plant's equations; the derivation is in
+:mod:`ballctl.plants.ball_plate`. Parameters are packed as
+``p = (mass kg, radius m, inertia kg m^2, gravity m/s^2)`` (see
+:meth:`~ballctl.BallPlate.kernel_parameters`); ``x = (contact_x, contact_y,
+yaw, lean, roll)``, ``u = (alpha, beta)`` in rad.
+
+Structured index-1 solve: the rolling constraints read
+``D = [I_2 | E(x)]`` with ``E`` acting on the angles ``(yaw, lean, roll)``
+and ``M = m I_2 (+) M_a``. Eliminating the contact accelerations and the
+multipliers leaves one 3x3 symmetric positive definite system
+
+.. math::
+
+    (M_a + m E^T E)\,\ddot q_a = Q_a - E^T (Q_c - m\,r),\qquad
+    \ddot x_c = r - E\ddot q_a,\qquad \Lambda = Q_c - m\,\ddot x_c,
+
+with ``r`` the right-hand side of the acceleration-level constraint
+``D xdd = r = -Ddot xd - 2a D xd``.
+
+References
+----------
+Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, eqs. (31)-(48), (90)-(115).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .linalg import solve_symmetric_inplace
+
+__all__ = ["N_COORDINATES", "N_CONSTRAINTS", "N_INPUTS", "N_PARAMETERS", "mass_matrix", "forces",
+           "constraint_jacobian", "constraint_bias", "accelerations", "mass_matrix_batch", "forces_batch",
+           "constraint_jacobian_batch", "constraint_bias_batch", "accelerations_batch"]
+
+N_COORDINATES = 5
+N_CONSTRAINTS = 2
+N_INPUTS = 2
+N_PARAMETERS = 4
+
+
+@njit(cache=True)
+def mass_matrix(x, p, out):
+    """M(x), shape (5, 5), written into ``out`` (independent of the inputs)."""
+    mass, inertia = p[0], p[2]
+    sph = np.sin(x[3])
+    out[:, :] = 0.0
+    out[0, 0] = mass
+    out[1, 1] = mass
+    out[2, 2] = inertia
+    out[3, 3] = inertia
+    out[4, 4] = inertia
+    out[2, 4] = inertia * sph
+    out[4, 2] = inertia * sph
+
+
+@njit(cache=True)
+def forces(x, xd, u, p, out):
+    """Q(x, xd, u), shape (5,): gravity in the plate frame and the gyroscopic terms."""
+    mass, inertia, g = p[0], p[2], p[3]
+    ca = np.cos(u[0])
+    sa = np.sin(u[0])
+    sb = np.sin(u[1])
+    cph = np.cos(x[3])
+    dpsi, dphi, dth = xd[2], xd[3], xd[4]
+    out[0] = mass * (g * (ca * sb))
+    out[1] = mass * (g * (-sa))
+    out[2] = -inertia * dth * dphi * cph
+    out[3] = inertia * dpsi * dth * cph
+    out[4] = -inertia * dpsi * dphi * cph
+
+
+@njit(cache=True)
+def constraint_jacobian(x, p, out):
+    """Rolling constraints B(x) of eqs. (43)-(44), shape (2, 5)."""
+    R = p[1]
+    cps = np.cos(x[2])
+    sps = np.sin(x[2])
+    cph = np.cos(x[3])
+    out[:, :] = 0.0
+    out[0, 0] = 1.0
+    out[0, 3] = -R * sps
+    out[0, 4] = -R * cps * cph
+    out[1, 1] = 1.0
+    out[1, 3] = R * cps
+    out[1, 4] = -R * sps * cph
+
+
+@njit(cache=True)
+def constraint_bias(x, xd, p, out):
+    """``Ddot(x, xd) xd``, shape (2,)."""
+    R = p[1]
+    cps = np.cos(x[2])
+    sps = np.sin(x[2])
+    cph = np.cos(x[3])
+    sph = np.sin(x[3])
+    dpsi, dphi, dth = xd[2], xd[3], xd[4]
+    out[0] = R * (-cps * dpsi * dphi + sps * cph * dpsi * dth + cps * sph * dphi * dth)
+    out[1] = R * (-sps * dpsi * dphi - cps * cph * dpsi * dth + sps * sph * dphi * dth)
+
+
+@njit(cache=True)
+def accelerations(x, xd, u, p, a, b, xdd, lam):
+    """Structured index-1 solve (module docstring): ``xdd (5,)`` and ``lam (2,)``.
+
+    ``a`` damps the velocity residual ``D xd`` at ``2a`` (1/s); ``b`` is
+    unused (no holonomic constraints).
+    """
+    mass, R, inertia = p[0], p[1], p[2]
+    cps = np.cos(x[2])
+    sps = np.sin(x[2])
+    cph = np.cos(x[3])
+    sph = np.sin(x[3])
+    dpsi, dphi, dth = xd[2], xd[3], xd[4]
+    # E = D[:, 2:5]
+    e01 = -R * sps
+    e02 = -R * cps * cph
+    e11 = R * cps
+    e12 = -R * sps * cph
+    # r = -Ddot xd - 2a D xd
+    r0 = -(R * (-cps * dpsi * dphi + sps * cph * dpsi * dth + cps * sph * dphi * dth)) \
+        - 2.0 * a * (xd[0] + e01 * dphi + e02 * dth)
+    r1 = -(R * (-sps * dpsi * dphi - cps * cph * dpsi * dth + sps * sph * dphi * dth)) \
+        - 2.0 * a * (xd[1] + e11 * dphi + e12 * dth)
+    Q = np.empty(5, dtype=xdd.dtype)
+    forces(x, xd, u, p, Q)
+    A = np.empty((3, 3), dtype=xdd.dtype)
+    A[0, 0] = inertia
+    A[0, 1] = 0.0
+    A[0, 2] = inertia * sph
+    A[1, 1] = inertia + mass * (e01 * e01 + e11 * e11)
+    A[1, 2] = mass * (e01 * e02 + e11 * e12)
+    A[2, 2] = inertia + mass * (e02 * e02 + e12 * e12)
+    A[1, 0] = A[0, 1]
+    A[2, 0] = A[0, 2]
+    A[2, 1] = A[1, 2]
+    c0 = Q[0] - mass * r0
+    c1 = Q[1] - mass * r1
+    z = np.empty(3, dtype=xdd.dtype)
+    z[0] = Q[2]
+    z[1] = Q[3] - (e01 * c0 + e11 * c1)
+    z[2] = Q[4] - (e02 * c0 + e12 * c1)
+    solve_symmetric_inplace(A, z)
+    xdd[2] = z[0]
+    xdd[3] = z[1]
+    xdd[4] = z[2]
+    xdd[0] = r0 - (e01 * z[1] + e02 * z[2])
+    xdd[1] = r1 - (e11 * z[1] + e12 * z[2])
+    lam[0] = Q[0] - mass * xdd[0]
+    lam[1] = Q[1] - mass * xdd[1]
+
+
+@njit(cache=True)
+def mass_matrix_batch(x, p):
+    """``mass_matrix`` over a stack ``x (K, 5)``: returns ``(K, 5, 5)`` of ``x``'s dtype."""
+    out = np.empty((x.shape[0], 5, 5), dtype=x.dtype)
+    for k in range(x.shape[0]):
+        mass_matrix(x[k], p, out[k])
+    return out
+
+
+@njit(cache=True)
+def forces_batch(x, xd, u, p):
+    """``forces`` over stacks ``(K, 5), (K, 5), (K, 2)`` of one dtype: returns ``(K, 5)``."""
+    out = np.empty((x.shape[0], 5), dtype=x.dtype)
+    for k in range(x.shape[0]):
+        forces(x[k], xd[k], u[k], p, out[k])
+    return out
+
+
+@njit(cache=True)
+def constraint_jacobian_batch(x, p):
+    """``constraint_jacobian`` over ``x (K, 5)``: returns ``(K, 2, 5)``."""
+    out = np.empty((x.shape[0], 2, 5), dtype=x.dtype)
+    for k in range(x.shape[0]):
+        constraint_jacobian(x[k], p, out[k])
+    return out
+
+
+@njit(cache=True)
+def constraint_bias_batch(x, xd, p):
+    """``constraint_bias`` over stacks ``(K, 5)``: returns ``(K, 2)``."""
+    out = np.empty((x.shape[0], 2), dtype=x.dtype)
+    for k in range(x.shape[0]):
+        constraint_bias(x[k], xd[k], p, out[k])
+    return out
+
+
+@njit(cache=True)
+def accelerations_batch(x, xd, u, p, a, b):
+    """``accelerations`` over stacks ``(K, 5), (K, 5), (K, 2)``: returns ``xdd (K, 5)``, ``lam (K, 2)``."""
+    xdd = np.empty((x.shape[0], 5), dtype=x.dtype)
+    lam = np.empty((x.shape[0], 2), dtype=x.dtype)
+    for k in range(x.shape[0]):
+        accelerations(x[k], xd[k], u[k], p, a, b, xdd[k], lam[k])
+    return xdd, lam

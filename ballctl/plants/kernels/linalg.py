@@ -1,0 +1,157 @@
+"""Small dense linear algebra for the compiled kernels, analytic in the entries.
+
+The solves below do not pivot on ``abs`` of complex numbers and never
+conjugate, so a complex-step perturbation of the inputs propagates as the
+analytic continuation (Martins, Sturdza & Alonso 2003). Pivoting, where it is
+needed, compares real parts only: the choice of pivot is piecewise constant
+and does not change the derivative.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["solve_symmetric_inplace", "solve_inplace", "solve_unit_constrained"]
+
+
+@njit(cache=True)
+def solve_symmetric_inplace(A, b):
+    """Solve ``A z = b`` for a symmetric positive definite ``A`` by LDL^T (no pivoting).
+
+    Parameters
+    ----------
+    A : ndarray, shape (k, k)
+        Overwritten with its factors.
+    b : ndarray, shape (k,)
+        Overwritten with the solution.
+    """
+    k = A.shape[0]
+    for j in range(k):
+        for i in range(j + 1, k):
+            f = A[i, j] / A[j, j]
+            for c in range(j, k):
+                A[i, c] -= f * A[j, c]
+            b[i] -= f * b[j]
+    for i in range(k - 1, -1, -1):
+        s = b[i]
+        for c in range(i + 1, k):
+            s -= A[i, c] * b[c]
+        b[i] = s / A[i, i]
+
+
+@njit(cache=True)
+def solve_inplace(A, b):
+    """Solve ``A z = b`` by Gaussian elimination with partial pivoting on real parts.
+
+    Parameters
+    ----------
+    A : ndarray, shape (k, k)
+        Overwritten.
+    b : ndarray, shape (k,)
+        Overwritten with the solution.
+
+    Returns
+    -------
+    bool
+        False when a pivot is exactly zero (singular matrix).
+    """
+    k = A.shape[0]
+    for j in range(k):
+        piv = j
+        best = np.abs(A[j, j].real)
+        for i in range(j + 1, k):
+            v = np.abs(A[i, j].real)
+            if v > best:
+                best = v
+                piv = i
+        if best == 0.0:
+            return False
+        if piv != j:
+            for c in range(k):
+                tmp = A[j, c]
+                A[j, c] = A[piv, c]
+                A[piv, c] = tmp
+            tmp = b[j]
+            b[j] = b[piv]
+            b[piv] = tmp
+        for i in range(j + 1, k):
+            f = A[i, j] / A[j, j]
+            for c in range(j, k):
+                A[i, c] -= f * A[j, c]
+            b[i] -= f * b[j]
+    for i in range(k - 1, -1, -1):
+        s = b[i]
+        for c in range(i + 1, k):
+            s -= A[i, c] * b[c]
+        b[i] = s / A[i, i]
+    return True
+
+
+@njit(cache=True)
+def solve_unit_constrained(M, Q, E, r, xdd, lam):
+    r"""Index-1 solve for constraints ``D = [I_c | E]`` (the first c coordinates are dependent).
+
+    Solves ``M xdd + D^T lam = Q``, ``D xdd = r`` through the null-space
+    form: with ``Z = [-E; I]``, ``(Z^T M Z) xdd_a = Q_a - M_ac r - E^T (Q_c - M_cc r)``
+    (symmetric positive definite), then ``xdd_c = r - E xdd_a`` and
+    ``lam = Q_c - M_cc xdd_c - M_ca xdd_a``.
+
+    Parameters
+    ----------
+    M : ndarray, shape (n, n)
+    Q : ndarray, shape (n,)
+    E : ndarray, shape (c, n - c)
+    r : ndarray, shape (c,)
+    xdd : ndarray, shape (n,)
+        Output accelerations.
+    lam : ndarray, shape (c,)
+        Output multipliers.
+    """
+    c = E.shape[0]
+    n = M.shape[0]
+    k = n - c
+    dt = xdd.dtype
+    # W = M_ca - M_cc E  (c x k);  A = M_aa - M_ac E - E^T W
+    W = np.empty((c, k), dtype=dt)
+    for i in range(c):
+        for j in range(k):
+            acc = M[i, c + j]
+            for l in range(c):
+                acc -= M[i, l] * E[l, j]
+            W[i, j] = acc
+    A = np.empty((k, k), dtype=dt)
+    for i in range(k):
+        for j in range(k):
+            acc = M[c + i, c + j]
+            for l in range(c):
+                acc -= M[c + i, l] * E[l, j] + E[l, i] * W[l, j]
+            A[i, j] = acc
+    # z = Q_a - M_ac r - E^T (Q_c - M_cc r)
+    t = np.empty(c, dtype=dt)
+    for i in range(c):
+        acc = Q[i]
+        for l in range(c):
+            acc -= M[i, l] * r[l]
+        t[i] = acc
+    z = np.empty(k, dtype=dt)
+    for i in range(k):
+        acc = Q[c + i]
+        for l in range(c):
+            acc -= M[c + i, l] * r[l] + E[l, i] * t[l]
+        z[i] = acc
+    solve_symmetric_inplace(A, z)
+    for i in range(k):
+        xdd[c + i] = z[i]
+    for i in range(c):
+        acc = r[i]
+        for j in range(k):
+            acc -= E[i, j] * z[j]
+        xdd[i] = acc
+    for i in range(c):
+        acc = Q[i]
+        for l in range(c):
+            acc -= M[i, l] * xdd[l]
+        for j in range(k):
+            acc -= M[i, c + j] * z[j]
+        lam[i] = acc
