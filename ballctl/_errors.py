@@ -20,11 +20,9 @@ style (``except ValueError``, ``except TypeError``, ``except RuntimeError``,
     ├── NumericalError (RuntimeError)        a numerical computation failed
     │   ├── SingularMatrixError (+ numpy.linalg.LinAlgError)
     │   └── RiccatiConvergenceError
-    ├── IntegrationError (RuntimeError)      a numerical integration failed
-    │   ├── NonFiniteStateError              a state/derivative/input became NaN or inf
-    │   └── IntegrationBudgetError           a step or wall-clock budget was exhausted
-    ├── InfeasiblePlanError (ValueError)     a trajectory-optimization request that cannot be met
-    └── MissingExtraError (ImportError)      an optional dependency missing (names the extra)
+    └── IntegrationError (RuntimeError)      a numerical integration failed
+        ├── NonFiniteStateError              a state/derivative/input became NaN or inf
+        └── IntegrationBudgetError           a step or wall-clock budget was exhausted
 
 Warnings derive from :class:`BallctlWarning` (a ``UserWarning``).
 
@@ -48,8 +46,6 @@ __all__ = [
     "ConfigError",
     "FileArgumentError",
     "ScheduleFileError",
-    "InfeasiblePlanError",
-    "MissingExtraError",
     "SampleIndexError",
     "NumericalError",
     "SingularMatrixError",
@@ -61,6 +57,8 @@ __all__ = [
     "LargeTiltWarning",
     "ConstraintProjectionWarning",
     "RiccatiConditioningWarning",
+    "InfeasiblePlanError",
+    "MissingExtraError",
 ]
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import ChartSingularityError, IntegrationError, ParameterError
+from ._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError
 from ._validation import as_times, as_vector
 from .system import ConstrainedSystem
 
@@ -140,7 +140,7 @@ def input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
         if inputs is not None:
             raise ParameterError("pass either inputs (u(t) or a constant) or feedback (u(t, x, xd)), not both")
         if not callable(feedback):
-            raise ParameterError(f"feedback must be a callable u(t, x, xd), got {feedback!r}")
+            raise ParameterTypeError(f"feedback must be a callable u(t, x, xd), got {feedback!r}")
         return lambda t, x, xd: np.asarray(feedback(t, x, xd), dtype=float).reshape(n_inputs)
     if inputs is None:
         zero = np.zeros(n_inputs)

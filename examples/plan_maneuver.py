@@ -1,5 +1,7 @@
-"""Plan a maneuver of the rolling ball around obstacles, then track it with the LQR (issue 13).
+"""Plan a maneuver of the rolling ball around obstacles, then track it with the LQR
+================================================================================
 
+(Issue 13.) 
 The paper's ball (Putkaradze & Rogers 2018, section 7: three unit masses on tilted circular rails,
 g = 1) starts at rest at the origin and must come to rest at (0, 4) m after 10 s, keeping its
 contact point 5 cm clear of two circular obstacles, with the rails limited to 2 rad/s and
@@ -82,4 +84,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import pathlib
 
 import numpy as np
@@ -15,10 +16,10 @@ from ballctl._validation import (StepBudget, as_stack, as_vector, check_finite_a
 
 PACKAGE = pathlib.Path(ballctl.__file__).parent
 
-# builtins a raise site may still use directly: abstract methods, and the OS refusing a temporary file
-ALLOWED_BUILTIN_RAISES = {"NotImplementedError", "OSError"}
-BUILTIN_EXCEPTIONS = {name for name in dir(__builtins__ if isinstance(__builtins__, dict) else __builtins__)
-                      if name.endswith(("Error", "Exception"))} | {"Exception"}
+# builtins a raise site may still use directly: abstract methods, the OS refusing a temporary file, and a
+# module's __getattr__ (Python's protocol for deprecated names)
+ALLOWED_BUILTIN_RAISES = {"NotImplementedError", "OSError", "AttributeError"}
+BUILTIN_EXCEPTIONS = {name for name in dir(builtins) if name.endswith(("Error", "Exception"))} | {"Exception"}
 
 
 # ------------------------------------------------------------------ hierarchy

@@ -47,7 +47,8 @@ def test_casadi_equations_equal_the_plants_numpy_equations(inputs):
     rng = np.random.default_rng(7)
     rails = (CircleRail.from_spherical(0.6, 0.3, 0.4),
              EllipseRail(semi_axis_first_m=0.5, semi_axis_third_m=0.3, center_m=[0.1, 0.0, 0.1]),
-             FigureEightRail(half_width_m=0.4, half_height_m=0.3, rotation=CircleRail.from_spherical(1, 1, 0.2).rotation),
+             FigureEightRail(half_width_m=0.4, half_height_m=0.3,
+                             rotation=CircleRail.from_spherical(1, 1, 0.2).rotation),
              SegmentRail(start_m=[-0.3, 0.2, 0.1], end_m=[0.4, -0.2, 0.0]))
     params = RollingBallParameters(mass_kg=1.3, radius_m=1.1, principal_inertia_kgm2=[0.8, 1.0, 1.2],
                                    cm_offset_m=[0.02, -0.01, -0.05], gravity_mps2=9.81,

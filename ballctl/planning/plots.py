@@ -67,7 +67,8 @@ def plot_plan(plan: ManeuverPlan, t_resim=None, x_resim=None) -> Figure:
     u = plan.input(t)
     for i in range(n):
         axes[1].plot(t, x[:, i], color=f"C{i}", label=f"theta_{i + 1}")
-        axes[2].plot(t, u[:, i], color=f"C{i}", label=f"{'theta_ddot' if plan.plant.inputs == 'acceleration' else 'tau'}_{i + 1}")
+        input_name = "theta_ddot" if plan.plant.inputs == "acceleration" else "tau"
+        axes[2].plot(t, u[:, i], color=f"C{i}", label=f"{input_name}_{i + 1}")
     axes[1].set_xlabel("t / s")
     axes[1].set_ylabel("rail parameter theta / rad (m on segment rails)")
     axes[1].set_title("masses on their rails")

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import ParameterError, ParameterTypeError
 from .._derivatives import jacobian
+from .._errors import ParameterError, ParameterTypeError
 from .._validation import as_vector, check_positive
 from ..ode import ODETrajectory, integrate_piecewise
 from ..system import ConstrainedSystem
@@ -103,7 +103,7 @@ class InternalMassesPlant:
 
     def __init__(self, params, *, inputs: str = "acceleration") -> None:
         if not isinstance(params, self.parameters_type):
-            raise ParameterError(f"params must be {self.parameters_type.__name__}, got {type(params).__name__}")
+            raise ParameterTypeError(f"params must be {self.parameters_type.__name__}, got {type(params).__name__}")
         if inputs not in INPUT_MODES:
             raise ParameterError(f"inputs must be one of {INPUT_MODES}, got {inputs!r}")
         self.params = params
