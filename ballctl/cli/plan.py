@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._errors import ConfigError
+
 __all__ = ["DEFAULT_PROBLEM", "HELP", "NAME", "add_arguments", "load_problem", "run"]
 
 NAME = "plan"
@@ -80,24 +82,24 @@ def load_problem(path: str | None) -> dict:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
     except OSError as exc:
-        raise ValueError(f"cannot read problem file {path}: {exc}") from exc
+        raise ConfigError(f"cannot read problem file {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"problem file {path} is not valid TOML: {exc}") from exc
+        raise ConfigError(f"problem file {path} is not valid TOML: {exc}") from exc
     for table, values in data.items():
         if table not in problem:
-            raise ValueError(f"unknown table [{table}] in {path}; known: {sorted(problem)}")
+            raise ConfigError(f"unknown table [{table}] in {path}; known: {sorted(problem)}")
         if table == "obstacles":
             if not isinstance(values, list):
-                raise ValueError(f"obstacles in {path} must be an array of tables [[obstacles]]")
+                raise ConfigError(f"obstacles in {path} must be an array of tables [[obstacles]]")
             for k, ob in enumerate(values):
                 extra = set(ob) - {"center_m", "radius_m"}
                 if extra:
-                    raise ValueError(f"unknown key(s) {sorted(extra)} in obstacle {k} of {path}")
+                    raise ConfigError(f"unknown key(s) {sorted(extra)} in obstacle {k} of {path}")
             problem["obstacles"] = values
             continue
         for key, value in values.items():
             if key not in problem[table]:
-                raise ValueError(f"unknown key {key!r} in [{table}] of {path}; known: {sorted(problem[table])}")
+                raise ConfigError(f"unknown key {key!r} in [{table}] of {path}; known: {sorted(problem[table])}")
             problem[table][key] = value
     return problem
 
@@ -131,8 +133,6 @@ def _plant(spec: dict):
     from ..plants.paper import paper_ball_initial_state, paper_ball_parameters
     from ..plants.rolling_ball import RollingBall
     if spec["preset"] != "paper_ball":
-        from .._errors import ConfigError
-
         raise ConfigError(f"[plant] preset must be 'paper_ball', got {spec['preset']!r}")
     x0 = paper_ball_initial_state() if spec["initial_state"] is None else np.asarray(spec["initial_state"], float)
     return RollingBall(paper_ball_parameters()), x0

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import ParameterError
 from ..closed_loop import ClosedLoopResult, simulate_closed_loop
 from ..partition import Partition
 from ..plants.rolling_ball import RollingBall, RollingBallSystem
@@ -87,11 +88,11 @@ def plan_reference(plan: ManeuverPlan, *, chart_rotation="auto") -> IntegratedRe
         Replays ``plan.input`` from the planned initial state (breakpoints at the mesh nodes).
     """
     if not isinstance(plan.plant, RollingBall):
-        raise ValueError(f"plan_reference needs a plan of a RollingBall, got {type(plan.plant).__name__}")
+        raise ParameterError(f"plan_reference needs a plan of a RollingBall, got {type(plan.plant).__name__}")
     plan.raise_if_failed()
     if isinstance(chart_rotation, str):
         if chart_rotation != "auto":
-            raise ValueError(f"chart_rotation must be a 3x3 rotation, 'auto' or None, got {chart_rotation!r}")
+            raise ParameterError(f"chart_rotation must be a 3x3 rotation, 'auto' or None, got {chart_rotation!r}")
         chart_rotation = plan_chart_rotation(plan)
     system = plan.plant.to_constrained_system(chart_rotation=chart_rotation)
     x0, xd0 = system.from_ode_state(plan.problem.initial_state)
@@ -171,7 +172,7 @@ def track_plan(plan: ManeuverPlan, *, dt: float = 0.1, contact_offset_m: Sequenc
     x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
     off = np.asarray(contact_offset_m, dtype=float)
     if off.shape != (2,) or not np.all(np.isfinite(off)):
-        raise ValueError(f"contact_offset_m must be two finite offsets in m, got {contact_offset_m!r}")
+        raise ParameterError(f"contact_offset_m must be two finite offsets in m, got {contact_offset_m!r}")
     x0[:2] += off
     x0[2] += angle_offset_rad
     x0[5:] += angle_offset_rad

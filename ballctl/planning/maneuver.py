@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .._errors import InfeasiblePlanError, IntegrationError
+from .._errors import InfeasiblePlanError, IntegrationError, ParameterError
 from .._quaternion import quat_multiply, quat_to_matrix
 from .._validation import as_vector, check_positive
 from ..plants.rolling_ball import RollingBall
@@ -129,7 +129,7 @@ def _optional_limit(value, name: str, unit: str, n: int):
     arr = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy() if np.ndim(value) == 0 else \
         as_vector(value, name, n).copy()
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must be > 0 {unit} (a scalar or one value per rail), got {value!r}")
+        raise ParameterError(f"{name} must be > 0 {unit} (a scalar or one value per rail), got {value!r}")
     arr.setflags(write=False)
     return arr
 
@@ -192,26 +192,26 @@ class ManeuverProblem:
             if v is not None:
                 v = as_vector(v, name).copy()
                 if v.size not in (1, 2):
-                    raise ValueError(f"{name} must have length 2 (ball, m) or 1 (disk), got length {v.size}")
+                    raise ParameterError(f"{name} must have length 2 (ball, m) or 1 (disk), got length {v.size}")
                 v.setflags(write=False)
                 object.__setattr__(self, name, v)
         if self.rest_at_end and self.final_velocity_mps is not None and np.any(self.final_velocity_mps != 0):
-            raise ValueError("rest_at_end=True contradicts a non-zero final_velocity_mps; give one of them")
+            raise ParameterError("rest_at_end=True contradicts a non-zero final_velocity_mps; give one of them")
         if self.path is not None and not callable(self.path):
-            raise ValueError("path must be a callable path(t (K,)) -> (K, 2) contact points in m, or None")
+            raise ParameterError("path must be a callable path(t (K,)) -> (K, 2) contact points in m, or None")
         for name in ("tracking_weight", "effort_weight", "clearance_margin_m"):
             v = float(getattr(self, name))
             if not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be finite and >= 0, got {getattr(self, name)!r}")
+                raise ParameterError(f"{name} must be finite and >= 0, got {getattr(self, name)!r}")
             object.__setattr__(self, name, v)
         if self.path is not None and self.tracking_weight <= 0:
-            raise ValueError("a path needs tracking_weight > 0 (1/(m^2 s)) to enter the objective")
+            raise ParameterError("a path needs tracking_weight > 0 (1/(m^2 s)) to enter the objective")
         if self.target_contact_m is None and self.path is None:
-            raise ValueError("give a target_contact_m, a path to track, or both")
+            raise ParameterError("give a target_contact_m, a path to track, or both")
         obstacles = tuple(self.obstacles)
         for k, ob in enumerate(obstacles):
             if not isinstance(ob, CircularObstacle):
-                raise ValueError(f"obstacles[{k}] must be a CircularObstacle, got {type(ob).__name__}")
+                raise ParameterError(f"obstacles[{k}] must be a CircularObstacle, got {type(ob).__name__}")
         object.__setattr__(self, "obstacles", obstacles)
 
 
@@ -382,7 +382,7 @@ def _model(plant):
         return _BallModel(plant)
     if isinstance(plant, RollingDisk):
         return _DiskModel(plant)
-    raise ValueError(f"plant must be a RollingBall or a RollingDisk, got {type(plant).__name__}")
+    raise ParameterError(f"plant must be a RollingBall or a RollingDisk, got {type(plant).__name__}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -570,7 +570,7 @@ class _NLP:
         if problem.path is not None:
             ref = np.asarray(problem.path(tr.times), dtype=float).reshape(P, -1)
             if ref.shape[1] != model.dim or not np.all(np.isfinite(ref)):
-                raise ValueError(f"path(t) must return finite (K, {model.dim}) contact points in m, got shape "
+                raise ParameterError(f"path(t) must return finite (K, {model.dim}) contact points in m, got shape "
                                  f"{ref.shape}")
             J = J + problem.tracking_weight * ca.sum2(wq * ca.sum1((C - ca.DM(ref.T)) ** 2))
         groups: list[tuple[str, object, np.ndarray, np.ndarray]] = []
@@ -654,7 +654,7 @@ class _NLP:
 
 def _default_nodes(duration_s: float, intervals: int) -> np.ndarray:
     if int(intervals) != intervals or intervals < 2:
-        raise ValueError(f"intervals must be an integer >= 2, got {intervals!r}")
+        raise ParameterError(f"intervals must be an integer >= 2, got {intervals!r}")
     return np.linspace(0.0, duration_s, int(intervals) + 1)
 
 
@@ -776,14 +776,14 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
     _precheck(model, problem, x0)
     factors = tuple(float(f) for f in obstacle_continuation)
     if not factors or factors[-1] != 1.0 or any(f <= 0 for f in factors):
-        raise ValueError(f"obstacle_continuation must be positive radius factors ending with 1, got {factors!r}")
+        raise ParameterError(f"obstacle_continuation must be positive radius factors ending with 1, got {factors!r}")
     T = problem.duration_s
     if nodes is None:
         nodes = _default_nodes(T, intervals)
     else:
         nodes = as_vector(nodes, "nodes")
         if abs(nodes[0]) > 0 or abs(nodes[-1] - T) > 1e-12 * max(1.0, T) or np.any(np.diff(nodes) <= 0):
-            raise ValueError(f"nodes must increase strictly from 0 to duration_s = {T} s")
+            raise ParameterError(f"nodes must increase strictly from 0 to duration_s = {T} s")
     times = collocation_times(nodes)
     w0 = _initial_guess(model, problem, x0, nodes, times, warm_start)
     return _solve(model, problem, nodes, w0, continuation=factors, ipopt_options=dict(ipopt_options or {}),

@@ -36,6 +36,7 @@ import numpy as np
 from ..plants.rails import CircleRail, EllipseRail, FigureEightRail, Rail, SegmentRail
 from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
+from .._errors import ParameterError
 from ._casadi import require_casadi
 
 __all__ = ["ball_rhs_function", "disk_rhs_function", "quat_to_matrix_casadi", "rail_casadi"]
@@ -89,7 +90,7 @@ def rail_casadi(rail: Rail, theta):
         D = ca.DM(d)
         return ca.DM(rail.start_m) + theta * D, D + zero, 0.0 * D + zero
     else:
-        raise ValueError(f"the planner knows the closed-form rails (CircleRail, EllipseRail, FigureEightRail, "
+        raise ParameterError(f"the planner knows the closed-form rails (CircleRail, EllipseRail, FigureEightRail, "
                          f"SegmentRail); got {type(rail).__name__}, whose formula is not available symbolically")
     zeros = np.zeros(3)
     return (_cols(ca, rail.rotation, rail.center_m, loc[0]), _cols(ca, rail.rotation, zeros, loc[1]),
@@ -118,7 +119,7 @@ def quat_to_matrix_casadi(q):
 
 def _check_autonomous(plant) -> None:
     if plant.params.external_force is not None:
-        raise ValueError("the planner needs external_force=None (the transcribed equations are autonomous)")
+        raise ParameterError("the planner needs external_force=None (the transcribed equations are autonomous)")
 
 
 def ball_rhs_function(ball: RollingBall):

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import ParameterError
 from ._casadi import require_casadi
 
 __all__ = [
@@ -192,14 +193,14 @@ def hermite_simpson(f, nodes, *, n_z: int = 0, algebraic=None, symbolic: str = "
     ca = require_casadi()
     nodes = np.asarray(nodes, dtype=float)
     if nodes.ndim != 1 or nodes.size < 2 or np.any(np.diff(nodes) <= 0) or not np.all(np.isfinite(nodes)):
-        raise ValueError("nodes must be a strictly increasing 1-D array of at least 2 finite times in s")
+        raise ParameterError("nodes must be a strictly increasing 1-D array of at least 2 finite times in s")
     if (n_z > 0) != (algebraic is not None):
-        raise ValueError("give n_z > 0 together with the algebraic constraint function h(x)")
+        raise ParameterError("give n_z > 0 together with the algebraic constraint function h(x)")
     n_x, n_u = f.size1_in(0), f.size1_in(1)
     N = nodes.size - 1
     P = 2 * N + 1
     if symbolic not in ("SX", "MX"):
-        raise ValueError(f"symbolic must be 'SX' or 'MX', got {symbolic!r}")
+        raise ParameterError(f"symbolic must be 'SX' or 'MX', got {symbolic!r}")
     sym = getattr(ca, symbolic)
     X = sym.sym("X", n_x, P)
     U = sym.sym("U", n_u, P)
