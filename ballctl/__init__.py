@@ -11,7 +11,7 @@ chain), ``closed_loop`` (sampled control of the nonlinear plant),
 from .plants import rails
 from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, ConfigError, ConstraintProjectionWarning,
                       ConstraintViolationError, FileArgumentError, InfeasibleReferenceError, IntegrationBudgetError,
-                      IntegrationError, LargeTiltWarning, NonFiniteStateError, NumericalError, ParameterError,
+                      IntegrationError, LargeTiltWarning, MissingFileError, NonFiniteStateError, NumericalError, ParameterError,
                       ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
                       SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
 from .closed_loop import ClosedLoopResult, RigLimits, simulate_closed_loop
@@ -40,7 +40,7 @@ __version__ = "0.1.0"
 __all__ = [
     # errors
     "BallctlError", "ParameterError", "ShapeError", "ParameterTypeError", "ConstraintViolationError",
-    "InfeasibleReferenceError", "ChartSingularityError", "PartitionError", "ConfigError", "FileArgumentError",
+    "InfeasibleReferenceError", "ChartSingularityError", "PartitionError", "ConfigError", "FileArgumentError", "MissingFileError",
     "ScheduleFileError", "SampleIndexError", "NumericalError", "SingularMatrixError", "RiccatiConvergenceError",
     "IntegrationError", "NonFiniteStateError", "IntegrationBudgetError",
     # warnings

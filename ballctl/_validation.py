@@ -22,13 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ._errors import (FileArgumentError, IntegrationBudgetError, NonFiniteStateError, ParameterError,
+from ._errors import (FileArgumentError, IntegrationBudgetError, MissingFileError, NonFiniteStateError, ParameterError,
                       ParameterTypeError, ShapeError)
 
 __all__ = ["as_array", "as_vector", "as_matrix", "as_stack", "as_times", "check_uniform_spacing", "check_integer",
            "check_finite_scalar", "check_positive", "check_nonnegative", "check_in_range", "check_choice",
-           "check_callable", "check_instance", "check_bool", "names_tuple", "ProblemCollector",
-           "check_output_path", "check_input_file", "check_finite_at", "guard_rhs", "StepBudget",
+           "check_callable", "check_instance", "check_bool", "check_stabilization", "check_tolerances",
+           "check_ivp_method", "IVP_METHODS", "names_tuple", "ProblemCollector",
+           "check_output_path", "check_output_dir", "check_input_file", "check_finite_at", "guard_rhs", "checked_input", "StepBudget",
            "SPACING_RTOL"]
 
 #: Relative tolerance of a uniform time grid: times built with ``np.arange`` or
@@ -524,6 +525,74 @@ def check_instance(value, name: str, types, what: str | None = None):
     return value
 
 
+def check_stabilization(value, name: str = "stabilization") -> tuple[float, float] | None:
+    """Return Baumgarte gains ``(a, b)`` in 1/s as floats, or None; both must be finite and >= 0.
+
+    Negative gains make the constraint drift grow instead of decay.
+
+    Parameters
+    ----------
+    value : (float, float) or None
+        The user's gains.
+    name : str
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    (float, float) or None
+    """
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)) or len(value) != 2:
+        raise ParameterTypeError(f"{name} must be None or a pair (a, b) of Baumgarte gains in 1/s, "
+                                 f"got {_short(value)}")
+    a = check_nonnegative(value[0], f"{name}[0]", "1/s")
+    b = check_nonnegative(value[1], f"{name}[1]", "1/s")
+    return a, b
+
+
+def check_tolerances(rtol, atol, *, rtol_name: str = "rtol", atol_name: str = "atol") -> tuple[float, float]:
+    """Return integration tolerances after checking ``0 < rtol < 1`` and ``atol > 0`` (never clipped).
+
+    Parameters
+    ----------
+    rtol, atol : float
+        Relative and absolute tolerances (atol in the units of the state).
+    rtol_name, atol_name : str
+        Parameter names used in error messages.
+
+    Returns
+    -------
+    (float, float)
+    """
+    rtol = check_in_range(rtol, rtol_name, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+    atol = check_positive(atol, atol_name)
+    return rtol, atol
+
+
+#: The methods of ``scipy.integrate.solve_ivp``.
+IVP_METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
+
+
+def check_ivp_method(value, name: str = "method", extra: Sequence[str] = ()) -> str:
+    """Return ``value`` if it names a ``solve_ivp`` method (or one of ``extra``), else raise.
+
+    Parameters
+    ----------
+    value : str
+        The user's method.
+    name : str
+        Parameter name used in error messages.
+    extra : sequence of str
+        Further accepted names (e.g. ``"rk4"``).
+
+    Returns
+    -------
+    str
+    """
+    return check_choice(value, name, IVP_METHODS + tuple(extra))
+
+
 def names_tuple(names: Sequence[str] | None, count: int, default_prefix: str, name: str) -> tuple[str, ...]:
     """Validate a sequence of unique names of the given length (or build defaults).
 
@@ -618,11 +687,19 @@ class ProblemCollector:
 
 
 # ------------------------------------------------------------------ paths
-def check_output_path(path, name: str) -> Path:
+def _file_ancestor(p: Path) -> Path | None:
+    """The nearest existing ancestor of ``p`` if it is not a directory, else None."""
+    for parent in p.parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def check_output_path(path, name: str, *, create_parents: bool = False) -> Path:
     """Return ``path`` as a :class:`~pathlib.Path` a file can be written to, else raise.
 
-    The path must not be an existing directory, and its parent must be an
-    existing directory (nothing is created).
+    The path must not be an existing directory, and no ancestor may be a
+    file; its parent must exist unless ``create_parents`` (the caller creates it).
 
     Parameters
     ----------
@@ -630,6 +707,8 @@ def check_output_path(path, name: str) -> Path:
         The user's output file.
     name : str
         Parameter (or flag) name used in error messages.
+    create_parents : bool
+        Accept a missing parent folder (the caller creates it).
 
     Returns
     -------
@@ -640,11 +719,36 @@ def check_output_path(path, name: str) -> Path:
     p = Path(path)
     if p.is_dir():
         raise FileArgumentError(f"{name} {str(p)!r} is a directory; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if parent.exists() and not parent.is_dir():
-        raise FileArgumentError(f"{name} {str(p)!r}: its parent {str(parent)!r} is a file, not a directory")
-    if not parent.exists():
-        raise FileArgumentError(f"{name} {str(p)!r}: the directory {str(parent)!r} does not exist")
+    bad = _file_ancestor(p)
+    if bad is not None:
+        raise FileArgumentError(f"{name} {str(p)!r}: {str(bad)!r} is a file, not a directory")
+    if not create_parents and not p.parent.exists():
+        raise FileArgumentError(f"{name} {str(p)!r}: the directory {str(p.parent)!r} does not exist")
+    return p
+
+
+def check_output_dir(path, name: str) -> Path:
+    """Return ``path`` as a :class:`~pathlib.Path` to a folder that exists or can be created, else raise.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The user's output folder.
+    name : str
+        Parameter (or flag) name used in error messages.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+        raise ParameterTypeError(f"{name} must name a folder, got {_short(path)}")
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise FileArgumentError(f"{name} {str(p)!r} is a file; give a folder")
+    bad = _file_ancestor(p)
+    if bad is not None:
+        raise FileArgumentError(f"{name} {str(p)!r}: {str(bad)!r} is a file, not a directory")
     return p
 
 
@@ -668,7 +772,7 @@ def check_input_file(path, name: str) -> Path:
     if p.is_dir():
         raise FileArgumentError(f"{name} {str(p)!r} is a directory, not a file")
     if not p.exists():
-        raise FileArgumentError(f"{name} {str(p)!r} does not exist")
+        raise MissingFileError(f"{name} {str(p)!r} does not exist")
     return p
 
 
@@ -796,3 +900,39 @@ def guard_rhs(fun: Callable, *, context: str, names: Sequence[str] | None = None
         return out
 
     return guarded
+
+
+def checked_input(fun: Callable, name: str, size: int, *, context: str = "") -> Callable:
+    """Wrap a user's input function ``u(t)`` so a wrong shape or a NaN names the time and the input.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(t) -> (size,)``.
+    name : str
+        Parameter name used in error messages.
+    size : int
+        Number of inputs.
+    context : str
+        Name of the run, used in messages.
+
+    Returns
+    -------
+    callable
+        ``u(t) -> ndarray, shape (size,)``.
+    """
+    check_callable(fun, name, f"u(t) -> ({size},)")
+
+    def u(t):
+        value = fun(t)
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ParameterTypeError(f"{name} returned a non-numeric value at t = {t:.6g} s: {_short(value)}") from exc
+        if arr.shape != (size,):
+            raise ShapeError(f"{name} must return shape ({size},), got shape {arr.shape} at t = {t:.6g} s")
+        if not np.all(np.isfinite(arr)):
+            check_finite_at(arr, time=t, quantity=name, context=context)
+        return arr
+
+    return u

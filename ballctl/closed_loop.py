@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import sys
 import time as _time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import IntegrationError, ParameterError
-from ._validation import as_vector, check_positive
-from .simulate import rk4
+from ._errors import (ChartSingularityError, ConstraintViolationError, IntegrationError, ParameterError,
+                      ParameterTypeError)
+from ._validation import (as_vector, check_bool, check_choice, check_finite_at, check_instance, check_integer,
+                          check_nonnegative, check_positive, check_stabilization, check_tolerances, guard_rhs)
+from .simulate import CONSTRAINT_TOL, MAX_STEPS, rk4
 from .tracking import TrackingController
 
 __all__ = ["RigLimits", "ClosedLoopResult", "simulate_closed_loop"]
@@ -61,9 +64,8 @@ class RigLimits:
         for name in ("max_angle", "max_rate", "quantum"):
             value = getattr(self, name)
             if value is not None:
-                check_positive(value, name)
-        if not np.isfinite(self.delay) or self.delay < 0:
-            raise ParameterError(f"delay must be >= 0 s, got {self.delay!r}")
+                check_positive(value, name, {"max_angle": "rad", "max_rate": "rad/s", "quantum": "rad"}[name])
+        check_nonnegative(self.delay, "delay", "s")
 
     @property
     def active(self) -> bool:
@@ -230,15 +232,24 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     -------
     ClosedLoopResult
     """
+    check_instance(controller, "controller", TrackingController, "TrackingController (from design_tracking_lqr)")
     system = controller.system
     partition = controller.partition
     n, nu = system.n_coordinates, system.n_inputs
     x = as_vector(x0, "x0", n).copy()
     xd = as_vector(xd0, "xd0", n).copy()
-    xd = partition.complete_velocities(system, x, xd)
-    if model not in ("nonlinear", "linear"):
-        raise ParameterError(f"model must be 'nonlinear' or 'linear', got {model!r}")
+    check_choice(model, "model", ("nonlinear", "linear"))
+    feedback = check_bool(feedback, "feedback")
+    progress = check_bool(progress, "progress")
+    if limits is not None:
+        check_instance(limits, "limits", RigLimits)
     limits = limits or RigLimits()
+    check_choice(integrator, "integrator", ("DOP853", "RK45", "Radau", "rk4"))
+    rtol, atol = check_tolerances(rtol, atol)
+    substeps = check_integer(substeps, "substeps", minimum=1)
+    stabilization = check_stabilization(stabilization)
+    if seed is not None:
+        seed = check_integer(seed, "seed", minimum=0)
     dt = controller.dt
     steps_available = len(controller.times)
     if duration is None:
@@ -246,24 +257,40 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     else:
         duration = check_positive(duration, "duration", "s")
         steps = int(round(duration / dt))
+        if steps < 1:
+            raise ParameterError(f"duration must be at least one control step dt = {dt:g} s, got {duration!r} s")
         if steps > steps_available:
-            raise ParameterError(f"duration {duration} s exceeds the controller's horizon "
-                             f"{steps_available * dt:.6g} s")
+            raise ParameterError(f"duration = {duration!r} s exceeds the controller's horizon "
+                                 f"{steps_available * dt:.6g} s (allowed: dt = {dt:g} s up to the horizon)")
+    if integrator == "rk4" and steps * substeps > MAX_STEPS:
+        raise ParameterError(f"substeps = {substeps} gives more than {MAX_STEPS:.0e} RK4 steps over the run; "
+                             f"lower substeps")
+    if model == "nonlinear" and system.n_holonomic:
+        pos = np.asarray(system.holonomic(x), dtype=float).reshape(-1)
+        if np.max(np.abs(pos)) > CONSTRAINT_TOL:
+            raise ConstraintViolationError(
+                f"x0 violates the position constraints: residual {np.max(np.abs(pos)):.3g} m or rad exceeds "
+                f"{CONSTRAINT_TOL:g}; project it with system.project_positions(x0) first")
+    margin = getattr(system, "chart_margin", None)
+    if margin is not None and float(np.real(margin(x))) <= 0.0:
+        raise ChartSingularityError("x0 lies beyond the edge of the plant's coordinate chart (for the ball-plate: "
+                                    "|lean| at or beyond the chart limit near 90 deg)")
+    xd = partition.complete_velocities(system, x, xd)
     names = controller.state_names
     noise = np.zeros(len(names))
-    if noise_std:
+    if noise_std is not None:
+        if not isinstance(noise_std, Mapping):
+            raise ParameterTypeError(f"noise_std must be a mapping of coordinate name to standard deviation "
+                                     f"(m, rad, m/s or rad/s), got {type(noise_std).__name__}")
         coord = set(system.coordinate_names)
         for key, value in noise_std.items():
-            base = key[:-5] if key.endswith("_rate") else key
+            base = key[:-5] if isinstance(key, str) and key.endswith("_rate") else key
             if base not in coord:
                 raise ParameterError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
-            if value < 0:
-                raise ParameterError(f"noise_std[{key!r}] must be >= 0, got {value}")
+            value = check_nonnegative(value, f"noise_std[{key!r}]", "m, rad, m/s or rad/s")
             if key in names:
                 noise[names.index(key)] = value
     rng = np.random.default_rng(seed)
-    if integrator not in ("DOP853", "RK45", "Radau", "rk4"):
-        raise ParameterError(f"integrator must be one of DOP853, RK45, Radau, rk4; got {integrator!r}")
 
     ref = controller.samples
     ltv = controller.ltv
@@ -286,11 +313,13 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     bar = _Progress(steps, progress, f"closed loop ({model})" if feedback else f"open loop ({model})")
     start = _time.perf_counter()
 
+    state_names = tuple(system.coordinate_names) + tuple(f"{c}_rate" for c in system.coordinate_names)
+
     def rhs_for(u_const):
         def rhs(t, y):
             xdd, _ = system.accelerations(y[:n], y[n:], u_const, stabilization=stabilization)
             return np.concatenate([y[n:], xdd])
-        return rhs
+        return guard_rhs(rhs, context="simulate_closed_loop", names=state_names) if integrator != "rk4" else rhs
 
     def advance(y, t_a, t_b, u_const):
         if t_b <= t_a:
@@ -316,6 +345,9 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
             break
         du = -gains[k] @ X_meas if feedback else np.zeros(nu)
         cmd = ref.u[k] + du
+        if not np.all(np.isfinite(cmd)):
+            check_finite_at(cmd, time=T[k], quantity="input command u", names=system.input_names,
+                            context="simulate_closed_loop")
         if limits.quantum is not None:
             q = np.round(cmd / limits.quantum) * limits.quantum
             events["quantum"] += int(np.any(q != cmd))
@@ -345,6 +377,9 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         out_u[k] = u_applied
         if model == "nonlinear":
             x, xd = y[:n], y[n:]
+            if not np.all(np.isfinite(y)):
+                check_finite_at(y, time=T[k + 1], quantity="plant state", names=state_names,
+                                context="simulate_closed_loop")
         else:
             kk = min(k, steps_available - 1)
             X_lin = controller.discrete.Ad[kk] @ X_lin + controller.discrete.Bd[kk] @ (u_applied - ref.u[k])

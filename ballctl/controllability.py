@@ -93,7 +93,7 @@ from scipy.integrate import solve_ivp
 from scipy.interpolate import CubicSpline
 
 from ._errors import IntegrationError, ParameterError, ParameterTypeError, SampleIndexError, ShapeError
-from ._validation import as_times, check_finite_scalar, check_positive, names_tuple
+from ._validation import as_times, check_finite_scalar, check_positive, guard_rhs, names_tuple
 from .ltv import LTVSystem
 
 __all__ = [
@@ -448,9 +448,11 @@ def _check_interval(coef: _Coefficients, t0, t1, *, allow_reverse: bool = False)
 
 
 def _integrate(rhs, t_span, y0, rtol, atol, what: str) -> np.ndarray:
-    sol = solve_ivp(rhs, t_span, y0, method="DOP853", rtol=rtol, atol=atol)
+    sol = solve_ivp(guard_rhs(rhs, context=f"integration of the {what}"), t_span, y0, method="DOP853",
+                    rtol=rtol, atol=atol)
     if not sol.success:
-        raise IntegrationError(f"integration of the {what} failed at t = {sol.t[-1]:.6g} s: {sol.message}")
+        raise IntegrationError(f"integration of the {what} failed at t = {sol.t[-1]:.6g} s: {sol.message}",
+                               time=float(sol.t[-1]))
     return sol.y[:, -1]
 
 

@@ -13,6 +13,9 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from ._errors import ParameterError
+from ._validation import check_output_path
+
 __all__ = ["save_figure", "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs",
            "plot_error", "plot_constraints", "plot_tracking", "plot_ball_paths"]
 
@@ -32,7 +35,10 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 120) -> Path
     -------
     pathlib.Path
     """
-    path = Path(path)
+    path = check_output_path(path, "path", create_parents=True)
+    if path.suffix.lower().lstrip(".") not in fig.canvas.get_supported_filetypes():
+        raise ParameterError(f"path must end in a figure format ({', '.join(sorted(fig.canvas.get_supported_filetypes()))})"
+                             f", got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
     os.close(fd)

@@ -48,7 +48,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ._errors import ParameterError, ParameterTypeError, ScheduleFileError, ShapeError
-from ._validation import check_finite_scalar, check_positive
+from ._validation import check_finite_scalar, check_input_file, check_output_path, check_positive
 from .discretize import DiscreteLTVSystem
 
 __all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule"]
@@ -84,7 +84,7 @@ def _fsync_directory(directory: Path) -> None:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, ``os.replace``."""
-    path = Path(path)
+    path = check_output_path(path, "path")
     directory = path.parent
     for _ in range(100):
         tmp = directory / f".{path.name}.{secrets.token_hex(8)}.tmp"
@@ -469,10 +469,12 @@ class GainSchedule:
         ScheduleFileError
             If the file is truncated or corrupted, of another format or
             version, edited after writing (checksum mismatch) or inconsistent.
-        FileNotFoundError
-            If ``path`` does not exist.
+        MissingFileError
+            If ``path`` does not exist (also a ``FileNotFoundError``).
+        FileArgumentError
+            If ``path`` is a directory.
         """
-        path = Path(path)
+        path = check_input_file(path, "path")
         kind = _kind(path)
         raw = path.read_bytes()
         metadata, arrays, stored = (_read_npz if kind == "npz" else _read_json)(raw, path)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle
+from .._errors import ParameterError
+from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle, integer, number, output_dir
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -26,22 +27,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_ball_arguments(p)
     add_circle_arguments(p)
     g = p.add_argument_group("controller")
-    g.add_argument("--dt", type=float, default=0.01, help="controller sample time in s (default 0.01)")
-    g.add_argument("--duration", type=float, default=12.0, help="horizon and run length in s (default 12)")
-    g.add_argument("--weight-scale", type=float, default=1.0,
+    pos = number(low=0, low_inclusive=False)
+    g.add_argument("--dt", type=number("s", low=0, low_inclusive=False), default=0.01,
+                   help="controller sample time in s (default 0.01)")
+    g.add_argument("--duration", type=number("s", low=0, low_inclusive=False), default=12.0,
+                   help="horizon and run length in s (default 12)")
+    g.add_argument("--weight-scale", type=pos, default=1.0,
                    help="multiply the Bryson state weights (default 1)")
-    g.add_argument("--max-input-error-deg", type=float, default=DEFAULT_MAX_INPUT_ERRORS_DEG,
-                   help="Bryson limit on plate-angle corrections in deg (default 3)")
-    g.add_argument("--terminal-factor", type=float, default=1.0, help="Q_N = factor * Q (default 1)")
+    g.add_argument("--max-input-error-deg", type=number("deg", low=0, high=90, low_inclusive=False),
+                   default=DEFAULT_MAX_INPUT_ERRORS_DEG, help="Bryson limit on plate-angle corrections in deg (default 3)")
+    g.add_argument("--terminal-factor", type=number(low=0), default=1.0, help="Q_N = factor * Q (default 1)")
     g = p.add_argument_group("scenario and rig")
-    g.add_argument("--offset", type=float, nargs=2, default=(0.05, 0.0), metavar=("DX", "DY"),
+    g.add_argument("--offset", type=number("m"), nargs=2, default=(0.05, 0.0), metavar=("DX", "DY"),
                    help="initial contact-point offset in m (default 0.05 0: outside the circle)")
-    g.add_argument("--noise", type=float, default=0.0, help="measurement noise std on x_C, y_C in m")
-    g.add_argument("--seed", type=int, default=0, help="noise seed")
-    g.add_argument("--max-tilt-deg", type=float, default=None, help="plate angle limit in deg")
-    g.add_argument("--max-rate-deg", type=float, default=None, help="servo slew limit in deg/s")
-    g.add_argument("--quantum-deg", type=float, default=None, help="command resolution in deg")
-    g.add_argument("--delay", type=float, default=0.0, help="input delay in s")
+    g.add_argument("--noise", type=number("m", low=0), default=0.0, help="measurement noise std on x_C, y_C in m")
+    g.add_argument("--seed", type=integer(low=0), default=0, help="noise seed")
+    g.add_argument("--max-tilt-deg", type=number("deg", low=0, high=90, low_inclusive=False, high_inclusive=False),
+                   default=None, help="plate angle limit in deg")
+    g.add_argument("--max-rate-deg", type=number("deg/s", low=0, low_inclusive=False), default=None,
+                   help="servo slew limit in deg/s")
+    g.add_argument("--quantum-deg", type=number("deg", low=0, low_inclusive=False), default=None,
+                   help="command resolution in deg")
+    g.add_argument("--delay", type=number("s", low=0), default=0.0, help="input delay in s")
     p.add_argument("--out", default="ballctl_out", help="output folder (default ballctl_out)")
 
 
@@ -54,8 +61,13 @@ def run(args: argparse.Namespace) -> int:
     from ..plotting import plot_reference, plot_tracking, save_figure
     from ..tracking import design_tracking_lqr
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(args.out, "--out")
+    steps = args.duration / args.dt
+    if abs(steps - round(steps)) > 1e-9 * max(1.0, steps) or round(steps) < 1:
+        raise ParameterError(f"--duration {args.duration:g} s must be a whole number (>= 1) of --dt {args.dt:g} s "
+                             f"steps, got {steps:.6g} steps")
+    if args.delay >= args.duration:
+        raise ParameterError(f"--delay {args.delay:g} s must be shorter than --duration {args.duration:g} s")
     plant = ball_plate(args)
     ref = circle(args, plant)
     part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
@@ -75,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
     x0 = s0.x[0].copy()
     x0[0] += args.offset[0]
     x0[1] += args.offset[1]
-    limits = RigLimits(max_angle=np.deg2rad(args.max_tilt_deg) if args.max_tilt_deg else None,
-                       max_rate=np.deg2rad(args.max_rate_deg) if args.max_rate_deg else None,
-                       quantum=np.deg2rad(args.quantum_deg) if args.quantum_deg else None,
+    limits = RigLimits(max_angle=np.deg2rad(args.max_tilt_deg) if args.max_tilt_deg is not None else None,
+                       max_rate=np.deg2rad(args.max_rate_deg) if args.max_rate_deg is not None else None,
+                       quantum=np.deg2rad(args.quantum_deg) if args.quantum_deg is not None else None,
                        delay=args.delay)
     noise = {"contact_x": args.noise, "contact_y": args.noise} if args.noise > 0 else None
     print("[4/5] closed-loop runs", file=sys.stderr)
@@ -90,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     print("[5/5] figures, schedule, summary", file=sys.stderr)
     save_figure(plot_reference(ref, np.linspace(0, ref.period, 400)), out / "reference.png")
     save_figure(plot_tracking(runs, title="ball-plate circle tracking"), out / "tracking.png")
+    out.mkdir(parents=True, exist_ok=True)
     schedule = ctrl.to_schedule()
     schedule.save(out / "gain_schedule.npz")
     schedule.to_c_header(out / "gain_schedule.h")

@@ -62,9 +62,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._derivatives import jacobian as _cs_jacobian
-from .._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError
+from .._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
 from .._quaternion import cross, hat, quat_from_matrix, quat_multiply, quat_to_matrix
-from .._validation import ProblemCollector, as_vector, check_positive
+from .._validation import (ProblemCollector, as_times, as_vector, check_bool, check_choice, check_ivp_method,
+                           check_positive, check_tolerances, checked_input, guard_rhs)
 from .rails import CircleRail, Rail
 from ..system import ConstrainedSystem
 
@@ -78,6 +79,7 @@ __all__ = [
     "paper_ball_parameters",
     "paper_ball_initial_state",
     "PAPER_KINK_TIMES",
+    "rail_exit_event",
 ]
 
 #: Times (s) where the paper's rail accelerations (6.6), (7.11) have kinks.
@@ -169,6 +171,9 @@ class RollingBallParameters:
         if inertia is not None and np.any(inertia <= 0.0):
             check.add("principal_inertia_kgm2 must be positive definite: every principal moment "
                       f"(d1, d2, d3) must be > 0 kg m^2, got {inertia.tolist()}")
+        elif inertia is not None and 2.0 * np.max(inertia) > np.sum(inertia) * (1.0 + 1e-12):
+            check.add("principal_inertia_kgm2 must satisfy the triangle inequality of a rigid body "
+                      f"(each moment <= the sum of the other two, to 1e-12), got {inertia.tolist()} kg m^2")
         chi0 = check.attempt(lambda: as_vector(self.cm_offset_m, "cm_offset_m", 3))
         if chi0 is not None and radius is not None and np.linalg.norm(chi0) >= radius:
             check.add(f"cm_offset_m must lie inside the ball, |chi0| < radius_m = {radius}, "
@@ -256,14 +261,69 @@ class RollingBallTrajectory:
     wall_time_s: float
 
 
-def _integrate_piecewise(fun, x0, t_span, *, breakpoints, method, rtol, atol, t_eval, jac) -> RollingBallTrajectory:
-    """Integrate with ``solve_ivp`` restarting at every breakpoint (kinks of the input)."""
+def rail_exit_event(point_masses, radius_m: float):
+    """Terminal ``solve_ivp`` event: a mass on a non-periodic rail reaching the ball's shell.
+
+    Non-periodic rails (e.g. :class:`~ballctl.plants.rails.SegmentRail`) are
+    extrapolated beyond their parameter range (no end stops are modelled); a
+    mass driven that far would leave the ball, which the model cannot describe.
+
+    Parameters
+    ----------
+    point_masses : sequence of PointMass
+        The masses, whose rail parameters are the first entries of the state.
+    radius_m : float
+        Ball (or disk) radius in m.
+
+    Returns
+    -------
+    callable or None
+        ``event(t, x)``: ``radius_m - max |zeta_i|`` in m, negative once a mass
+        is outside; None when every rail is periodic (those are checked over
+        their whole range when the parameters are built).
+    """
+    open_rails = [(i, pm.rail) for i, pm in enumerate(point_masses) if not pm.rail.periodic]
+    if not open_rails:
+        return None
+
+    def distances(x):
+        return [float(np.linalg.norm(np.real(rail.evaluate(np.asarray(x[i]))[0]))) for i, rail in open_rails]
+
+    def event(t, x):
+        return radius_m - max(distances(x))
+
+    event.terminal = True
+    event.direction = -1
+    event.describe = lambda x: max(((d, i) for d, (i, _) in zip(distances(x), open_rails)))
+    return event
+
+
+def _integrate_piecewise(fun, x0, t_span, *, breakpoints, method, rtol, atol, t_eval, jac,
+                         rail_event=None) -> RollingBallTrajectory:
+    """Integrate with ``solve_ivp`` restarting at every breakpoint (kinks of the input).
+
+    A non-finite state or derivative stops the run with :class:`NonFiniteStateError`
+    (time and quantity named); ``rail_event`` (see :func:`rail_exit_event`)
+    stops it when a mass on an extrapolated rail reaches the shell.
+    """
+    t_span = as_times(t_span, "t_span", increasing=True)
+    if t_span.shape != (2,):
+        raise ShapeError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
     t0, t1 = (float(v) for v in t_span)
-    if not t1 > t0:
-        raise ParameterError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
+    method = check_ivp_method(method)
+    rtol, atol = check_tolerances(rtol, atol)
+    breakpoints = as_times(breakpoints, "breakpoints") if np.size(breakpoints) else ()
     cuts = [t0] + sorted(float(b) for b in breakpoints if t0 < float(b) < t1) + [t1]
     if t_eval is not None:
-        t_eval = np.asarray(t_eval, dtype=float)
+        t_eval = as_times(t_eval, "t_eval", increasing=True)
+        if t_eval[0] < t0 or t_eval[-1] > t1:
+            raise ParameterError(f"t_eval must lie within t_span = [{t0:g}, {t1:g}] s, got "
+                                 f"[{t_eval[0]:g}, {t_eval[-1]:g}] s")
+    if rail_event is not None and rail_event(t0, np.asarray(x0, dtype=float)) <= 0.0:
+        d, i = rail_event.describe(np.asarray(x0, dtype=float))
+        raise ParameterError(f"x0[{i}] = {x0[i]:.6g} puts mass {i} at {d:.6g} m from the centre, outside the ball "
+                             f"(its rail is extrapolated beyond its parameter range); start it on its rail inside")
+    fun = guard_rhs(fun, context="simulate")
     ts, xs = [np.array([t0])], [np.asarray(x0, dtype=float)[None, :]]
     nfev = 0
     x = np.asarray(x0, dtype=float)
@@ -276,9 +336,18 @@ def _integrate_piecewise(fun, x0, t_span, *, breakpoints, method, rtol, atol, t_
         else:
             piece_eval = None
         kwargs = {"jac": jac} if (jac is not None and method in ("Radau", "BDF", "LSODA")) else {}
-        sol = solve_ivp(fun, (a, b), x, method=method, rtol=rtol, atol=atol, t_eval=piece_eval, **kwargs)
+        sol = solve_ivp(fun, (a, b), x, method=method, rtol=rtol, atol=atol, t_eval=piece_eval,
+                        events=rail_event, **kwargs)
         if not sol.success:
-            raise IntegrationError(f"{method} failed on [{a}, {b}] s: {sol.message}")
+            raise IntegrationError(f"{method} failed on [{a}, {b}] s at t = {sol.t[-1]:.6g} s: {sol.message}",
+                                   time=float(sol.t[-1]))
+        if sol.status == 1:
+            t_hit, x_hit = float(sol.t_events[0][0]), sol.y_events[0][0]
+            d, i = rail_event.describe(x_hit)
+            raise ParameterError(
+                f"rail_input drives mass {i} out of the ball at t = {t_hit:.6g} s: at rail parameter "
+                f"{x_hit[i]:.6g} its extrapolated rail reaches the shell ({d:.6g} m from the centre); the plant "
+                f"models no end stops: keep the mass on its rail")
         nfev += sol.nfev
         ts.append(sol.t)
         xs.append(sol.y.T)
@@ -320,8 +389,7 @@ class RollingBall:
     def __init__(self, parameters: RollingBallParameters, *, inputs: str = "acceleration") -> None:
         if not isinstance(parameters, RollingBallParameters):
             raise ParameterTypeError(f"parameters must be RollingBallParameters, got {type(parameters).__name__}")
-        if inputs not in ("acceleration", "force"):
-            raise ParameterError(f"inputs must be 'acceleration' or 'force', got {inputs!r}")
+        check_choice(inputs, "inputs", ("acceleration", "force"))
         self.parameters = parameters
         self.inputs = inputs
         p = parameters
@@ -577,7 +645,7 @@ class RollingBall:
     # ------------------------------------------------------ simulation
     def simulate(self, x0, t_span, rail_input: Callable[[float], Sequence[float]], *, method: str = "DOP853",
                  rtol: float = 1e-10, atol: float = 1e-10, breakpoints: Sequence[float] = PAPER_KINK_TIMES,
-                 t_eval=None, use_jacobian: bool = True) -> RollingBallTrajectory:
+                 t_eval=None, use_jacobian: bool = True, check_rails: bool = True) -> RollingBallTrajectory:
         """Integrate the ODE (7.2) with ``solve_ivp``, restarting at each kink of the input.
 
         Parameters
@@ -600,6 +668,11 @@ class RollingBall:
             Output times (the end time is always included).
         use_jacobian : bool
             Pass the complex-step Jacobian to implicit methods.
+        check_rails : bool
+            Stop with an error when a mass on a non-periodic rail, extrapolated
+            beyond its parameter range, reaches the shell (see
+            :func:`rail_exit_event`); False integrates the extrapolated
+            equations regardless.
 
         Returns
         -------
@@ -613,13 +686,15 @@ class RollingBall:
             When ``solve_ivp`` fails.
         """
         x0 = self.validate_state(x0)
+        u = checked_input(rail_input, "rail_input", self._n, context="simulate")
 
         def fun(t, x):
-            return self.rhs(t, x, np.asarray(rail_input(t), dtype=float))
+            return self.rhs(t, x, u(t))
 
-        jac = (lambda t, x: self.rhs_jacobian(t, x, np.asarray(rail_input(t), dtype=float))) if use_jacobian else None
+        jac = (lambda t, x: self.rhs_jacobian(t, x, u(t))) if check_bool(use_jacobian, "use_jacobian") else None
         return _integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, method=method, rtol=rtol, atol=atol,
-                                    t_eval=t_eval, jac=jac)
+                                    t_eval=t_eval, jac=jac, rail_event=rail_exit_event(self.parameters.point_masses, self.parameters.radius_m)
+                                    if check_bool(check_rails, "check_rails") else None)
 
     def to_constrained_system(self, *, chart_rotation=None, singularity_margin: float = 1e-3) -> "RollingBallSystem":
         """Express this ball in the common interface (:class:`ballctl.system.ConstrainedSystem`).

@@ -41,10 +41,11 @@ import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError
 from .._derivatives import jacobian as _cs_jacobian
-from .._validation import ProblemCollector, as_vector, check_positive
+from .._validation import ProblemCollector, as_vector, check_bool, check_choice, check_positive, checked_input
 from .rails import CircleRail
 from ..system import ConstrainedSystem
-from .rolling_ball import PAPER_KINK_TIMES, PointMass, RollingBallTrajectory, _integrate_piecewise, paper_rail_acceleration
+from .rolling_ball import (PAPER_KINK_TIMES, PointMass, RollingBallTrajectory, _integrate_piecewise, paper_rail_acceleration,
+                           rail_exit_event)
 
 __all__ = [
     "RollingDiskParameters",
@@ -208,8 +209,7 @@ class RollingDisk:
     def __init__(self, parameters: RollingDiskParameters, *, inputs: str = "acceleration") -> None:
         if not isinstance(parameters, RollingDiskParameters):
             raise ParameterTypeError(f"parameters must be RollingDiskParameters, got {type(parameters).__name__}")
-        if inputs not in ("acceleration", "force"):
-            raise ParameterError(f"inputs must be 'acceleration' or 'force', got {inputs!r}")
+        check_choice(inputs, "inputs", ("acceleration", "force"))
         self.parameters = parameters
         self.inputs = inputs
         self._n = parameters.n_masses
@@ -350,16 +350,18 @@ class RollingDisk:
 
     def simulate(self, x0, t_span, rail_input: Callable[[float], Sequence[float]], *, method: str = "DOP853",
                  rtol: float = 1e-12, atol: float = 1e-12, breakpoints: Sequence[float] = PAPER_KINK_TIMES,
-                 t_eval=None, use_jacobian: bool = True) -> RollingBallTrajectory:
+                 t_eval=None, use_jacobian: bool = True, check_rails: bool = True) -> RollingBallTrajectory:
         """Integrate (6.2) piecewise between the kinks of the input; see :meth:`RollingBall.simulate`."""
         x0 = as_vector(x0, "x0", self.n_states)
+        u = checked_input(rail_input, "rail_input", self._n, context="simulate")
 
         def fun(t, x):
-            return self.rhs(t, x, np.asarray(rail_input(t), dtype=float))
+            return self.rhs(t, x, u(t))
 
-        jac = (lambda t, x: self.rhs_jacobian(t, x, np.asarray(rail_input(t), dtype=float))) if use_jacobian else None
+        jac = (lambda t, x: self.rhs_jacobian(t, x, u(t))) if check_bool(use_jacobian, "use_jacobian") else None
         return _integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, method=method, rtol=rtol, atol=atol,
-                                    t_eval=t_eval, jac=jac)
+                                    t_eval=t_eval, jac=jac, rail_event=rail_exit_event(self.parameters.point_masses, self.parameters.radius_m)
+                                    if check_bool(check_rails, "check_rails") else None)
 
     def to_constrained_system(self, *, contact_at_zero_angle_m: float = 0.0) -> "RollingDiskSystem":
         """Express this disk in the common interface (:class:`ballctl.system.ConstrainedSystem`).

@@ -37,11 +37,11 @@ from scipy.interpolate import make_interp_spline
 
 from .._derivatives import directional_derivative
 from .._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
-from .._validation import as_vector, check_finite_scalar, check_positive
+from .._validation import as_vector, check_finite_scalar, check_integer, check_positive, guard_rhs
 from ..plants.ball_plate import BallPlate
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT
-from .inversion import plate_angles_for_acceleration, rolling_multipliers
+from .inversion import plate_angles_for_acceleration, rolling_multipliers, warn_large_tilt
 
 __all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion"]
 
@@ -344,13 +344,15 @@ class PathMotion(Reference):
         self.system = plant
         self.path = path
         self.duration = check_positive(duration, "duration", "s")
-        self.t0 = check_finite_scalar(t0, "t0")
-        self.spin = check_finite_scalar(spin, "spin")
+        self.t0 = check_finite_scalar(t0, "t0", "s")
+        self.spin = check_finite_scalar(spin, "spin", "rad/s")
         self.t_range = (self.t0, self.t0 + self.duration)
         self.period = getattr(path, "period", None)
-        grid = np.linspace(self.t0, self.t0 + self.duration, max(int(check_samples), 2))
+        grid = np.linspace(self.t0, self.t0 + self.duration, check_integer(check_samples, "check_samples", minimum=2))
         _, v, a, j = _evaluate_path(path, grid)
-        plate_angles_for_acceleration(plant, a, j, grid)  # raises when infeasible
+        u_check, _ = plate_angles_for_acceleration(plant, a, j, grid)  # raises when infeasible
+        warn_large_tilt(np.arccos(np.clip(np.cos(u_check[:, 0]) * np.cos(u_check[:, 1]), -1.0, 1.0)),
+                        "PathMotion", grid)
         self.initial_orientation = initial_ball_orientation(initial_orientation, v[0])
         self._solution = self._integrate_orientation()
 
@@ -369,7 +371,9 @@ class PathMotion(Reference):
             return LEAN_LIMIT - abs(y[1])
 
         hit_limit.terminal = True
-        sol = solve_ivp(self._orientation_rates, self.t_range, np.array(self.initial_orientation),
+        rates = guard_rhs(self._orientation_rates, context="PathMotion orientation",
+                          names=("yaw", "lean", "roll"))
+        sol = solve_ivp(rates, self.t_range, np.array(self.initial_orientation),
                         method="DOP853", rtol=1e-12, atol=1e-12, dense_output=True, events=hit_limit)
         if sol.status == 1:
             t_hit = float(sol.t_events[0][0])
@@ -378,7 +382,8 @@ class PathMotion(Reference):
                 f"yaw-lean-roll chart's singularity (lean = 90 deg); on paths of varying curvature the lean "
                 f"drifts: shorten duration below {t_hit - self.t0:.4g} s or change spin/initial_orientation")
         if not sol.success:
-            raise IntegrationError(f"orientation integration failed: {sol.message}")
+            raise IntegrationError(f"orientation integration failed at t = {sol.t[-1]:.6g} s: {sol.message}",
+                                   time=float(sol.t[-1]))
         return sol
 
     def _evaluate(self, t: np.ndarray) -> ReferenceSample:
