@@ -11,14 +11,15 @@ chain), ``closed_loop`` (sampled control of the nonlinear plant),
 from .plants import rails
 from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, ConfigError, ConstraintProjectionWarning,
                       ConstraintViolationError, FileArgumentError, InfeasibleReferenceError, IntegrationBudgetError,
-                      IntegrationError, LargeTiltWarning, MissingFileError, NonFiniteStateError, NumericalError, ParameterError,
-                      ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
-                      SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
-from .closed_loop import ClosedLoopResult, RigLimits, simulate_closed_loop
+                      IntegrationError, LargeTiltWarning, MissingFileError, NonFiniteStateError, NumericalError,
+                      ParameterError, ParameterTypeError, PartitionError, RiccatiConditioningWarning,
+                      RiccatiConvergenceError, SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
+from .closed_loop import ClosedLoopResult, ClosedLoopSummary, simulate_closed_loop
 from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
 from .discretize import DiscreteLTVSystem, discretization_error, discretize
 from .linearize import linearize, linearize_at
+from .kalman import KalmanFilterResult, PeriodicKalmanResult, finite_horizon_kalman, periodic_kalman
 from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr
 from .ltv import LTVSystem
 from .partition import Partition
@@ -30,6 +31,7 @@ from .studies.rail_layouts import compare_rail_layouts
 from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPath, LissajousPath, PathMotion,
                          Reference, ReferenceSample, WaypointPath)
 from .references.moving_plate import MovingPlateMotion, exact_circular_motion
+from .rig import PRESETS, RigLimits, RigProfile, RigProfileError, Sensor, rig_preset
 from .schedule import GainSchedule
 from .simulate import SimulationResult, simulate
 from .system import ConstrainedSystem, check_system
@@ -40,7 +42,8 @@ __version__ = "0.1.0"
 __all__ = [
     # errors
     "BallctlError", "ParameterError", "ShapeError", "ParameterTypeError", "ConstraintViolationError",
-    "InfeasibleReferenceError", "ChartSingularityError", "PartitionError", "ConfigError", "FileArgumentError", "MissingFileError",
+    "InfeasibleReferenceError", "ChartSingularityError", "PartitionError", "ConfigError", "FileArgumentError",
+    "MissingFileError",
     "ScheduleFileError", "SampleIndexError", "NumericalError", "SingularMatrixError", "RiccatiConvergenceError",
     "IntegrationError", "NonFiniteStateError", "IntegrationBudgetError",
     # warnings
@@ -62,5 +65,8 @@ __all__ = [
     "periodic_lqr", "PeriodicLQR",
     # tracking
     "TrackingController", "design_tracking_lqr", "simulate_closed_loop", "ClosedLoopResult", "RigLimits",
-    "GainSchedule",
+    "GainSchedule", "ClosedLoopSummary",
+    # rigs and estimation
+    "RigProfile", "RigProfileError", "Sensor", "PRESETS", "rig_preset", "finite_horizon_kalman", "periodic_kalman",
+    "KalmanFilterResult", "PeriodicKalmanResult",
 ]

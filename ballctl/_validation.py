@@ -22,15 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ._errors import (FileArgumentError, IntegrationBudgetError, MissingFileError, NonFiniteStateError, ParameterError,
-                      ParameterTypeError, ShapeError)
+from ._errors import (FileArgumentError, IntegrationBudgetError, MissingFileError, NonFiniteStateError,
+                      ParameterError, ParameterTypeError, ShapeError)
 
-__all__ = ["as_array", "as_vector", "as_matrix", "as_stack", "as_times", "check_uniform_spacing", "check_integer",
+__all__ = ["as_array", "as_vector", "as_matrix", "as_stack", "as_system_stacks", "as_times", "check_uniform_spacing",
+           "check_integer",
            "check_finite_scalar", "check_positive", "check_nonnegative", "check_in_range", "check_choice",
            "check_callable", "check_instance", "check_bool", "check_stabilization", "check_tolerances",
            "check_ivp_method", "IVP_METHODS", "names_tuple", "ProblemCollector",
-           "check_output_path", "check_output_dir", "check_input_file", "check_finite_at", "guard_rhs", "checked_input", "StepBudget",
-           "SPACING_RTOL"]
+           "check_output_path", "check_output_dir", "check_input_file", "check_finite_at", "guard_rhs",
+           "checked_input", "StepBudget", "SPACING_RTOL"]
 
 #: Relative tolerance of a uniform time grid: times built with ``np.arange`` or
 #: ``np.linspace`` differ from ``k * dt`` by a few ulps of ``max|t|``; anything
@@ -218,6 +219,36 @@ def as_stack(value, name: str, shape: Sequence[int | None], *, unit: str = "",
         raise ShapeError(f"{name} must hold at least {min_length} sample{'s' if min_length != 1 else ''}, "
                          f"got {arr.shape[0]}")
     return arr
+
+
+def as_system_stacks(A, B, names: tuple[str, str] = ("A", "B"), *, min_length: int = 1
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Return finite state and input matrix stacks ``A (K, N, N)``, ``B (K, N, nu)`` (conventions point 4).
+
+    Parameters
+    ----------
+    A, B : array_like
+        The user's stacks.
+    names : (str, str)
+        Parameter names used in error messages.
+    min_length : int
+        Smallest accepted number of samples K.
+
+    Returns
+    -------
+    A : ndarray, shape (K, N, N)
+    B : ndarray, shape (K, N, nu)
+    """
+    a, b = names
+    A = as_array(A, a, ndim=3)
+    if A.shape[1] != A.shape[2]:
+        raise ShapeError(f"{a} must have shape (K, N, N), got shape {A.shape}")
+    B = as_array(B, b, ndim=3)
+    if B.shape[:2] != A.shape[:2]:
+        raise ShapeError(f"{b} must have shape (K, N, nu) = ({A.shape[0]}, {A.shape[1]}, nu), got shape {B.shape}")
+    if A.shape[0] < min_length:
+        raise ShapeError(f"{a} must hold at least {min_length} step{'s' if min_length != 1 else ''}, got {A.shape[0]}")
+    return A, B
 
 
 def as_times(value, name: str = "t", *, increasing: bool = False, min_size: int = 1) -> np.ndarray:
@@ -552,7 +583,11 @@ def check_stabilization(value, name: str = "stabilization") -> tuple[float, floa
 
 
 def check_tolerances(rtol, atol, *, rtol_name: str = "rtol", atol_name: str = "atol") -> tuple[float, float]:
-    """Return integration tolerances after checking ``0 < rtol < 1`` and ``atol > 0`` (never clipped).
+    """Return integration tolerances after checking ``100 eps <= rtol < 1`` and ``atol > 0`` (never clipped).
+
+    ``solve_ivp`` would silently raise an ``rtol`` below ``100 eps`` (2.2e-14)
+    with a warning; here it is an error. ``atol`` must be a normal float
+    (>= 2.2e-308).
 
     Parameters
     ----------
@@ -565,8 +600,8 @@ def check_tolerances(rtol, atol, *, rtol_name: str = "rtol", atol_name: str = "a
     -------
     (float, float)
     """
-    rtol = check_in_range(rtol, rtol_name, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-    atol = check_positive(atol, atol_name)
+    rtol = check_in_range(rtol, rtol_name, 100 * np.finfo(float).eps, 1.0, high_inclusive=False)
+    atol = check_in_range(atol, atol_name, np.finfo(float).tiny, np.inf)
     return rtol, atol
 
 
@@ -797,6 +832,10 @@ def check_finite_at(values, *, time: float, quantity: str, names: Sequence[str] 
     arr = np.asarray(values)
     if arr.dtype.kind in "fc" and np.all(np.isfinite(arr)):
         return
+    try:
+        time = float(np.real(np.ravel(np.asarray(time, dtype=complex))[0]))
+    except (TypeError, ValueError, IndexError):
+        time = float("nan")
     if arr.dtype.kind not in "fcbiu":
         try:
             arr = np.asarray(arr, dtype=complex)

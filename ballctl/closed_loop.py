@@ -1,75 +1,122 @@
-r"""Closed-loop simulation of a sampled tracking controller on the continuous plant.
+r"""Closed-loop simulation of a sampled tracking controller on a continuous truth plant.
 
 python-control cannot interconnect a continuous nonlinear plant with a
 discrete time-varying controller; this loop does. At every control time
-:math:`t_k = t_0 + k\,\Delta t`:
+:math:`t_k = t_0 + k\,\Delta t` it runs the steps of :mod:`ballctl.loop_step`:
 
-1. the independent states are measured (optionally with seeded Gaussian
-   noise; the admissible-dependent ones, e.g. the ball's lean and roll, only
-   if the controller needs them),
-2. the reduced state :math:`X_k` is formed through the partition,
-3. :math:`\delta u_k = -K_k X_k` (eq. 27) and :math:`u = u_0(t_k) + \delta u_k` (eq. 30),
-4. optional rig effects shape the command: tilt limits, slew-rate limits,
-   quantization and an input delay (each reported when active),
-5. the plant is integrated with the input held (zero-order hold) to
-   :math:`t_{k+1}`: the nonlinear DAE (``model="nonlinear"``), or the exact
-   discretized linear model (``model="linear"``, the paper's L).
+1. **sense**: with a state estimator (output feedback), each sensor sampled
+   at step k reads its signals of the truth plant plus bias and seeded noise;
+   without one (state feedback), the controller's reduced state is measured
+   directly (optionally with noise per coordinate),
+2. **estimate**: the Kalman filter is committed up to the newest step whose
+   samples have all arrived, and predicted forward to ``t_k`` with the inputs
+   already sent (latency compensation, any latency),
+3. **control**: :math:`u = u_{ff,k} - K_k \hat X_k` (eqs. 27, 30), with the
+   zero-order-hold feedforward of the design,
+4. **shape**: quantization, tilt limit, slew limit and actuation latency
+   (each reported when active); the tilt limit holds from the first step,
+5. **integrate** the truth plant with the input held: the nonlinear DAE
+   (``model="nonlinear"``), or the design's exact discretized linear model
+   (``model="linear"``, the paper's L).
 
-``feedback=False`` runs the same loop open (``u = u_0``).
+The truth plant may differ from the design plant (a quasi-static design on the
+exact servo plate): the design's coordinates are looked up by name among the
+truth's. ``feedback=False`` runs the same loop open (``u = u_ff``).
 """
 
 from __future__ import annotations
 
 import sys
 import time as _time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import (ChartSingularityError, ConstraintViolationError, IntegrationError, ParameterError,
-                      ParameterTypeError)
+from collections.abc import Mapping
+
+from ._errors import (BallctlError, ChartSingularityError, ConstraintViolationError, IntegrationError,
+                      NonFiniteStateError, ParameterError, ParameterTypeError)
 from ._validation import (as_vector, check_bool, check_choice, check_finite_at, check_instance, check_integer,
                           check_nonnegative, check_positive, check_stabilization, check_tolerances, guard_rhs)
+from .loop_step import (control_law, delay_segments, effective_input, kalman_predict, kalman_update, measure,
+                        shape_command)
+from .rig import RigLimits
 from .simulate import CONSTRAINT_TOL, MAX_STEPS, rk4
+from .system import ConstrainedSystem
 from .tracking import TrackingController
 
-__all__ = ["RigLimits", "ClosedLoopResult", "simulate_closed_loop"]
+__all__ = ["RigLimits", "ClosedLoopResult", "ClosedLoopSummary", "simulate_closed_loop", "INTEGRATORS"]
+
+#: integrators of the truth plant between samples
+INTEGRATORS = ("DOP853", "RK45", "Radau", "rk4")
 
 
 @dataclass(frozen=True, kw_only=True)
-class RigLimits:
-    """What a real rig does to the commands (all optional).
+class ClosedLoopSummary:
+    """Key numbers of a closed-loop run (SI units, named in the fields).
 
     Attributes
     ----------
-    max_angle : float or None
-        Largest |u_i| in rad (plate tilt limit, e.g. 5-20 deg); commands saturate.
-    max_rate : float or None
-        Largest |du_i/dt| in rad/s (servo slew); the applied input moves at most
-        ``max_rate * dt`` per control step.
-    quantum : float or None
-        Command resolution in rad; commands are rounded to a multiple of it.
-    delay : float
-        Input delay in s (>= 0): a command computed at t_k acts from t_k + delay.
+    initial_error_m, final_error_m : float
+        Contact-point distance from the reference at the first and last sample
+        (norm of the reduced state where the plant has no contact point).
+    steady_state_error_m : float
+        RMS error over the last 20 % of the run.
+    rms_error_last_period_m : float or None
+        RMS error over the last ``period_s`` of the run (None without a period).
+    peak_error_last_period_m : float or None
+        Largest error over that window.
+    settling_time_s : float or None
+        First time after which the error stays below
+        ``max(settle_fraction * initial error, settle_floor)``; None if it never does.
+    peak_input_rad, peak_input_rate_rad_s : dict
+        Largest |u_i| and |du_i/dt| by input name.
+    peak_tilt_rad : float
+        Largest |u_i| over all inputs.
+    rms_effort_rad : float
+        RMS of ``u - u_ff``.
+    max_constraint_residual : float
+        Largest |D(x) xd|.
+    estimator_rms_error_m : float or None
+        RMS over the run of the estimator's contact-point error (output feedback only).
+    limit_steps : dict
+        Control steps at which each rig limit changed the command.
+    diverged : bool
+        The run was stopped because the truth left the region of interest.
+    diverged_at_s : float or None
+    wall_time_s : float
     """
 
-    max_angle: float | None = None
-    max_rate: float | None = None
-    quantum: float | None = None
-    delay: float = 0.0
+    initial_error_m: float
+    final_error_m: float
+    steady_state_error_m: float
+    rms_error_last_period_m: float | None
+    peak_error_last_period_m: float | None
+    settling_time_s: float | None
+    peak_input_rad: dict
+    peak_input_rate_rad_s: dict
+    peak_tilt_rad: float
+    rms_effort_rad: float
+    max_constraint_residual: float
+    estimator_rms_error_m: float | None
+    limit_steps: dict
+    diverged: bool
+    diverged_at_s: float | None
+    wall_time_s: float
 
-    def __post_init__(self) -> None:
-        for name in ("max_angle", "max_rate", "quantum"):
-            value = getattr(self, name)
-            if value is not None:
-                check_positive(value, name, {"max_angle": "rad", "max_rate": "rad/s", "quantum": "rad"}[name])
-        check_nonnegative(self.delay, "delay", "s")
-
-    @property
-    def active(self) -> bool:
-        return any(v is not None for v in (self.max_angle, self.max_rate, self.quantum)) or self.delay > 0
+    def as_dict(self) -> dict:
+        """Strict-JSON-ready dictionary (no NaN or infinity: missing values are None)."""
+        def clean(v):
+            if isinstance(v, dict):
+                return {k: clean(x) for k, x in v.items()}
+            if isinstance(v, (bool, np.bool_)):
+                return bool(v)
+            if v is None:
+                return None
+            v = float(v)
+            return v if np.isfinite(v) else None
+        return {name: clean(getattr(self, name)) for name in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True)
@@ -81,27 +128,38 @@ class ClosedLoopResult:
     t : ndarray, shape (K,)
         Control times in s (the last is the end of the run).
     x, xd : ndarray, shape (K, n)
-        Plant coordinates and velocities.
-    x_ref, xd_ref : ndarray, shape (K, n)
-        Reference.
+        Truth coordinates and velocities.
+    x_ref, xd_ref : ndarray, shape (K, n_ref)
+        The design's reference (its own coordinates, ``reference_names``).
     u, u_ref : ndarray, shape (K, nu)
-        Applied input (held on [t_k, t_k+1)) and reference input.
+        Input that acted over [t_k, t_k+1) (its time average under an
+        actuation latency) and the feedforward.
     X : ndarray, shape (K, N)
         Reduced deviation of the true state in the controller's states.
     X_measured : ndarray, shape (K, N)
-        What the controller saw (with noise).
+        What the control law used: the measured state (state feedback) or the
+        estimate (output feedback).
     velocity_residual : ndarray, shape (K, m + l)
-        Constraint residual ``D(x) xd``. For ``model="linear"`` the state is
-        the reference plus the linear deviation, which satisfies the
-        constraints to first order only: the residual is then O(|X|^2).
-    state_names, input_names : tuple of str
+        Constraint residual ``D(x) xd`` of the truth plant.
+    state_names, input_names, coordinate_names : tuple of str
+    reference_names : tuple of str
+        Coordinates of ``x_ref``.
     model : str
         "nonlinear" or "linear".
-    feedback : bool
+    feedback : str
+        "state", "output" or "open".
     limit_events : dict
         How many control steps each rig limit changed the command.
     wall_time : float
         Wall-clock seconds of the run.
+    y : ndarray, shape (K, ny)
+        Sensor readings (NaN where a signal was not sampled); ny = 0 without an estimator.
+    signal_names : tuple of str
+    diverged_at : float or None
+        Time in s at which the run was stopped because the truth diverged
+        (arrays then end there).
+    period : float or None
+        Period in s of the reference (for the last-period error).
     """
 
     t: np.ndarray
@@ -118,9 +176,27 @@ class ClosedLoopResult:
     input_names: tuple[str, ...]
     coordinate_names: tuple[str, ...]
     model: str
-    feedback: bool
+    feedback: str
     limit_events: dict = field(default_factory=dict)
     wall_time: float = 0.0
+    reference_names: tuple[str, ...] = ()
+    y: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    signal_names: tuple[str, ...] = ()
+    diverged_at: float | None = None
+    period: float | None = None
+
+    @property
+    def X_estimate(self) -> np.ndarray:
+        """What the controller believed, shape (K, N) (alias of ``X_measured`` kept for clarity)."""
+        return self.X_measured
+
+    @property
+    def estimation_error(self) -> np.ndarray:
+        """``X_measured - X``: estimate (or measurement) minus truth, shape (K, N)."""
+        return self.X_measured - self.X
+
+    def _contact(self, names) -> list[int]:
+        return [names.index(n) for n in ("contact_x", "contact_y") if n in names]
 
     @property
     def position_error(self) -> np.ndarray:
@@ -129,51 +205,93 @@ class ClosedLoopResult:
         Uses the coordinates named ``contact_x`` and/or ``contact_y`` (ball-plate,
         rolling ball, rolling disk).
         """
-        names = self.coordinate_names
-        idx = [names.index(n) for n in ("contact_x", "contact_y") if n in names]
-        if not idx:
+        idx = self._contact(self.coordinate_names)
+        ref_names = self.reference_names or self.coordinate_names
+        ridx = self._contact(ref_names)
+        if not idx or len(idx) != len(ridx):
             raise ParameterError("position_error needs coordinates named contact_x and/or contact_y")
-        return np.linalg.norm(self.x[:, idx] - self.x_ref[:, idx], axis=1)
+        return np.linalg.norm(self.x[:, idx] - self.x_ref[:, ridx], axis=1)
 
     @property
     def control_effort(self) -> np.ndarray:
         """``u - u_ref`` in input units, shape (K, nu)."""
         return self.u - self.u_ref
 
-    def summary(self, *, settle_fraction: float = 0.05, settle_floor: float = 1e-3) -> dict[str, float]:
-        """Key numbers: final/peak errors, peak inputs, settling time, effort, constraint residual.
+    def summary(self, *, settle_fraction: float = 0.05, settle_floor: float = 1e-3) -> ClosedLoopSummary:
+        """Key numbers (see :class:`ClosedLoopSummary`).
 
         The settling time is the first time after which the position error
         stays below ``max(settle_fraction * initial error, settle_floor)`` m.
+
+        Parameters
+        ----------
+        settle_fraction : float
+            Settled below this fraction of the initial position error.
+        settle_floor : float
+            Error in m that always counts as settled.
+
+        Returns
+        -------
+        ClosedLoopSummary
         """
-        out: dict[str, float] = {}
         try:
             err = self.position_error
+            cidx = [self.state_names.index(n) for n in ("contact_x", "contact_y") if n in self.state_names]
         except ValueError:
             err = np.linalg.norm(self.X, axis=1)
-        out["initial_error"] = float(err[0])
-        out["final_error"] = float(err[-1])
-        tail = self.t >= self.t[0] + 0.8 * (self.t[-1] - self.t[0])
-        out["steady_state_error"] = float(np.sqrt(np.mean(err[tail] ** 2)))
+            cidx = list(range(self.X.shape[1]))
+        span = self.t[-1] - self.t[0]
+        tail = self.t >= self.t[0] + 0.8 * span
+        last_rms = last_peak = None
+        if self.period is not None and self.diverged_at is None and span >= self.period - 1e-9:
+            window = self.t >= self.t[-1] - self.period - 1e-9
+            last_rms = float(np.sqrt(np.mean(err[window] ** 2)))
+            last_peak = float(np.max(err[window]))
         threshold = max(settle_fraction * err[0], settle_floor)
         outside = np.nonzero(err > threshold)[0]
-        if outside.size == 0:
-            out["settling_time"] = 0.0
+        if self.diverged_at is not None:
+            settling = None
+        elif outside.size == 0:
+            settling = 0.0
         elif outside[-1] == len(err) - 1:
-            out["settling_time"] = float("inf")
+            settling = None
         else:
-            out["settling_time"] = float(self.t[outside[-1] + 1] - self.t[0])
-        for i, name in enumerate(self.input_names):
-            out[f"peak_{name}"] = float(np.max(np.abs(self.u[:, i])))
-            out[f"peak_{name}_rate"] = float(np.max(np.abs(np.diff(self.u[:, i]))) / np.min(np.diff(self.t))) \
-                if len(self.t) > 1 else 0.0
-        out["rms_effort"] = float(np.sqrt(np.mean(np.sum(self.control_effort ** 2, axis=1))))
-        out["max_constraint_residual"] = float(np.max(np.abs(self.velocity_residual))) \
-            if self.velocity_residual.size else 0.0
-        for key, value in self.limit_events.items():
-            out[f"limit_{key}_steps"] = float(value)
-        out["wall_time"] = self.wall_time
-        return out
+            settling = float(self.t[outside[-1] + 1] - self.t[0])
+        dts = np.diff(self.t)
+        peak_u = {name: float(np.max(np.abs(self.u[:, i]))) for i, name in enumerate(self.input_names)}
+        peak_rate = {name: (float(np.max(np.abs(np.diff(self.u[:, i]))) / np.min(dts)) if len(self.t) > 1 else 0.0)
+                     for i, name in enumerate(self.input_names)}
+        est = None
+        if self.feedback == "output" and cidx:
+            e = self.estimation_error[:, cidx]
+            est = float(np.sqrt(np.mean(np.sum(e ** 2, axis=1))))
+        return ClosedLoopSummary(
+            initial_error_m=float(err[0]), final_error_m=float(err[-1]),
+            steady_state_error_m=float(np.sqrt(np.mean(err[tail] ** 2))),
+            rms_error_last_period_m=last_rms, peak_error_last_period_m=last_peak, settling_time_s=settling,
+            peak_input_rad=peak_u, peak_input_rate_rad_s=peak_rate,
+            peak_tilt_rad=float(np.max(np.abs(self.u))) if self.u.size else 0.0,
+            rms_effort_rad=float(np.sqrt(np.mean(np.sum(self.control_effort ** 2, axis=1)))),
+            max_constraint_residual=float(np.max(np.abs(self.velocity_residual)))
+            if self.velocity_residual.size else 0.0,
+            estimator_rms_error_m=est,
+            limit_steps={k: float(v) for k, v in self.limit_events.items()},
+            diverged=self.diverged_at is not None, diverged_at_s=self.diverged_at, wall_time_s=self.wall_time)
+
+    def to_time_response(self):
+        """The run as a python-control ``TimeResponseData`` (signal-major, the one transposing adapter).
+
+        Outputs are the truth coordinates, states the reduced deviation ``X``,
+        inputs the applied plate commands.
+        """
+        import control
+
+        return control.TimeResponseData(
+            self.t, self.x.T, states=self.X.T, inputs=self.u.T, output_labels=list(self.coordinate_names),
+            state_labels=list(self.state_names), input_labels=list(self.input_names),
+            title=f"closed loop ({self.model}, {self.feedback} feedback)", sysname="ballctl closed loop",
+            success=self.diverged_at is None,
+            message=None if self.diverged_at is None else f"diverged at t = {self.diverged_at:.6g} s")
 
 
 class _Progress:
@@ -194,62 +312,111 @@ class _Progress:
 
 
 def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: float | None = None,
-                         model: str = "nonlinear", feedback: bool = True,
+                         model: str = "nonlinear", feedback: bool = True, truth: ConstrainedSystem | None = None,
+                         output_feedback: bool | None = None,
                          noise_std: dict[str, float] | None = None, seed: int | None = None,
                          limits: RigLimits | None = None, integrator: str = "DOP853",
                          rtol: float = 1e-9, atol: float = 1e-12, substeps: int = 1,
                          stabilization: tuple[float, float] | None = (10.0, 10.0),
+                         divergence_error: float | None = None,
                          progress: bool = False) -> ClosedLoopResult:
-    """Run a sampled LQR tracking loop on the plant (see the module docstring).
+    """Run a sampled LQR (or LQG) tracking loop on a truth plant (see the module docstring).
 
     Parameters
     ----------
     controller : TrackingController
-        From :func:`ballctl.design_tracking_lqr`; its ``dt`` is the control period.
+        From :func:`ballctl.design_tracking_lqr`; its ``dt`` is the control
+        period; its ``estimator`` (if any) gives the sensors.
     x0, xd0 : array_like, shape (n,)
-        Initial plant state (velocities should satisfy the constraints; the
-        dependent ones are completed from the independent ones).
+        Initial truth state (the dependent velocities are completed from the
+        independent ones when the truth is the design plant).
     duration : float, optional
         Length of the run in s (default: the controller's horizon).
     model : {"nonlinear", "linear"}
-        Plant: the nonlinear DAE, or the exact-ZOH linear model (the paper's L).
+        Plant: the nonlinear DAE, or the design's exact-ZOH linear model (the paper's L).
     feedback : bool
-        False runs open loop, ``u = u0(t)`` (rig limits still apply).
+        False runs open loop, ``u = u_ff`` (rig limits still apply).
+    truth : ConstrainedSystem, optional
+        The plant integrated (default: the design plant). Its coordinates must
+        include the design plant's (matched by name), with the same number of inputs.
+    output_feedback : bool, optional
+        Use the controller's estimator with its sensors (default: True when
+        the controller has one).
     noise_std : dict, optional
-        Standard deviation of Gaussian measurement noise per coordinate name
-        (m or rad) or ``"<name>_rate"`` (m/s or rad/s), added at each sample.
+        State feedback only: std of Gaussian measurement noise per coordinate
+        name (m or rad) or ``"<name>_rate"`` (m/s or rad/s).
     seed : int, optional
         Seed of the noise generator.
     limits : RigLimits, optional
-        Tilt, slew, quantization and delay.
+        Tilt, slew, quantization and actuation latency; they shape every
+        command including the first.
     integrator : {"DOP853", "RK45", "Radau", "rk4"}
         Adaptive ``solve_ivp`` method between samples (with ``rtol``/``atol``),
         or fixed-step classical Runge-Kutta with ``substeps`` steps per sample.
+    stabilization : (float, float) or None
+        Baumgarte gains of the truth plant's constraint stabilization.
+    divergence_error : float, optional
+        Stop the run (recording ``diverged_at``) when the contact point is
+        farther than this from its reference (m), when the state stops being
+        finite, or when the integration fails. Default: never stop
+        (an integration failure raises).
     progress : bool
         Show a progress bar on stderr.
+    rtol, atol : float
+        Tolerances of the adaptive integrators.
+    substeps : int
+        RK4 steps per control sample (``integrator='rk4'``).
+    stabilization : (float, float) or None
+        Baumgarte gains in 1/s of the plant integration (see :func:`ballctl.simulate`).
 
     Returns
     -------
     ClosedLoopResult
     """
     check_instance(controller, "controller", TrackingController, "TrackingController (from design_tracking_lqr)")
+    if truth is not None:
+        check_instance(truth, "truth", ConstrainedSystem)
     system = controller.system
-    partition = controller.partition
-    n, nu = system.n_coordinates, system.n_inputs
+    plant = system if truth is None else truth
+    nu = system.n_inputs
+    n = plant.n_coordinates
+    if plant.n_inputs != nu:
+        raise ParameterError(f"truth has {plant.n_inputs} inputs, the controller {nu}")
+    try:
+        cmap = np.array([plant.coordinate_names.index(nm) for nm in system.coordinate_names])
+    except ValueError:
+        raise ParameterError(f"truth coordinates {plant.coordinate_names} must include the design's "
+                         f"{system.coordinate_names}") from None
     x = as_vector(x0, "x0", n).copy()
     xd = as_vector(xd0, "xd0", n).copy()
     check_choice(model, "model", ("nonlinear", "linear"))
     feedback = check_bool(feedback, "feedback")
     progress = check_bool(progress, "progress")
+    if output_feedback is not None:
+        output_feedback = check_bool(output_feedback, "output_feedback")
     if limits is not None:
         check_instance(limits, "limits", RigLimits)
-    limits = limits or RigLimits()
-    check_choice(integrator, "integrator", ("DOP853", "RK45", "Radau", "rk4"))
+    check_choice(integrator, "integrator", INTEGRATORS)
     rtol, atol = check_tolerances(rtol, atol)
     substeps = check_integer(substeps, "substeps", minimum=1)
     stabilization = check_stabilization(stabilization)
     if seed is not None:
         seed = check_integer(seed, "seed", minimum=0)
+    if model == "nonlinear" and plant.n_holonomic:
+        pos = np.asarray(plant.holonomic(x), dtype=float).reshape(-1)
+        if np.max(np.abs(pos)) > CONSTRAINT_TOL:
+            raise ConstraintViolationError(
+                f"x0 violates the position constraints: residual {np.max(np.abs(pos)):.3g} m or rad exceeds "
+                f"{CONSTRAINT_TOL:g}; project it with system.project_positions(x0) first")
+    margin = getattr(plant, "chart_margin", None)
+    if margin is not None and float(np.real(margin(x))) <= 0.0:
+        raise ChartSingularityError("x0 lies beyond the edge of the plant's coordinate chart (for the ball-plate: "
+                                    "|lean| at or beyond the chart limit near 90 deg)")
+    if truth is None:
+        xd = controller.partition.complete_velocities(system, x, xd)
+    if model == "linear" and truth is not None:
+        raise ParameterError("model='linear' integrates the design's linear model; it takes no truth plant")
+    limits = limits or RigLimits()
     dt = controller.dt
     steps_available = len(controller.times)
     if duration is None:
@@ -265,128 +432,186 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     if integrator == "rk4" and steps * substeps > MAX_STEPS:
         raise ParameterError(f"substeps = {substeps} gives more than {MAX_STEPS:.0e} RK4 steps over the run; "
                              f"lower substeps")
-    if model == "nonlinear" and system.n_holonomic:
-        pos = np.asarray(system.holonomic(x), dtype=float).reshape(-1)
-        if np.max(np.abs(pos)) > CONSTRAINT_TOL:
-            raise ConstraintViolationError(
-                f"x0 violates the position constraints: residual {np.max(np.abs(pos)):.3g} m or rad exceeds "
-                f"{CONSTRAINT_TOL:g}; project it with system.project_positions(x0) first")
-    margin = getattr(system, "chart_margin", None)
-    if margin is not None and float(np.real(margin(x))) <= 0.0:
-        raise ChartSingularityError("x0 lies beyond the edge of the plant's coordinate chart (for the ball-plate: "
-                                    "|lean| at or beyond the chart limit near 90 deg)")
-    xd = partition.complete_velocities(system, x, xd)
+    est = controller.estimator
+    if output_feedback is None:
+        output_feedback = est is not None and feedback
+    if output_feedback and est is None:
+        raise ParameterError("output_feedback=True needs a controller designed with sensors (controller.estimator)")
+    if output_feedback and noise_std:
+        raise ParameterError("noise_std is for state feedback; with output feedback the sensors carry the noise")
     names = controller.state_names
     noise = np.zeros(len(names))
-    if noise_std is not None:
-        if not isinstance(noise_std, Mapping):
-            raise ParameterTypeError(f"noise_std must be a mapping of coordinate name to standard deviation "
-                                     f"(m, rad, m/s or rad/s), got {type(noise_std).__name__}")
+    if noise_std is not None and not isinstance(noise_std, Mapping):
+        raise ParameterTypeError(f"noise_std must be a mapping of coordinate name to standard deviation "
+                                 f"(m, rad, m/s or rad/s), got {type(noise_std).__name__}")
+    if noise_std:
         coord = set(system.coordinate_names)
         for key, value in noise_std.items():
             base = key[:-5] if isinstance(key, str) and key.endswith("_rate") else key
             if base not in coord:
-                raise ParameterError(f"noise_std: unknown coordinate {key!r}; coordinates are {system.coordinate_names}")
+                raise ParameterError(f"noise_std: unknown coordinate {key!r}; coordinates are "
+                                     f"{system.coordinate_names}")
             value = check_nonnegative(value, f"noise_std[{key!r}]", "m, rad, m/s or rad/s")
             if key in names:
                 noise[names.index(key)] = value
     rng = np.random.default_rng(seed)
+    if divergence_error is not None:
+        divergence_error = check_positive(divergence_error, "divergence_error", "m")
 
     ref = controller.samples
     ltv = controller.ltv
+    Ad, Bd = controller.discrete.Ad, controller.discrete.Bd
     gains = controller.lqr.gains
     K = steps + 1
     T = ref.t[:K]
-    out_x = np.zeros((K, n))
-    out_xd = np.zeros((K, n))
-    out_u = np.zeros((K, nu))
-    out_X = np.zeros((K, len(names)))
-    out_Xm = np.zeros((K, len(names)))
-    out_res = np.zeros((K, system.n_constraints))
-    events = {"max_angle": 0, "max_rate": 0, "quantum": 0}
-    delay_steps = limits.delay / dt
-    d_int = int(np.floor(delay_steps + 1e-12))
-    d_frac = (delay_steps - d_int) * dt
+    N = len(names)
+    out_x = np.full((K, n), np.nan)
+    out_xd = np.full((K, n), np.nan)
+    out_u = np.full((K, nu), np.nan)
+    out_X = np.full((K, N), np.nan)
+    out_Xm = np.full((K, N), np.nan)
+    out_res = np.full((K, plant.n_constraints), np.nan)
+    events = {"quantum": 0, "max_angle": 0, "max_rate": 0}
+    d_int, d_frac = delay_segments(limits.delay, dt)
+    lim = (limits.max_angle, limits.max_rate, limits.quantum)
+    # the input before the first command: the feedforward, quantized and within the tilt limit
+    u_start, _ = shape_command(ref.u[0], ref.u[0], 0.0, lim[0], None, lim[2])
     commands: list[np.ndarray] = []
-    u_applied = ref.u[0].copy()
-    X_lin = ltv.reduce(x - ref.x[0], xd - ref.xd[0]) if model == "linear" else None
-    bar = _Progress(steps, progress, f"closed loop ({model})" if feedback else f"open loop ({model})")
+    u_applied = u_start.copy()
+    du_eff = np.zeros((steps, nu))  # input deviation that acted over each step (known to the controller)
+    X_lin = ltv.reduce(x[cmap] - ref.x[0], xd[cmap] - ref.xd[0]) if model == "linear" else None
+    # output feedback: sensors and the committed filter state
+    if output_feedback:
+        ny = est.n_signals
+        sig_idx = np.array([plant.coordinate_names.index(s) for s in est.signal_names])
+        sig_ref_idx = np.array(est.coordinate_index)
+        y_dev = np.zeros((K, ny))
+        y_out = np.full((K, ny), np.nan)
+        M, C = est.kalman.update_gains, est.kalman.C
+        lat = est.latency_steps
+        X_c = np.zeros(N)  # committed prior at step j_c: the estimate starts on the reference
+        j_c = 0
+    else:
+        ny = 0
+        y_out = np.zeros((K, 0))
+    mode = "open" if not feedback else ("output" if output_feedback else "state")
+    bar = _Progress(steps, progress, f"closed loop ({model}, {mode})")
+    diverged_at = None
     start = _time.perf_counter()
 
-    state_names = tuple(system.coordinate_names) + tuple(f"{c}_rate" for c in system.coordinate_names)
+    state_names = tuple(plant.coordinate_names) + tuple(f"{c}_rate" for c in plant.coordinate_names)
 
     def rhs_for(u_const):
-        def rhs(t, y):
-            xdd, _ = system.accelerations(y[:n], y[n:], u_const, stabilization=stabilization)
-            return np.concatenate([y[n:], xdd])
+        def rhs(t, yy):
+            xdd, _ = plant.accelerations(yy[:n], yy[n:], u_const, stabilization=stabilization)
+            return np.concatenate([yy[n:], xdd])
+        # the guard turns a NaN into an error naming its time instead of an endless step loop
         return guard_rhs(rhs, context="simulate_closed_loop", names=state_names) if integrator != "rk4" else rhs
 
-    def advance(y, t_a, t_b, u_const):
-        if t_b <= t_a:
-            return y
+    def advance(yy, t_a, t_b, u_const):
         if integrator == "rk4":
-            return rk4(rhs_for(u_const), y, t_a, t_b - t_a, substeps)
-        sol = solve_ivp(rhs_for(u_const), (t_a, t_b), y, method=integrator, rtol=rtol, atol=atol)
+            with np.errstate(all="ignore" if divergence_error is not None else "warn"):
+                try:
+                    return rk4(rhs_for(u_const), yy, t_a, t_b - t_a, substeps)
+                except NonFiniteStateError:
+                    if divergence_error is None:
+                        raise
+                    return np.full_like(yy, np.nan)  # recorded as divergence at the next sample
+        sol = solve_ivp(rhs_for(u_const), (t_a, t_b), yy, method=integrator, rtol=rtol, atol=atol)
         if not sol.success:
             raise IntegrationError(f"plant integration failed at t = {sol.t[-1]:.6g} s: {sol.message}")
         return sol.y[:, -1]
 
+    last = K - 1
     for k in range(K):
         if model == "linear":
             dx, dxd = ltv.expand(min(k, steps_available - 1), X_lin)
             x, xd = ref.x[k] + dx, ref.xd[k] + dxd
-        X_true = ltv.reduce(x - ref.x[k], xd - ref.xd[k])
-        X_meas = X_true + noise * rng.standard_normal(len(names)) if noise_std else X_true
+        xr, xdr = x[cmap], xd[cmap]
+        X_true = ltv.reduce(xr - ref.x[k], xdr - ref.xd[k])
         out_x[k], out_xd[k] = x, xd
-        out_X[k], out_Xm[k] = X_true, X_meas
-        out_res[k] = system.constraint_jacobian(x) @ xd
+        out_X[k] = X_true
+        out_res[k] = plant.constraint_jacobian(x) @ xd
+        if divergence_error is not None and k > 0:
+            e = np.hypot(*(xr[:2] - ref.x[k, :2]))
+            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(xd))) or e > divergence_error:
+                diverged_at, last = float(T[k]), k
+                out_Xm[k] = out_X[k]
+                out_u[k] = u_applied
+                break
+        # 1-2: sense and estimate
+        if output_feedback:
+            if k < steps_available:
+                sampled = est.sampled[k]
+                reading = measure(x[sig_idx], est.bias, est.noise_std, rng.standard_normal(ny))
+                y_out[k] = np.where(sampled, reading, np.nan)
+                y_dev[k] = np.where(sampled, reading - ref.x[k, sig_ref_idx], 0.0)
+            while j_c <= k - lat and j_c < k:   # commit the steps whose samples have all arrived
+                X_post = kalman_update(X_c, y_dev[j_c] - C[j_c] @ X_c, M[j_c])
+                X_c = kalman_predict(X_post, Ad[j_c], Bd[j_c], du_eff[j_c])
+                j_c += 1
+            if lat == 0 and k < steps_available:
+                X_hat = kalman_update(X_c, y_dev[k] - C[k] @ X_c, M[k])
+            else:
+                X_hat = X_c
+                for j in range(j_c, k):  # latency compensation: predict with the inputs already sent
+                    X_hat = kalman_predict(X_hat, Ad[j], Bd[j], du_eff[j])
+        else:
+            X_hat = X_true + noise * rng.standard_normal(N) if noise_std else X_true
+        out_Xm[k] = X_hat
         if k == steps:
             out_u[k] = u_applied
             break
-        du = -gains[k] @ X_meas if feedback else np.zeros(nu)
-        cmd = ref.u[k] + du
-        if not np.all(np.isfinite(cmd)):
+        # 3: control law
+        cmd = control_law(ref.u[k], gains[k], X_hat) if feedback else ref.u[k].copy()
+        if not np.all(np.isfinite(cmd)) and divergence_error is None:
             check_finite_at(cmd, time=T[k], quantity="input command u", names=system.input_names,
                             context="simulate_closed_loop")
-        if limits.quantum is not None:
-            q = np.round(cmd / limits.quantum) * limits.quantum
-            events["quantum"] += int(np.any(q != cmd))
-            cmd = q
-        if limits.max_angle is not None:
-            c = np.clip(cmd, -limits.max_angle, limits.max_angle)
-            events["max_angle"] += int(np.any(c != cmd))
-            cmd = c
-        commands.append(cmd)
-        # the command acting during [t_k, t_k + d_frac) and [t_k + d_frac, t_k+1)
-        first = commands[k - d_int - 1] if k - d_int - 1 >= 0 else ref.u[0]
-        second = commands[k - d_int] if k - d_int >= 0 else ref.u[0]
+        qcmd, (hq, ha, _) = shape_command(cmd, u_applied, 0.0, lim[0], None, lim[2])
+        events["quantum"] += int(hq)
+        events["max_angle"] += int(ha)
+        commands.append(qcmd)
+        # 4: actuation latency splits the step; the slew limit acts on each held segment
+        first = commands[k - d_int - 1] if k - d_int - 1 >= 0 else u_start
+        second = commands[k - d_int] if k - d_int >= 0 else u_start
         segments = [(T[k], T[k] + d_frac, first), (T[k] + d_frac, T[k + 1], second)]
+        held = []
         y = np.concatenate([x, xd])
-        for t_a, t_b, target in segments:
-            if t_b <= t_a:
-                continue
-            if limits.max_rate is not None:
-                step = limits.max_rate * (t_b - t_a)
-                new = u_applied + np.clip(target - u_applied, -step, step)
-                events["max_rate"] += int(np.any(new != target))
-            else:
-                new = target
-            u_applied = new
-            if model == "nonlinear":
-                y = advance(y, t_a, t_b, u_applied)
-        out_u[k] = u_applied
+        try:
+            for t_a, t_b, target in segments:
+                if t_b <= t_a:
+                    held.append(u_applied)
+                    continue
+                u_applied, (_, _, hr) = shape_command(target, u_applied, t_b - t_a, None, lim[1], None)
+                events["max_rate"] += int(hr)
+                held.append(u_applied)
+                if model == "nonlinear":
+                    y = advance(y, t_a, t_b, u_applied)
+        except (IntegrationError, BallctlError, np.linalg.LinAlgError, FloatingPointError):
+            if divergence_error is None:
+                raise
+            diverged_at, last = float(T[k]), k
+            out_u[k] = u_applied
+            break
+        u_step = effective_input(held[0], held[1], d_frac, dt)
+        du_eff[k] = u_step - ref.u[k]
+        out_u[k] = u_step
         if model == "nonlinear":
             x, xd = y[:n], y[n:]
-            if not np.all(np.isfinite(y)):
+            if divergence_error is None and not np.all(np.isfinite(y)):
                 check_finite_at(y, time=T[k + 1], quantity="plant state", names=state_names,
                                 context="simulate_closed_loop")
         else:
             kk = min(k, steps_available - 1)
-            X_lin = controller.discrete.Ad[kk] @ X_lin + controller.discrete.Bd[kk] @ (u_applied - ref.u[k])
+            X_lin = Ad[kk] @ X_lin + Bd[kk] @ du_eff[k]
         bar.update(k + 1)
     wall = _time.perf_counter() - start
     active = {key: v for key, v in events.items() if v} if limits.active else {}
     if limits.delay > 0:
         active["delay_s"] = limits.delay
-    return ClosedLoopResult(T, out_x, out_xd, ref.x[:K], ref.xd[:K], out_u, ref.u[:K], out_X, out_Xm, out_res,
-                            names, system.input_names, system.coordinate_names, model, feedback, active, wall)
+    keep = slice(0, last + 1)
+    return ClosedLoopResult(
+        T[keep], out_x[keep], out_xd[keep], ref.x[keep], ref.xd[keep], out_u[keep], ref.u[keep], out_X[keep],
+        out_Xm[keep], out_res[keep], names, plant.input_names, plant.coordinate_names, model, mode, active, wall,
+        system.coordinate_names, y_out[keep], tuple(est.signal_names) if output_feedback else (), diverged_at,
+        getattr(controller.reference, "period", None))

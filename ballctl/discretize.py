@@ -40,9 +40,8 @@ import numpy as np
 from scipy.linalg import expm
 
 from ._errors import ParameterError, ParameterTypeError, SampleIndexError, ShapeError
-from ._validation import check_positive
-from .ltv import LTVSystem
-from .partition import Partition
+from ._validation import as_system_stacks, check_positive
+from .ltv import LTVSystem, StateReduction
 
 __all__ = [
     "DISCRETIZATION_METHODS",
@@ -63,16 +62,8 @@ DISCRETIZATION_METHODS = ("zoh", "series")
 _SPACING_RTOL = 1e-9
 
 
-def _check_stack(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    A = np.asarray(A, dtype=float)
-    B = np.asarray(B, dtype=float)
-    if A.ndim != 3 or A.shape[1] != A.shape[2]:
-        raise ShapeError(f"A must have shape (K, N, N), got {A.shape}")
-    if B.ndim != 3 or B.shape[:2] != A.shape[:2]:
-        raise ShapeError(f"B must have shape (K, N, nu) = ({A.shape[0]}, {A.shape[1]}, nu), got {B.shape}")
-    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
-        raise ParameterError("A and B must be finite")
-    return A, B
+def _check_stack(A: np.ndarray, B: np.ndarray, names: tuple[str, str] = ("A", "B")) -> tuple[np.ndarray, np.ndarray]:
+    return as_system_stacks(A, B, names)
 
 
 def _check_order(order) -> int:
@@ -195,10 +186,11 @@ class DiscreteLTVSystem:
         Names of the N states, ``X = (dx_ai, dxd_ai, dx_ad)``.
     input_names : tuple of str
         Names of the nu inputs.
-    partition : Partition or None
+    partition : StateReduction or None
         The partition of the LTV system this came from.
     method : str
-        ``"zoh"`` (exact, eq. 23) or ``"series"`` (appendix A).
+        ``"zoh"`` (exact, eq. 23), ``"series"`` (appendix A), or ``"given"``
+        for matrices supplied by the user (:meth:`from_arrays`).
     order : int or None
         Truncation order of the series; ``None`` for ``"zoh"``.
     """
@@ -209,13 +201,13 @@ class DiscreteLTVSystem:
     Bd: np.ndarray
     state_names: tuple[str, ...]
     input_names: tuple[str, ...]
-    partition: Partition | None = field(default=None)
+    partition: StateReduction | None = field(default=None)
     method: str = "zoh"
     order: int | None = None
 
     def __post_init__(self) -> None:
         t = np.asarray(self.t, dtype=float)
-        Ad, Bd = _check_stack(self.Ad, self.Bd)
+        Ad, Bd = _check_stack(self.Ad, self.Bd, ("Ad", "Bd"))
         dt = check_positive(self.dt, "dt", "s")
         if t.shape != (Ad.shape[0],):
             raise ShapeError(f"t must have shape ({Ad.shape[0]},) to match Ad, got {t.shape}")
@@ -224,8 +216,8 @@ class DiscreteLTVSystem:
         if len(self.state_names) != Ad.shape[1] or len(self.input_names) != Bd.shape[2]:
             raise ParameterError(f"state_names ({len(self.state_names)}) / input_names ({len(self.input_names)}) "
                              f"do not match Ad {Ad.shape} and Bd {Bd.shape}")
-        if self.method not in DISCRETIZATION_METHODS:
-            raise ParameterError(f"method must be one of {DISCRETIZATION_METHODS}, got {self.method!r}")
+        if self.method not in DISCRETIZATION_METHODS + ("given",):
+            raise ParameterError(f"method must be one of {DISCRETIZATION_METHODS + ('given',)}, got {self.method!r}")
         if (self.method == "series") != (self.order is not None):
             raise ParameterError("order is required for method='series' and must be None for method='zoh'")
         for arr in (t, Ad, Bd):
@@ -237,19 +229,64 @@ class DiscreteLTVSystem:
         object.__setattr__(self, "state_names", tuple(self.state_names))
         object.__setattr__(self, "input_names", tuple(self.input_names))
 
+    @classmethod
+    def from_arrays(cls, Ad, Bd, *, dt: float = 1.0, t0: float = 0.0, state_names=None,
+                    input_names=None) -> "DiscreteLTVSystem":
+        """A discrete system from given matrix stacks (``method="given"``).
+
+        Parameters
+        ----------
+        Ad : array_like, shape (K, N, N)
+            State matrices.
+        Bd : array_like, shape (K, N, nu)
+            Input matrices.
+        dt : float
+            Sample time in s (default 1).
+        t0 : float
+            Time of the first sample in s; ``t = t0 + dt * arange(K)``.
+        state_names, input_names : sequence of str, optional
+            Default ``X1..XN`` and ``du1..du_nu``.
+
+        Returns
+        -------
+        DiscreteLTVSystem
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> DiscreteLTVSystem.from_arrays(np.ones((3, 1, 1)), np.ones((3, 1, 1)), dt=0.1).t
+        array([0. , 0.1, 0.2])
+        """
+        Ad, Bd = (np.array(a) for a in _check_stack(Ad, Bd, ("Ad", "Bd")))
+        K, N, nu = Bd.shape
+        dt = check_positive(dt, "dt", "s")
+        return cls(t=float(t0) + dt * np.arange(K), dt=dt, Ad=Ad, Bd=Bd,
+                   state_names=tuple(state_names) if state_names is not None else
+                   tuple(f"X{i + 1}" for i in range(N)),
+                   input_names=tuple(input_names) if input_names is not None else
+                   tuple(f"du{j + 1}" for j in range(nu)), method="given")
+
     @property
     def n_states(self) -> int:
+        """Number N of states."""
         return self.Ad.shape[1]
 
     @property
     def n_inputs(self) -> int:
+        """Number nu of inputs."""
         return self.Bd.shape[2]
 
     def __len__(self) -> int:
         return self.t.shape[0]
 
     def to_statespace(self, k: int):
-        """The frozen-time discrete snapshot at sample ``k`` as a python-control ``StateSpace`` (with ``dt``)."""
+        """The frozen-time discrete snapshot at sample ``k`` as a python-control ``StateSpace`` (with ``dt``).
+
+        Parameters
+        ----------
+        k : int
+            Sample index (negative counts from the end).
+        """
         import control
 
         if not -len(self) <= k < len(self):
@@ -271,6 +308,8 @@ def _check_spacing(t: np.ndarray, dt: float) -> None:
     if uniform:
         ratio = dt / steps[0]
         hint = ""
+        if not np.isfinite(ratio) or ratio > 1e9:
+            ratio = 0.5  # no subsampling hint
         if abs(ratio - round(ratio)) < 1e-9 and round(ratio) >= 1:
             hint = f" (dt is {round(ratio)} samples: use ltv.subsample({round(ratio)}))"
         raise ParameterError(

@@ -39,8 +39,8 @@ size :math:`N = 2(n - m) - l` and ``A``, ``B`` have the block forms (19)-(20).
 Derivatives are complex-step (exact to rounding) when the callables are
 complex-safe; otherwise fourth-order central differences are used and the
 result's ``derivative_method`` says so. Everything is evaluated for all K
-samples at once when the system's callables accept a leading batch axis (our
-plants do); a user's per-sample callables are looped over.
+samples at once when the system declares ``batched = True`` (rule 8 of
+:mod:`ballctl.system`; our plants do); otherwise the samples are looped over.
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._derivatives import COMPLEX_STEP
-from ._errors import PartitionError, ShapeError
+from ._derivatives import COMPLEX_STEP, central_difference
+from ._errors import PartitionError
+from ._validation import as_times, as_vector, check_callable, check_instance
 from .ltv import LTVSystem
 from .partition import Partition
 from .references.base import Reference, ReferenceSample
@@ -60,19 +61,11 @@ __all__ = ["linearize", "linearize_at", "linearize_samples"]
 
 
 class _Batched:
-    """Evaluates a per-state callable on (K, ...) stacks, batched when the callable allows it."""
+    """Evaluates a per-state callable on (K, ...) stacks: in one call when the system is ``batched``, else looped."""
 
-    def __init__(self, fn: Callable, probe_args: tuple[np.ndarray, ...]) -> None:
+    def __init__(self, fn: Callable, batched: bool) -> None:
         self.fn = fn
-        self.batched = False
-        if probe_args[0].shape[0] >= 1:
-            try:
-                out = np.asarray(fn(*probe_args))
-                single = np.asarray(fn(*(a[0] for a in probe_args)))
-                self.batched = out.shape == (probe_args[0].shape[0],) + single.shape and np.allclose(
-                    out[0], single, rtol=1e-13, atol=1e-300)
-            except Exception:  # noqa: BLE001 - any failure means: not batch-capable
-                self.batched = False
+        self.batched = batched
 
     def __call__(self, *args: np.ndarray) -> np.ndarray:
         if self.batched:
@@ -105,12 +98,13 @@ def _jac(fn: _Batched, args: list[np.ndarray], wrt: int, state: dict) -> np.ndar
             col = None
         if col is None:
             h = 1e-3 * max(1.0, float(np.max(np.abs(base)))) if base.size else 1e-3
-            vals = []
-            for step in (h, -h, 2 * h, -2 * h):
-                pert = list(args)
-                pert[wrt] = base + step * e
-                vals.append(np.asarray(fn(*pert), dtype=float))
-            col = (8.0 * (vals[0] - vals[1]) - (vals[2] - vals[3])) / (12.0 * h)
+
+            def along(z, _args=args):
+                pert = list(_args)
+                pert[wrt] = z
+                return np.asarray(fn(*pert), dtype=float)
+
+            col = central_difference(along, base, e, h)
             if np.any(col != 0.0):
                 state["method"] = "central"
         cols.append(np.asarray(col, dtype=float))
@@ -149,10 +143,11 @@ def linearize_samples(system: ConstrainedSystem, sample: ReferenceSample, partit
     N = 2 * nai + nad
     state = {"method": "complex-step"}
 
-    Mf = _Batched(system.mass_matrix, (x0, u0))
-    Qf = _Batched(system.forces, (x0, xd0, u0))
-    Df = _Batched(system.constraint_jacobian, (x0,))
-    biasf = _Batched(system.constraint_bias, (x0, xd0))
+    batched = bool(getattr(system, "batched", False))
+    Mf = _Batched(system.mass_matrix, batched)
+    Qf = _Batched(system.forces, batched)
+    Df = _Batched(system.constraint_jacobian, batched)
+    biasf = _Batched(system.constraint_bias, batched)
 
     D0 = Df(x0)
     partition.check_jacobians(system, D0, [f" at t={t:.6g} s" for t in sample.t])
@@ -248,10 +243,15 @@ def linearize_at(system: ConstrainedSystem, x, xd, xdd, u, partition: Partition,
     B : ndarray, shape (N, nu)
         For the state ``X = (dx_ai, dxd_ai, dx_ad)`` and input ``du``.
     """
-    x = np.asarray(x, dtype=float)
-    xd = np.asarray(xd, dtype=float)
-    xdd = np.asarray(xdd, dtype=float)
-    u = np.asarray(u, dtype=float).reshape(system.n_inputs)
+    check_instance(system, "system", ConstrainedSystem)
+    check_instance(partition, "partition", Partition)
+    n, nu = system.n_coordinates, system.n_inputs
+    x = as_vector(x, "x", n)
+    xd = as_vector(xd, "xd", n)
+    xdd = as_vector(xdd, "xdd", n)
+    u = as_vector(u, "u", nu) if nu else np.zeros(0)
+    if lam is not None:
+        lam = as_vector(lam, "lam", system.n_constraints) if system.n_constraints else np.zeros(0)
     if lam is None:
         D = system.constraint_jacobian(x)
         rhs = system.forces(x, xd, u) - system.mass_matrix(x, u) @ xdd
@@ -281,12 +281,12 @@ def linearize(system: ConstrainedSystem, reference: Reference, times, partition:
     -------
     LTVSystem
     """
-    times = np.atleast_1d(np.asarray(times, dtype=float))
-    if times.ndim != 1 or times.size == 0 or np.any(np.diff(times) <= 0):
-        raise ShapeError("times must be a non-empty, strictly increasing 1-D array of times in s")
+    check_instance(system, "system", ConstrainedSystem)
+    check_callable(reference, "reference", "reference(times) -> ReferenceSample")
+    times = as_times(times, "times", increasing=True)
+    if partition is not None and not isinstance(partition, Partition):
+        raise PartitionError(f"partition must be a Partition, got {type(partition).__name__}")
     sample = reference(times)
     if partition is None:
         partition = Partition.automatic(system, sample.x[0])
-    if not isinstance(partition, Partition):
-        raise PartitionError(f"partition must be a Partition, got {type(partition).__name__}")
     return linearize_samples(system, sample, partition)

@@ -34,13 +34,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._errors import (ParameterError, RiccatiConditioningWarning, RiccatiConvergenceError, ShapeError,
-                      SingularMatrixError)
-from ._validation import check_positive
+from ._errors import (ParameterError, ParameterTypeError, RiccatiConditioningWarning, RiccatiConvergenceError,
+                      ShapeError, SingularMatrixError)
+from ._validation import as_matrix, as_stack, check_positive
 from .discretize import DiscreteLTVSystem
 
 __all__ = [
     "bryson",
+    "riccati_sweep",
     "LQRRollout",
     "FiniteHorizonLQR",
     "finite_horizon_lqr",
@@ -133,14 +134,7 @@ def bryson(state_names: Sequence[str], input_names: Sequence[str], max_state_err
 # ------------------------------------------------------------------ helpers
 def _as_stack(value, name: str, Kt: int, shape: tuple[int, int]) -> np.ndarray:
     """Return a weight as a (Kt, *shape) stack, accepting a constant (shape) matrix."""
-    arr = np.asarray(value, dtype=float)
-    if arr.shape == shape:
-        arr = np.broadcast_to(arr, (Kt,) + shape)
-    elif arr.shape != (Kt,) + shape:
-        raise ShapeError(f"{name} must have shape {shape} or {(Kt,) + shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ParameterError(f"{name} must be finite")
-    return arr
+    return as_stack(value, name, (Kt,) + tuple(shape), allow_constant=True)
 
 
 def _check_weights(Q: np.ndarray, R: np.ndarray, Q_N: np.ndarray | None) -> None:
@@ -170,44 +164,125 @@ def _check_weights(Q: np.ndarray, R: np.ndarray, Q_N: np.ndarray | None) -> None
         raise ParameterError("; ".join(problems))
 
 
-def _system_arrays(Ad, Bd) -> tuple[np.ndarray, np.ndarray]:
+def _deprecated_arrays(func: str, sys, args: tuple, n_old: int) -> tuple:
+    """Map the 0.1 call ``func(Ad, Bd, Q, R[, Q_N])`` (or ``func(sys, None, ...)``) onto the new one."""
+    full = (sys,) + tuple(args)
+    if len(full) != n_old:
+        raise ParameterTypeError(f"{func}(sys, Q, R, ...) takes a DiscreteLTVSystem and two weights; the deprecated "
+                        f"array form takes {n_old} positional arguments, got {len(full)}")
+    warnings.warn(f"{func}(Ad, Bd, Q, R, ...) is deprecated: pass a DiscreteLTVSystem, "
+                  f"{func}(sys, Q, R, ...) (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps arrays)",
+                  DeprecationWarning, stacklevel=3)
+    Ad, Bd = full[0], full[1]
     if isinstance(Ad, DiscreteLTVSystem):
         if Bd is not None:
             raise ParameterError("pass Bd=None when Ad is a DiscreteLTVSystem (its Bd is used)")
-        return Ad.Ad, Ad.Bd
-    Ad = np.asarray(Ad, dtype=float)
-    Bd = np.asarray(Bd, dtype=float)
-    if Ad.ndim != 3 or Ad.shape[1] != Ad.shape[2]:
-        raise ShapeError(f"Ad must have shape (Kt, N, N), got {Ad.shape}")
-    if Bd.ndim != 3 or Bd.shape[:2] != Ad.shape[:2]:
-        raise ShapeError(f"Bd must have shape (Kt, N, nu) = ({Ad.shape[0]}, {Ad.shape[1]}, nu), got {Bd.shape}")
-    if Ad.shape[0] < 1 or Bd.shape[2] < 1:
-        raise ParameterError(f"need at least one step and one input, got Ad {Ad.shape}, Bd {Bd.shape}")
-    if not (np.all(np.isfinite(Ad)) and np.all(np.isfinite(Bd))):
-        raise ParameterError("Ad and Bd must be finite")
-    return Ad, Bd
+        return (Ad,) + full[2:]
+    return (DiscreteLTVSystem.from_arrays(Ad, Bd),) + full[2:]
 
 
-def _backward_sweep(Ad, Bd, Q, R, P_end):
-    """Eqs. (28)-(29) for k = Kt-1 .. 0; returns gains, Riccati (Kt+1), cond(R + B^T P B)."""
+def _system_arrays(sys) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(sys, DiscreteLTVSystem):
+        raise ParameterTypeError(f"sys must be a DiscreteLTVSystem (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps "
+                                 f"arrays), got {type(sys).__name__}")
+    return sys.Ad, sys.Bd
+
+
+def riccati_sweep(Ad: np.ndarray, Bd: np.ndarray, Q: np.ndarray, R: np.ndarray, P_end: np.ndarray, *,
+                  check_every: int = 1024) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Backward Riccati sweep of eqs. (28)-(29) on plain arrays (no validation).
+
+    For ``k = Kt-1 .. 0``: :math:`S_k = R_k + B_k^T P_{k+1} B_k`,
+    :math:`K_k = S_k^{-1} B_k^T P_{k+1} A_k`,
+    :math:`P_k = Q_k + A_k^T P_{k+1} A_k - A_k^T P_{k+1} B_k K_k`, each
+    :math:`S_k` and :math:`P_k` symmetrised. No factorisation beyond the one
+    solve per step: a singular :math:`S_k` raises at once, non-finite
+    Riccati matrices are caught every ``check_every`` steps and at the end,
+    and the conditioning of every :math:`S_k` is measured afterwards in one
+    batched call by the callers (:func:`finite_horizon_lqr`). The Kalman
+    filter is the same sweep on the dual system (``Ad^T``, ``C^T``).
+
+    Parameters
+    ----------
+    Ad : ndarray, shape (Kt, N, N)
+        State matrices.
+    Bd : ndarray, shape (Kt, N, nu)
+        Input matrices.
+    Q : ndarray, shape (Kt, N, N)
+        State weights, symmetric positive semidefinite.
+    R : ndarray, shape (Kt, nu, nu)
+        Input weights, symmetric positive definite.
+    P_end : ndarray, shape (N, N)
+        Terminal Riccati matrix :math:`P_{N_t}`.
+    check_every : int
+        Steps between finiteness checks of :math:`P_k`.
+
+    Returns
+    -------
+    gains : ndarray, shape (Kt, nu, N)
+        :math:`K_k`; the feedback is ``du[k] = -gains[k] @ X[k]``.
+    riccati : ndarray, shape (Kt + 1, N, N)
+        :math:`P_k`, ``riccati[Kt] = P_end``.
+    S : ndarray, shape (Kt, nu, nu)
+        :math:`R_k + B_k^T P_{k+1} B_k`.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If some :math:`S_k` is singular or a :math:`P_k` is not finite (the
+        message names the step).
+
+    References
+    ----------
+    Agúndez et al. (2024), eqs. (28)-(29).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K, P, S = riccati_sweep(np.ones((2, 1, 1)), np.ones((2, 1, 1)), np.ones((2, 1, 1)), np.ones((2, 1, 1)),
+    ...                         np.eye(1))
+    >>> float(K[1, 0, 0]), float(P[1, 0, 0])
+    (0.5, 1.5)
+    """
     Kt, N, nu = Bd.shape
     gains = np.empty((Kt, nu, N))
     P = np.empty((Kt + 1, N, N))
-    cond = np.empty(Kt)
+    S = np.empty((Kt, nu, nu))
     P[Kt] = P_end
-    for k in range(Kt - 1, -1, -1):
-        A, B, Pn = Ad[k], Bd[k], P[k + 1]
-        PB = Pn @ B
-        S = R[k] + B.T @ PB
-        S = 0.5 * (S + S.T)
-        BtPA = PB.T @ A
-        cond[k] = np.linalg.cond(S)
-        if not np.isfinite(cond[k]):
-            raise SingularMatrixError(f"R + B^T P B is singular at step {k}")
-        Kk = np.linalg.solve(S, BtPA)
-        Pk = Q[k] + A.T @ Pn @ A - BtPA.T @ Kk
-        P[k] = 0.5 * (Pk + Pk.T)
-        gains[k] = Kk
+    Pn = P[Kt]
+    solve = np.linalg.solve
+    k = Kt
+    try:
+        for k in range(Kt - 1, -1, -1):
+            A = Ad[k]
+            B = Bd[k]
+            PB = Pn @ B
+            Sk = R[k] + B.T @ PB
+            Sk = 0.5 * (Sk + Sk.T)
+            BtPA = PB.T @ A
+            Kk = solve(Sk, BtPA)
+            Pk = Q[k] + A.T @ Pn @ A - BtPA.T @ Kk
+            Pn = 0.5 * (Pk + Pk.T)
+            P[k] = Pn
+            gains[k] = Kk
+            S[k] = Sk
+            if not k % check_every and not np.isfinite(Pn).all():
+                raise SingularMatrixError("the Riccati matrix is not finite")
+    except np.linalg.LinAlgError as exc:
+        raise SingularMatrixError(f"Riccati sweep failed at step {k} of {Kt}: {exc} (R + B^T P B singular or "
+                                    "P not finite)") from exc
+    if not np.isfinite(P[0]).all():
+        raise SingularMatrixError("Riccati sweep: P[0] is not finite")
+    return gains, P, S
+
+
+def _backward_sweep(Ad, Bd, Q, R, P_end):
+    """Eqs. (28)-(29); returns gains, Riccati (Kt+1), cond(R + B^T P B) measured in one batched call."""
+    gains, P, S = riccati_sweep(Ad, Bd, Q, R, P_end)
+    cond = np.linalg.cond(S)
+    if not np.all(np.isfinite(cond)):
+        k = int(np.flatnonzero(~np.isfinite(cond))[-1])
+        raise SingularMatrixError(f"R + B^T P B is singular at step {k}")
     return gains, P, cond
 
 
@@ -288,6 +363,15 @@ class FiniteHorizonLQR:
         return self.gains.shape[0]
 
     @property
+    def closed_loop_eigenvalues(self) -> np.ndarray:
+        """Eigenvalues of ``Ad[k] - Bd[k] @ gains[k]`` for every step, shape (Kt, N)."""
+        return np.linalg.eigvals(self.Ad - self.Bd @ self.gains)
+
+    def __iter__(self):
+        """Unpack as python-control's ``dlqr``: ``K, S, E = result`` (gains, Riccati, closed-loop eigenvalues)."""
+        return iter((self.gains, self.riccati, self.closed_loop_eigenvalues))
+
+    @property
     def ill_conditioned_steps(self) -> np.ndarray:
         """Indices k where ``cond(R + B^T P B) > cond_limit``."""
         return np.flatnonzero(self.condition_numbers > self.cond_limit)
@@ -362,23 +446,27 @@ class FiniteHorizonLQR:
         return LQRRollout(X, du, J)
 
 
-def finite_horizon_lqr(Ad, Bd, Q, R, Q_N, *, cond_limit: float = DEFAULT_COND_LIMIT) -> FiniteHorizonLQR:
+def finite_horizon_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, Q_N=None,
+                       cond_limit: float = DEFAULT_COND_LIMIT) -> FiniteHorizonLQR:
     r"""Discrete finite-horizon LQR of a time-varying system (eqs. 24-29).
 
     Parameters
     ----------
-    Ad : ndarray, shape (Kt, N, N), or DiscreteLTVSystem
-        Discrete state matrices (eq. 23); a :class:`DiscreteLTVSystem`
-        supplies both ``Ad`` and ``Bd`` (then pass ``Bd=None``).
-    Bd : ndarray, shape (Kt, N, nu), or None
-        Discrete input matrices.
+    sys : DiscreteLTVSystem
+        The discrete system (eq. 23), ``Ad (Kt, N, N)``, ``Bd (Kt, N, nu)``;
+        :meth:`DiscreteLTVSystem.from_arrays` wraps plain arrays. The array
+        form ``finite_horizon_lqr(Ad, Bd, Q, R, Q_N)`` of 0.1 still works for
+        one release with a ``DeprecationWarning``.
     Q : ndarray, shape (N, N) or (Kt, N, N)
         State weight :math:`Q_w`, symmetric positive semidefinite; may vary
         with the step.
     R : ndarray, shape (nu, nu) or (Kt, nu, nu)
         Input weight :math:`R_w`, symmetric positive definite.
-    Q_N : ndarray, shape (N, N)
-        Terminal weight :math:`Q_{N_t}`, symmetric positive semidefinite.
+    *deprecated_args
+        Only for the deprecated array form.
+    Q_N : ndarray, shape (N, N), optional
+        Terminal weight :math:`Q_{N_t}`, symmetric positive semidefinite;
+        default the last stage weight ``Q[-1]``.
     cond_limit : float
         A :class:`RiccatiConditioningWarning` is issued when
         ``cond(R + B^T P B)`` exceeds it at any step.
@@ -387,12 +475,16 @@ def finite_horizon_lqr(Ad, Bd, Q, R, Q_N, *, cond_limit: float = DEFAULT_COND_LI
     -------
     FiniteHorizonLQR
         Gains ``(Kt, nu, N)`` with ``du[k] = -gains[k] @ X[k]`` (eq. 27),
-        Riccati matrices ``(Kt + 1, N, N)``, condition numbers.
+        Riccati matrices ``(Kt + 1, N, N)``, condition numbers. It unpacks
+        like python-control's ``dlqr``: ``K, S, E = finite_horizon_lqr(...)``
+        gives the gains, the Riccati matrices and the closed-loop eigenvalues
+        of every step ``(Kt, N)``.
 
     Notes
     -----
-    Each :math:`P_k` is symmetrised, :math:`(P_k + P_k^T)/2`, so rounding
-    does not accumulate an antisymmetric part over long horizons.
+    The sweep is :func:`riccati_sweep`. Each :math:`P_k` is symmetrised,
+    :math:`(P_k + P_k^T)/2`, so rounding does not accumulate an
+    antisymmetric part over long horizons.
 
     References
     ----------
@@ -401,17 +493,21 @@ def finite_horizon_lqr(Ad, Bd, Q, R, Q_N, *, cond_limit: float = DEFAULT_COND_LI
     Examples
     --------
     >>> import numpy as np
-    >>> lqr = finite_horizon_lqr(np.ones((3, 1, 1)), np.ones((3, 1, 1)), np.eye(1), np.eye(1), np.eye(1))
-    >>> lqr.gains.shape, lqr.riccati.shape
-    ((3, 1, 1), (4, 1, 1))
+    >>> sys = DiscreteLTVSystem.from_arrays(np.ones((3, 1, 1)), np.ones((3, 1, 1)))
+    >>> K, S, E = finite_horizon_lqr(sys, np.eye(1), np.eye(1), Q_N=np.eye(1))
+    >>> K.shape, S.shape, E.shape
+    ((3, 1, 1), (4, 1, 1), (3, 1))
     """
-    Ad, Bd = _system_arrays(Ad, Bd)
+    if deprecated_args or not isinstance(sys, DiscreteLTVSystem):
+        if Q_N is not None:
+            raise ParameterTypeError("the deprecated array form takes Q_N positionally; use "
+                                     "finite_horizon_lqr(sys, Q, R, Q_N=...)")
+        sys, Q, R, Q_N = _deprecated_arrays("finite_horizon_lqr", sys, (Q, R) + deprecated_args, 5)
+    Ad, Bd = _system_arrays(sys)
     Kt, N, nu = Bd.shape
     Qs = _as_stack(Q, "Q", Kt, (N, N))
     Rs = _as_stack(R, "R", Kt, (nu, nu))
-    Q_N = np.asarray(Q_N, dtype=float)
-    if Q_N.shape != (N, N) or not np.all(np.isfinite(Q_N)):
-        raise ShapeError(f"Q_N must be a finite ({N}, {N}) matrix, got shape {Q_N.shape}")
+    Q_N = np.array(Qs[-1]) if Q_N is None else as_matrix(Q_N, "Q_N", (N, N))
     _check_weights(Qs, Rs, Q_N)
     cond_limit = check_positive(cond_limit, "cond_limit")
     gains, P, cond = _backward_sweep(Ad, Bd, Qs, Rs, Q_N)
@@ -460,6 +556,15 @@ class PeriodicLQR:
         """Number of steps T in one period."""
         return self.gains.shape[0]
 
+    @property
+    def floquet_multipliers(self) -> np.ndarray:
+        """Eigenvalues of the closed-loop monodromy, shape (N,)."""
+        return np.linalg.eigvals(self.monodromy)
+
+    def __iter__(self):
+        """Unpack as python-control's ``dlqr``: ``K, S, E = result`` (gains, Riccati, Floquet multipliers)."""
+        return iter((self.gains, self.riccati, self.floquet_multipliers))
+
     def report(self) -> str:
         """A short text summary: convergence, closed-loop stability and conditioning."""
         return (f"periodic LQR: T={self.period_steps} steps, converged in {self.periods} periods "
@@ -474,7 +579,7 @@ def _monodromy(Ad, Bd, gains) -> np.ndarray:
     return Phi
 
 
-def periodic_lqr(Ad, Bd, Q, R, *, tol: float = 1e-12, max_periods: int = 10_000,
+def periodic_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, tol: float = 1e-12, max_periods: int = 10_000,
                  cond_limit: float = DEFAULT_COND_LIMIT) -> PeriodicLQR:
     r"""LQR of a periodic discrete system by iterating the Riccati sweep over periods.
 
@@ -487,15 +592,17 @@ def periodic_lqr(Ad, Bd, Q, R, *, tol: float = 1e-12, max_periods: int = 10_000,
 
     Parameters
     ----------
-    Ad : ndarray, shape (T, N, N), or DiscreteLTVSystem
-        One period of discrete state matrices (the step after ``T - 1`` is
-        step 0 again).
-    Bd : ndarray, shape (T, N, nu), or None
-        One period of discrete input matrices (``None`` with a system).
+    sys : DiscreteLTVSystem
+        One period of the discrete system, ``Ad (T, N, N)``, ``Bd (T, N, nu)``
+        (the step after ``T - 1`` is step 0 again). The array form
+        ``periodic_lqr(Ad, Bd, Q, R)`` of 0.1 still works for one release
+        with a ``DeprecationWarning``.
     Q : ndarray, shape (N, N) or (T, N, N)
         State weight, symmetric positive semidefinite.
     R : ndarray, shape (nu, nu) or (T, nu, nu)
         Input weight, symmetric positive definite.
+    *deprecated_args
+        Only for the deprecated array form.
     tol : float
         Convergence threshold on the relative change of :math:`P_0` over
         one period.
@@ -508,7 +615,9 @@ def periodic_lqr(Ad, Bd, Q, R, *, tol: float = 1e-12, max_periods: int = 10_000,
     -------
     PeriodicLQR
         Periodic gains and Riccati matrices, sweeps used, residual,
-        closed-loop monodromy and its spectral radius.
+        closed-loop monodromy and its spectral radius. Unpacks as
+        ``K, S, E``: gains, Riccati matrices and the closed-loop Floquet
+        multipliers (eigenvalues of the monodromy).
 
     Raises
     ------
@@ -526,11 +635,14 @@ def periodic_lqr(Ad, Bd, Q, R, *, tol: float = 1e-12, max_periods: int = 10_000,
     Examples
     --------
     >>> import numpy as np
-    >>> p = periodic_lqr(np.full((2, 1, 1), 1.1), np.ones((2, 1, 1)), np.eye(1), np.eye(1))
-    >>> bool(p.spectral_radius < 1.0)
+    >>> sys = DiscreteLTVSystem.from_arrays(np.full((2, 1, 1), 1.1), np.ones((2, 1, 1)))
+    >>> K, S, E = periodic_lqr(sys, np.eye(1), np.eye(1))
+    >>> bool(np.all(np.abs(E) < 1.0))
     True
     """
-    Ad, Bd = _system_arrays(Ad, Bd)
+    if deprecated_args or not isinstance(sys, DiscreteLTVSystem):
+        sys, Q, R = _deprecated_arrays("periodic_lqr", sys, (Q, R) + deprecated_args, 4)
+    Ad, Bd = _system_arrays(sys)
     T, N, nu = Bd.shape
     Qs = _as_stack(Q, "Q", T, (N, N))
     Rs = _as_stack(R, "R", T, (nu, nu))

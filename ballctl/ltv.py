@@ -3,18 +3,43 @@
 Conventions (see ``docs/conventions.md``): the time axis comes first,
 ``A`` has shape ``(K, N, N)`` and ``B`` shape ``(K, N, nu)``; the state is
 ``X = (dx_ai, dxd_ai, dx_ad)`` of the partition that produced it.
+
+This module is LTV mathematics only: it does not import the multibody layer.
+The partition that produced a system is carried as any object with the
+attributes of :class:`StateReduction` (:class:`ballctl.partition.Partition`
+has them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from ._errors import ParameterError, SampleIndexError, ShapeError
-from .partition import Partition
 
-__all__ = ["LTVSystem"]
+__all__ = ["LTVSystem", "StateReduction"]
+
+
+@runtime_checkable
+class StateReduction(Protocol):
+    """How a reduced state ``X = (dx_ai, dxd_ai, dx_ad)`` selects from full deviations.
+
+    Attributes
+    ----------
+    independent : sequence of int
+        Coordinates whose deviations and velocities are states.
+    admissible_dependent : sequence of int
+        Coordinates whose deviations only are states.
+    state_names : tuple of str
+        Names of the reduced states in the order above.
+    """
+
+    independent: Sequence[int]
+    admissible_dependent: Sequence[int]
+    state_names: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -33,8 +58,9 @@ class LTVSystem:
         Names of the N states.
     input_names : tuple of str
         Names of the nu inputs.
-    partition : Partition or None
-        The coordinate partition used by the linearizer.
+    partition : StateReduction or None
+        The coordinate partition used by the linearizer (a
+        :class:`ballctl.partition.Partition`).
     state_map : ndarray, shape (K, 2n, N), optional
         Maps the reduced state to full deviations: ``(dx, dxd) = state_map[k] @ X``
         (dependent coordinates and velocities from the linearized constraints).
@@ -48,7 +74,7 @@ class LTVSystem:
     B: np.ndarray
     state_names: tuple[str, ...]
     input_names: tuple[str, ...]
-    partition: Partition | None = field(default=None)
+    partition: StateReduction | None = field(default=None)
     state_map: np.ndarray | None = field(default=None, repr=False)
     derivative_method: str = "complex-step"
 
@@ -83,6 +109,11 @@ class LTVSystem:
         """Reduced state ``X = (dx_ai, dxd_ai, dx_ad)`` from full deviations, shape (..., N).
 
         ``dx, dxd`` have shape (..., n); this is a selection, the same at every sample.
+
+        Parameters
+        ----------
+        dx, dxd : array_like, shape (..., n)
+            Deviations of the coordinates and velocities from the reference.
         """
         if self.partition is None:
             raise ParameterError("this LTVSystem has no partition to reduce full deviations with")
@@ -96,7 +127,15 @@ class LTVSystem:
         return full[..., [p.state_names.index(name) for name in self.state_names]]
 
     def expand(self, k: int, X) -> tuple[np.ndarray, np.ndarray]:
-        """Full deviations ``(dx, dxd)``, each shape (n,), from the reduced state at sample ``k``."""
+        """Full deviations ``(dx, dxd)``, each shape (n,), from the reduced state at sample ``k``.
+
+        Parameters
+        ----------
+        k : int
+            Sample index.
+        X : array_like, shape (N,)
+            Reduced state.
+        """
         if self.state_map is None:
             raise ParameterError("this LTVSystem carries no state_map")
         full = self.state_map[k] @ np.asarray(X, dtype=float)
@@ -105,24 +144,38 @@ class LTVSystem:
 
     @property
     def n_states(self) -> int:
+        """Number N of states."""
         return self.A.shape[1]
 
     @property
     def n_inputs(self) -> int:
+        """Number nu of inputs."""
         return self.B.shape[2]
 
     def __len__(self) -> int:
         return self.t.shape[0]
 
     def state_index(self, name: str) -> int:
-        """Index of a state by name."""
+        """Index of a state by name.
+
+        Parameters
+        ----------
+        name : str
+            A state name.
+        """
         try:
             return self.state_names.index(name)
         except ValueError:
             raise ParameterError(f"unknown state {name!r}; states are {self.state_names}") from None
 
     def to_statespace(self, k: int):
-        """The frozen-time LTI snapshot at sample ``k`` as a python-control ``StateSpace``."""
+        """The frozen-time LTI snapshot at sample ``k`` as a python-control ``StateSpace``.
+
+        Parameters
+        ----------
+        k : int
+            Sample index.
+        """
         import control
 
         if not -len(self) <= k < len(self):
@@ -139,6 +192,13 @@ class LTVSystem:
         (``|A[:, sel, other]| <= coupling_tol * max|A|``), so the subsystem is
         exact, as for the ball-plate with independent (contact_x, contact_y,
         yaw), where A23 = 0 along the circle.
+
+        Parameters
+        ----------
+        names : sequence of str
+            States to keep, in the order given.
+        coupling_tol : float
+            Largest relative coupling from the other states that is accepted.
         """
         idx = [self.state_index(n) for n in names]
         other = [i for i in range(self.n_states) if i not in idx]
@@ -154,7 +214,13 @@ class LTVSystem:
                          self.input_names, self.partition, sm, self.derivative_method)
 
     def subsample(self, step: int) -> "LTVSystem":
-        """Every ``step``-th sample."""
+        """Every ``step``-th sample.
+
+        Parameters
+        ----------
+        step : int
+            Keep samples 0, step, 2 step, ... (>= 1).
+        """
         sm = None if self.state_map is None else self.state_map[::step]
         return LTVSystem(self.t[::step], self.A[::step], self.B[::step], self.state_names,
                          self.input_names, self.partition, sm, self.derivative_method)

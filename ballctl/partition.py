@@ -30,6 +30,8 @@ _COND_LIMIT = 1e10
 
 def _resolve(system: ConstrainedSystem, items: Sequence[int | str], label: str) -> tuple[int, ...]:
     names = system.coordinate_names
+    if isinstance(items, (str, bytes)) or not isinstance(items, (Sequence, np.ndarray)):
+        raise PartitionError(f"{label} must be a sequence of coordinate names or indices, got {items!r}")
     out = []
     for item in items:
         if isinstance(item, str):
@@ -94,6 +96,17 @@ class Partition:
 
         The sizes must be n - m - l, l and m. When ``admissible_dependent`` is
         omitted and m == 0, the coordinates not listed as independent form it.
+
+        Parameters
+        ----------
+        system : ConstrainedSystem
+            The system.
+        independent : sequence of int or str
+            The n - m - l independent coordinates.
+        admissible_dependent : sequence of int or str, optional
+            The l admissible-dependent coordinates.
+        dependent : sequence of int or str, optional
+            The m dependent coordinates.
         """
         ai = _resolve(system, independent, "independent")
         if dependent is None:
@@ -123,6 +136,13 @@ class Partition:
         The holonomic rows are eliminated first, their pivot columns become
         the dependent coordinates; the pivots of the nonholonomic rows become
         the admissible-dependent ones (Agúndez et al. 2024, section 2.2).
+
+        Parameters
+        ----------
+        system : ConstrainedSystem
+            The system.
+        x : array_like, shape (n,)
+            Coordinates where ``D(x)`` is eliminated.
         """
         D = np.array(system.constraint_jacobian(np.asarray(x, dtype=float)), dtype=float)
         k, n = D.shape
@@ -131,7 +151,8 @@ class Partition:
         for r in range(k):
             col = max(free, key=lambda j: abs(D[r, j]))
             if abs(D[r, col]) <= 1e-12 * max(1.0, np.max(np.abs(D))):
-                raise PartitionError(f"constraint_jacobian is rank deficient at x={np.asarray(x)}: row {r} has no pivot")
+                raise PartitionError(
+                    f"constraint_jacobian is rank deficient at x={np.asarray(x)}: row {r} has no pivot")
             pivots.append(col)
             free.remove(col)
             D[r + 1:] -= np.outer(D[r + 1:, col] / D[r, col], D[r])
@@ -185,7 +206,15 @@ class Partition:
 
     def complete_velocities(self, system: ConstrainedSystem, x, xd) -> np.ndarray:
         """Velocities with the independent entries of ``xd`` kept and the dependent ones
-        solved from ``D(x) xd = 0`` exactly, shape (n,)."""
+        solved from ``D(x) xd = 0`` exactly, shape (n,).
+
+        Parameters
+        ----------
+        system : ConstrainedSystem
+            The system.
+        x, xd : array_like, shape (n,)
+            Coordinates and velocities.
+        """
         x = np.asarray(x, dtype=float)
         out = np.array(xd, dtype=float)
         D = np.asarray(system.constraint_jacobian(x), dtype=float)
@@ -203,6 +232,17 @@ class Partition:
         The measure is ``|D|_2 / sigma_min(D_dd)`` (the condition of the
         dependent block relative to the whole Jacobian, so a 1x1 block near
         zero is caught); it is returned.
+
+        Parameters
+        ----------
+        system : ConstrainedSystem
+            The system.
+        x : array_like, shape (n,)
+            Coordinates.
+        t : float, optional
+            Time in s, for the message.
+        cond_limit : float
+            Largest accepted ``|D|_2 / sigma_min(D_dd)``.
         """
         x = np.asarray(x, dtype=float)
         D = np.asarray(system.constraint_jacobian(x), dtype=float)

@@ -7,13 +7,13 @@ labels axes with units, so figures read without the paper.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from ._errors import ParameterError
+from ._io import atomic_path
 from ._validation import check_output_path
 
 __all__ = ["save_figure", "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs",
@@ -37,23 +37,24 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 120) -> Path
     """
     path = check_output_path(path, "path", create_parents=True)
     if path.suffix.lower().lstrip(".") not in fig.canvas.get_supported_filetypes():
-        raise ParameterError(f"path must end in a figure format ({', '.join(sorted(fig.canvas.get_supported_filetypes()))})"
-                             f", got {str(path)!r}")
+        formats = ", ".join(sorted(fig.canvas.get_supported_filetypes()))
+        raise ParameterError(f"path must end in a figure format ({formats}), got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path
 
 
 def plot_reference(reference, t) -> Figure:
-    """Contact-point path on the plate and plate angles of a ball-plate reference."""
+    """Contact-point path on the plate and plate angles of a ball-plate reference.
+
+    Parameters
+    ----------
+    reference : Reference
+        A ball-plate reference.
+    t : array_like, shape (K,)
+        Times in s.
+    """
     s = reference(np.asarray(t, dtype=float))
     fig = Figure(figsize=(10, 4))
     ax1, ax2 = fig.subplots(1, 2)
@@ -144,12 +145,24 @@ def plot_coordinates(results: dict, names=("contact_x", "contact_y", "yaw"), *, 
 
 
 def plot_lean_roll(results: dict) -> Figure:
-    """The ball's lean and roll (dependent coordinates, recovered from the rolling constraints)."""
+    """The ball's lean and roll (dependent coordinates, recovered from the rolling constraints).
+
+    Parameters
+    ----------
+    results : dict of str to ClosedLoopResult
+        Labelled runs.
+    """
     return plot_coordinates(results, ("lean", "roll"))
 
 
 def plot_inputs(results: dict) -> Figure:
-    """Plate angles against their references and the plate angular rates (degrees, deg/s)."""
+    """Plate angles against their references and the plate angular rates (degrees, deg/s).
+
+    Parameters
+    ----------
+    results : dict of str to ClosedLoopResult
+        Labelled runs.
+    """
     fig = Figure(figsize=(11, 4))
     ax1, ax2 = fig.subplots(1, 2)
     first = next(iter(results.values()))
@@ -254,7 +267,7 @@ def plot_ball_paths(ball, run, title: str = "") -> Figure:
     Parameters
     ----------
     ball : RollingBall
-    run : RollingBallTrajectory
+    run : ODETrajectory
         From ``ball.simulate``.
     title : str
         Figure title.

@@ -30,16 +30,12 @@ with a binary search on the same doubles.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import io
 import json
 import math
-import os
 import re
-import secrets
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +44,8 @@ from types import MappingProxyType
 import numpy as np
 
 from ._errors import ParameterError, ParameterTypeError, ScheduleFileError, ShapeError
-from ._validation import check_finite_scalar, check_input_file, check_output_path, check_positive
+from ._io import atomic_write
+from ._validation import check_finite_scalar, check_input_file, check_positive
 from .discretize import DiscreteLTVSystem
 
 __all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule"]
@@ -67,48 +64,8 @@ _C_KEYWORDS = frozenset(
     "while".split())
 
 
-# ------------------------------------------------------------- atomic writes
-def _fsync_directory(directory: Path) -> None:
-    """Persist the rename itself (POSIX); silently skipped where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, ``os.replace``."""
-    path = check_output_path(path, "path")
-    directory = path.parent
-    for _ in range(100):
-        tmp = directory / f".{path.name}.{secrets.token_hex(8)}.tmp"
-        try:
-            # 0o666 filtered by the umask: the mode an ordinary open() would give
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 collisions of 64-bit random names
-        raise OSError(f"could not create a temporary file next to {path}")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))  # keep the mode of a file we replace
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_directory(directory)
+# atomic writes: ballctl._io.atomic_write
+_atomic_write = atomic_write
 
 
 # ---------------------------------------------------------------- validation
@@ -332,7 +289,13 @@ class GainSchedule:
                 f"t=[{float(self.times[0])!r}, {self.end_time!r}), N={self.n_states}, nu={self.n_inputs})")
 
     def is_identical(self, other: "GainSchedule") -> bool:
-        """True when every array is bitwise equal (same shapes, signed zeros) and all metadata is equal."""
+        """True when every array is bitwise equal (same shapes, signed zeros) and all metadata is equal.
+
+        Parameters
+        ----------
+        other : GainSchedule
+            The schedule to compare with.
+        """
         if not isinstance(other, GainSchedule):
             return False
         if self._metadata() != other._metadata():
@@ -515,6 +478,11 @@ class GainSchedule:
 
         Values are written with ``repr`` (exact). This is an export for
         spreadsheets and plots; there is no CSV reader, use :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file.
         """
         path = Path(path)
         buf = io.StringIO()
@@ -545,6 +513,13 @@ class GainSchedule:
 
         Doubles are written with ``repr``, which a correctly rounding
         compiler (gcc, clang) reads back to the same bits.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file.
+        name : str
+            C identifier prefix of the arrays and macros.
         """
         if not isinstance(name, str) or not _C_IDENTIFIER.fullmatch(name) or name in _C_KEYWORDS:
             raise ParameterError(f"name must be a C identifier, got {name!r}")

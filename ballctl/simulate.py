@@ -22,15 +22,16 @@ import inspect
 import time as _time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import (ChartSingularityError, ConstraintProjectionWarning, ConstraintViolationError, IntegrationError,
-                      ParameterError, ParameterTypeError, ShapeError)
-from ._validation import (as_times, as_vector, check_bool, check_finite_at, check_instance, check_integer,
-                          check_ivp_method, check_nonnegative, check_positive, check_stabilization,
+from ._errors import (ChartSingularityError, ConstraintProjectionWarning, ConstraintViolationError,
+                      IntegrationError, ParameterError, ParameterTypeError, ShapeError)
+from ._validation import (as_array, as_times, as_vector, check_bool, check_callable, check_finite_at,
+                          check_finite_scalar, check_instance,
+                          check_integer, check_ivp_method, check_nonnegative, check_positive, check_stabilization,
                           check_tolerances, guard_rhs)
 from .system import ConstrainedSystem
 
@@ -66,14 +67,18 @@ class SimulationResult:
         ``D(x) xd`` at the output times.
     nfev : int
         Right-hand-side evaluations.
-    wall_time : float
+    wall_time_s : float
         Wall-clock time of the integration in s.
     method : str
-        Integrator used.
+        Integrator used (a ``solve_ivp`` method name).
     success : bool
         False only when the caller asked to keep going after a failure.
     message : str
         Integrator message.
+    chart_changes : tuple of float
+        Times in s where the simulation switched to a fresh chart.
+    coordinate_names, input_names : tuple of str
+        Names of the system's coordinates and inputs.
     """
 
     t: np.ndarray
@@ -83,11 +88,19 @@ class SimulationResult:
     position_residual: np.ndarray
     velocity_residual: np.ndarray
     nfev: int
-    wall_time: float
+    wall_time_s: float
     method: str
     success: bool = True
     message: str = ""
     chart_changes: tuple[float, ...] = ()
+    coordinate_names: tuple[str, ...] = field(default=(), repr=False)
+    input_names: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def wall_time(self) -> float:
+        """Deprecated spelling of :attr:`wall_time_s` (removed in the next release)."""
+        warnings.warn("SimulationResult.wall_time is deprecated; use wall_time_s", DeprecationWarning, stacklevel=2)
+        return self.wall_time_s
 
     @property
     def max_constraint_residual(self) -> float:
@@ -95,50 +108,82 @@ class SimulationResult:
         vals = [np.max(np.abs(a)) for a in (self.position_residual, self.velocity_residual) if a.size]
         return float(max(vals)) if vals else 0.0
 
+    def to_time_response(self):
+        """The run as a python-control ``TimeResponseData`` (signal-major, the one transpose).
 
-def input_function(inputs, n_inputs: int) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
-    """Normalize ``inputs`` to a callable ``(t, x, xd) -> u`` of shape (nu,).
+        States and outputs are ``(x, xd)`` (2n signals, labels
+        ``<coordinate>`` and ``<coordinate>_dot``), inputs ``u``; ``time``
+        is :attr:`t`. See ``docs/conventions.md``.
+
+        Returns
+        -------
+        control.TimeResponseData
+        """
+        import control
+
+        n = self.x.shape[1]
+        names = self.coordinate_names or tuple(f"x{i + 1}" for i in range(n))
+        labels = list(names) + [f"{c}_dot" for c in names]
+        states = np.concatenate([self.x, self.xd], axis=1).T
+        inputs = self.u.T
+        return control.TimeResponseData(
+            self.t, states, states, inputs, output_labels=labels, state_labels=labels,
+            input_labels=list(self.input_names or tuple(f"u{j + 1}" for j in range(inputs.shape[0]))),
+            title="ballctl.simulate", success=self.success, message=self.message)
+
+
+def input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
+                   ) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
+    """Normalize the inputs of :func:`simulate` to a callable ``(t, x, xd) -> u`` of shape (nu,).
 
     Parameters
     ----------
     inputs : None, array_like or callable
-        ``None`` (zero inputs), a constant array, a callable of ``t`` or a
-        callable of ``(t, x, xd)`` (state feedback).
+        ``None`` (zero inputs), a constant array of shape (nu,) or a
+        callable ``u(t)`` of time only.
     n_inputs : int
         Number of inputs.
+    feedback : callable, optional
+        State feedback ``u(t, x, xd)``; then ``inputs`` must be None.
+
+    Returns
+    -------
+    callable
+        ``(t, x, xd) -> ndarray, shape (nu,)``.
     """
+    if feedback is not None:
+        if inputs is not None:
+            raise ParameterError("pass either inputs (u(t) or a constant) or feedback (u(t, x, xd)), not both")
+        check_callable(feedback, "feedback", "u(t, x, xd) -> (nu,)")
+        return lambda t, x, xd: _input_value(feedback(t, x, xd), n_inputs, t, "feedback")
     if inputs is None:
         zero = np.zeros(n_inputs)
         return lambda t, x, xd: zero
     if isinstance(inputs, (str, bytes)):
-        raise ParameterTypeError(f"inputs must be None, an array of shape ({n_inputs},) or a callable u(t) or "
-                                 f"u(t, x, xd), got {inputs!r}")
-    if inputs is None:
-        return lambda t, x, xd: zero
+        raise ParameterTypeError(f"inputs must be None, an array of shape ({n_inputs},) or a callable u(t), "
+                                 f"got {inputs!r}")
     if not callable(inputs):
         const = as_vector(inputs, "inputs", n_inputs) if n_inputs else np.zeros(0)
         return lambda t, x, xd: const
-    try:
-        params = [p for p in inspect.signature(inputs).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
-        nargs = len(params)
-    except (TypeError, ValueError):
-        nargs = 1
-    if nargs == 1:
-        return lambda t, x, xd: _input_value(inputs(t), n_inputs, t)
-    if nargs == 3:
-        return lambda t, x, xd: _input_value(inputs(t, x, xd), n_inputs, t)
-    raise ShapeError("inputs must be a callable u(t) or u(t, x, xd), returning shape (n_inputs,)")
+    nargs = _required_positional(inputs)
+    if nargs == 3:   # the 0.1 spelling of state feedback
+        warnings.warn("simulate(..., inputs=u(t, x, xd)) is deprecated: pass state feedback as feedback=u",
+                      DeprecationWarning, stacklevel=3)
+        return lambda t, x, xd: _input_value(inputs(t, x, xd), n_inputs, t, "inputs")
+    if nargs not in (None, 0, 1):
+        raise ParameterTypeError(f"inputs must be a callable u(t) of time only (state feedback: feedback=u(t, x, "
+                                 f"xd)), got a callable with {nargs} required arguments")
+    return lambda t, x, xd: _input_value(inputs(t), n_inputs, t, "inputs")
 
 
-def _input_value(value, n_inputs: int, t: float) -> np.ndarray:
+def _input_value(value, n_inputs: int, t: float, name: str) -> np.ndarray:
     """The value of a user's input callable as shape (nu,), with an error naming the time if it is not."""
     try:
         u = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise ParameterTypeError(f"inputs returned a non-numeric value at t = {t:.6g} s: {value!r}") from exc
+        raise ParameterTypeError(f"{name} returned a non-numeric value at t = {t:.6g} s: {value!r}") from exc
     if u.size != n_inputs:
-        raise ShapeError(f"inputs must return shape ({n_inputs},), got shape {u.shape} at t = {t:.6g} s")
+        raise ShapeError(f"{name} must return shape ({n_inputs},), got shape {u.shape} at t = {t:.6g} s")
     return u.reshape(n_inputs)
 
 
@@ -171,6 +216,15 @@ def check_initial_state(system: ConstrainedSystem, x0: np.ndarray, xd0: np.ndarr
                 f"constraints (reported with a ConstraintProjectionWarning), or fix {arg}")
 
 
+def _required_positional(fn) -> int | None:
+    """Number of required positional parameters of ``fn`` (None when it has no signature)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty])
+
+
 def _chart_event(system: ConstrainedSystem):
     margin = getattr(system, "chart_margin", None)
     if margin is None:
@@ -184,7 +238,8 @@ def _chart_event(system: ConstrainedSystem):
     return event
 
 
-def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None, method: str = "DOP853",
+def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Callable | None = None, t_eval=None,
+             method: str = "DOP853",
              rtol: float = 1e-10, atol: float = 1e-12, max_step: float = np.inf,
              stabilization: tuple[float, float] | None = (10.0, 10.0),
              projection_interval: float | None = None, project_initial: bool = False,
@@ -200,9 +255,14 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
         Initial coordinates and velocities; they should satisfy the
         constraints (set ``project_initial`` to project them first).
     inputs : None, array_like (nu,) or callable
-        ``u(t)`` or ``u(t, x, xd)``.
+        Zero, constant or time-dependent inputs ``u(t) -> (nu,)``.
     t_span : (float, float)
         Start and end times in s.
+    feedback : callable, optional
+        State feedback ``u(t, x, xd) -> (nu,)`` instead of ``inputs``
+        (then pass ``inputs=None``). The 0.1 spelling, a three-argument
+        callable as ``inputs``, works for one release with a
+        ``DeprecationWarning``.
     t_eval : array_like, optional
         Output times (default: 501 evenly spaced).
     method : str
@@ -223,6 +283,9 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
     raise_on_failure : bool
         Raise :class:`IntegrationError` when the integrator fails (default);
         otherwise return what was computed with ``success=False``.
+
+    max_step : float
+        Largest integrator step in s.
     constraint_tol : float
         Largest accepted constraint residual of the initial state, ``|C(x0)|``
         (m or rad) and ``|D(x0) xd0|`` (m/s or rad/s); see :data:`CONSTRAINT_TOL`.
@@ -230,6 +293,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
     Returns
     -------
     SimulationResult
+        Use :meth:`SimulationResult.to_time_response` for python-control.
 
     Raises
     ------
@@ -275,7 +339,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
     rechart = check_bool(rechart, "rechart")
     raise_on_failure = check_bool(raise_on_failure, "raise_on_failure")
     constraint_tol = check_nonnegative(constraint_tol, "constraint_tol")
-    ufun = input_function(inputs, nu)
+    ufun = input_function(inputs, nu, feedback=feedback)
     margin = getattr(system, "chart_margin", None)
     if margin is not None and float(np.real(margin(x0))) <= 0.0:
         if not (rechart and hasattr(system, "rechart")):
@@ -307,8 +371,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
         xdd, _ = system.accelerations(x, xd, u, stabilization=stabilization)
         return np.concatenate([xd, xdd])
 
-    state_names = tuple(system.coordinate_names) + tuple(f"{c}_rate" for c in system.coordinate_names) \
-        if getattr(system, "coordinate_names", None) is not None else None
+    state_names = tuple(system.coordinate_names) + tuple(f"{c}_rate" for c in system.coordinate_names)
     rhs = guard_rhs(rhs_bare, context="simulate", names=state_names)
 
     events = _chart_event(system)
@@ -370,7 +433,10 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, t_eval=None,
     pos = np.array([system.holonomic(x) for x in X]).reshape(len(t_out), system.n_holonomic)
     vel = np.array([system.constraint_jacobian(x) @ xd for x, xd in zip(X, XD)]).reshape(
         len(t_out), system.n_constraints)
-    return SimulationResult(t_out, X, XD, U, pos, vel, int(nfev), wall, method, success, message, tuple(changes))
+    return SimulationResult(t=t_out, x=X, xd=XD, u=U, position_residual=pos, velocity_residual=vel, nfev=int(nfev),
+                            wall_time_s=wall, method=method, success=success, message=message,
+                            chart_changes=tuple(changes), coordinate_names=tuple(system.coordinate_names),
+                            input_names=tuple(system.input_names))
 
 
 def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, steps: int = 1) -> np.ndarray:
@@ -382,20 +448,20 @@ def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, s
     Parameters
     ----------
     fun : callable
-        ``fun(t, y) -> ydot`` of the shape of ``y``.
+        ``fun(t, y) -> dy/dt`` with the shape of ``y``.
     y : array_like, shape (nx,) or (batch, nx)
         State at ``t``.
     t : float
         Start time in s.
     h : float
-        Length of the whole step in s.
+        Total step in s.
     steps : int
-        Number of RK4 sub-steps.
+        Number of substeps.
 
     Returns
     -------
     ndarray
-        State at ``t + h``.
+        The state at ``t + h``.
 
     Raises
     ------
@@ -403,8 +469,10 @@ def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, s
         When a sub-step produces a NaN or infinite state (the message gives its time).
     """
     steps = check_integer(steps, "steps", minimum=1)
+    t = check_finite_scalar(t, "t", "s")
+    h = check_finite_scalar(h, "h", "s")
+    y = as_array(y, "y")
     hs = h / steps
-    y = np.asarray(y, dtype=float)
     for _ in range(steps):
         k1 = fun(t, y)
         k2 = fun(t + hs / 2, y + hs / 2 * k1)

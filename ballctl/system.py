@@ -27,6 +27,19 @@ scipy's ``OdeSolver``):
    complex-safe still works: derivatives then fall back to central
    differences, and the linearizer reports it.
 7. Units are SI; angles in radians.
+8. Batch axis: when the attribute ``batched`` is True, every callable also
+   accepts stacks, ``x`` of shape ``(K, n)`` (and ``xd (K, n)``,
+   ``u (K, nu)``), and returns the per-sample results stacked along a
+   leading axis, ``M (K, n, n)``, ``Q (K, n)``, ``D (K, m + l, n)``. The
+   linearizer then evaluates a whole reference in one call; otherwise it
+   loops over the samples. ``batched`` defaults to False for a system built
+   from callables (pass ``batched=True`` when yours accept stacks).
+
+Optional members the pipeline uses when present (the built-in plants have
+them; :mod:`ballctl.plants.base` states the full plant contract):
+``chart_margin(x)`` (positive while the angle chart is usable; a simulation
+stops, or re-charts, where it reaches zero), ``rechart(x, xd)`` (the same
+physical state in a fresh chart), ``name`` and ``params`` with ``as_dict()``.
 
 The acceleration-level term :math:`\dot D(x,\dot x)\dot x` (``constraint_bias``)
 is supplied analytically by our plants and, for user systems, computed as the
@@ -40,7 +53,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ._errors import ParameterError, ParameterTypeError, SingularMatrixError
-from ._derivatives import directional_derivative, jacobian
+from ._derivatives import central_difference, directional_derivative, jacobian
 from ._validation import names_tuple
 
 __all__ = ["ConstrainedSystem", "check_system"]
@@ -76,6 +89,11 @@ class ConstrainedSystem:
     constraint_bias : callable, optional
         ``Ddot(x, xd) @ xd -> (m + l,)``. Computed by complex-step
         differentiation of ``constraint_jacobian`` when omitted.
+    batched : bool, optional
+        True when every callable accepts a leading batch axis (rule 8 of
+        the module docstring). Defaults to the class attribute (False here).
+    name : str, optional
+        Short identifier used in reports (default ``"system"``).
 
     Notes
     -----
@@ -111,11 +129,12 @@ class ConstrainedSystem:
                  holonomic: Callable | None = None, constraint_jacobian: Callable | None = None,
                  coordinate_names: Sequence[str] | None = None,
                  input_names: Sequence[str] | None = None,
-                 constraint_bias: Callable | None = None) -> None:
-        for name, value in (("n_coordinates", n_coordinates), ("n_holonomic", n_holonomic),
-                            ("n_nonholonomic", n_nonholonomic), ("n_inputs", n_inputs)):
+                 constraint_bias: Callable | None = None, batched: bool | None = None,
+                 name: str | None = None) -> None:
+        for label, value in (("n_coordinates", n_coordinates), ("n_holonomic", n_holonomic),
+                             ("n_nonholonomic", n_nonholonomic), ("n_inputs", n_inputs)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
-                raise ParameterError(f"{name} must be a non-negative integer, got {value!r}")
+                raise ParameterError(f"{label} must be a non-negative integer, got {value!r}")
         if n_coordinates < 1:
             raise ParameterError(f"n_coordinates must be >= 1, got {n_coordinates}")
         if n_holonomic + n_nonholonomic >= n_coordinates:
@@ -128,12 +147,12 @@ class ConstrainedSystem:
         self._nu = int(n_inputs)
         overridden = type(self) is not ConstrainedSystem
         missing = []
-        for name, fn in (("mass_matrix", mass_matrix), ("forces", forces),
-                         ("constraint_jacobian", constraint_jacobian)):
-            if fn is None and not (overridden and self._overrides(name)):
-                missing.append(name)
+        for label, fn in (("mass_matrix", mass_matrix), ("forces", forces),
+                          ("constraint_jacobian", constraint_jacobian)):
+            if fn is None and not (overridden and self._overrides(label)):
+                missing.append(label)
             elif fn is not None and not callable(fn):
-                raise ParameterTypeError(f"{name} must be callable, got {fn!r}")
+                raise ParameterTypeError(f"{label} must be callable, got {fn!r}")
         if self._m > 0 and holonomic is None and not (overridden and self._overrides("holonomic")):
             missing.append("holonomic (required because n_holonomic > 0)")
         if missing:
@@ -143,8 +162,21 @@ class ConstrainedSystem:
         self._holonomic = holonomic
         self._constraint_jacobian = constraint_jacobian
         self._constraint_bias = constraint_bias
+        if batched is not None:
+            if not isinstance(batched, bool):
+                raise ParameterError(f"batched must be True or False, got {batched!r}")
+            self.batched = batched
+        if name is not None:
+            if not isinstance(name, str) or not name:
+                raise ParameterError(f"name must be a non-empty string, got {name!r}")
+            self.name = name
         self.coordinate_names = names_tuple(coordinate_names, self._n, "x", "coordinate_names")
         self.input_names = names_tuple(input_names, self._nu, "u", "input_names")
+
+    #: True when every callable accepts a leading batch axis (rule 8)
+    batched: bool = False
+    #: short identifier used in reports
+    name: str = "system"
 
     def _overrides(self, name: str) -> bool:
         return getattr(type(self), name) is not getattr(ConstrainedSystem, name)
@@ -187,21 +219,51 @@ class ConstrainedSystem:
 
     # ------------------------------------------------------------ callables
     def mass_matrix(self, x, u) -> np.ndarray:
-        """Mass matrix ``M(x, u)``, shape (n, n)."""
+        """Mass matrix ``M(x, u)``, shape (n, n).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        u : array_like, shape (..., nu), optional
+            Inputs.
+        """
         return np.asarray(self._mass_matrix(np.asarray(x), np.asarray(u)))
 
     def forces(self, x, xd, u) -> np.ndarray:
-        """Generalized forces ``Q(x, xd, u)``, shape (n,), constraint reactions excluded."""
+        """Generalized forces ``Q(x, xd, u)``, shape (n,), constraint reactions excluded.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        u : array_like, shape (..., nu)
+            Inputs.
+        """
         return np.asarray(self._forces(np.asarray(x), np.asarray(xd), np.asarray(u)))
 
     def holonomic(self, x) -> np.ndarray:
-        """Holonomic constraints ``C(x)``, shape (m,)."""
+        """Holonomic constraints ``C(x)``, shape (m,).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        """
         if self._holonomic is None:
             return np.zeros(0, dtype=_dtype(x))
         return np.asarray(self._holonomic(np.asarray(x)))
 
     def constraint_jacobian(self, x) -> np.ndarray:
-        """Constraint Jacobian ``D(x) = [C_x; B]``, shape (m + l, n)."""
+        """Constraint Jacobian ``D(x) = [C_x; B]``, shape (m + l, n).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        """
         return np.asarray(self._constraint_jacobian(np.asarray(x)))
 
     def constraint_bias(self, x, xd) -> np.ndarray:
@@ -211,6 +273,13 @@ class ConstrainedSystem:
         ``D(x) xdd + Ddot(x, xd) xd = 0``. User systems without an analytic
         expression get the complex-step directional derivative
         ``(dD/dx . xd) xd``.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
         """
         if self._constraint_bias is not None:
             return np.asarray(self._constraint_bias(np.asarray(x), np.asarray(xd)))
@@ -220,10 +289,7 @@ class ConstrainedSystem:
             # nested differentiation (the linearizer differentiates this term): a
             # fourth-order central difference along the real direction keeps it complex-safe
             h = 1e-3 / max(1.0, float(np.max(np.abs(xd.real))))
-            v = xd.real
-            f = self.constraint_jacobian
-            dD = (8.0 * (f(x + h * v) - f(x - h * v)) - (f(x + 2 * h * v) - f(x - 2 * h * v))) / (12.0 * h)
-            return dD @ xd
+            return central_difference(self.constraint_jacobian, x, xd.real, h) @ xd
         dD, _ = directional_derivative(self.constraint_jacobian, np.asarray(x, dtype=float),
                                        np.asarray(xd, dtype=float))
         return dD @ xd
@@ -289,19 +355,42 @@ class ConstrainedSystem:
         return sol[:n], sol[n:]
 
     def dynamics_residual(self, x, xd, xdd, lam, u) -> np.ndarray:
-        """Residual ``M xdd + D^T lam - Q`` of eq. (1), shape (n,)."""
+        """Residual ``M xdd + D^T lam - Q`` of eq. (1), shape (n,).
+
+        Parameters
+        ----------
+        x, xd, xdd : array_like, shape (n,)
+            Coordinates, velocities and accelerations.
+        lam : array_like, shape (m + l,)
+            Multipliers (eq. 1).
+        u : array_like, shape (nu,)
+            Inputs.
+        """
         M = self.mass_matrix(x, u)
         D = self.constraint_jacobian(x)
         return M @ np.asarray(xdd) + D.T @ np.asarray(lam) - self.forces(x, xd, u)
 
     def constraint_residuals(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
-        """Return ``(C(x), D(x) xd)``: position-level (m,) and velocity-level (m + l,) residuals."""
+        """Return ``(C(x), D(x) xd)``: position-level (m,) and velocity-level (m + l,) residuals.
+
+        Parameters
+        ----------
+        x, xd : array_like, shape (n,)
+            Coordinates and velocities.
+        """
         return self.holonomic(x), self.constraint_jacobian(x) @ np.asarray(xd)
 
     def project_velocities(self, x, xd, u=None) -> np.ndarray:
         """Project ``xd`` onto ``D(x) xd = 0`` in the metric of ``M`` (kinetic-energy projection).
 
         Falls back to the Euclidean metric when no input is given.
+
+        Parameters
+        ----------
+        x, xd : array_like, shape (n,)
+            Coordinates and velocities.
+        u : array_like, shape (nu,), optional
+            Inputs: the metric is ``M(x, u)``; without them the Euclidean one.
         """
         x = np.asarray(x, dtype=float)
         xd = np.asarray(xd, dtype=float)
@@ -312,7 +401,17 @@ class ConstrainedSystem:
         return xd - corr
 
     def project_positions(self, x, *, tol: float = 1e-13, max_iter: int = 20) -> np.ndarray:
-        """Project ``x`` onto ``C(x) = 0`` by Gauss-Newton on the minimum-norm correction."""
+        """Project ``x`` onto ``C(x) = 0`` by Gauss-Newton on the minimum-norm correction.
+
+        Parameters
+        ----------
+        x : array_like, shape (n,)
+            Coordinates.
+        tol : float
+            Stop when ``max |C(x)|`` is below this (constraint units).
+        max_iter : int
+            Largest number of Gauss-Newton steps.
+        """
         x = np.array(x, dtype=float)
         if self._m == 0:
             return x

@@ -1,10 +1,42 @@
-r"""The tracking-controller design pipeline: reference -> linearize -> discretize -> LQR.
+r"""The tracking-controller design pipeline: reference -> linearize -> discretize -> LQR (-> Kalman).
 
 :func:`design_tracking_lqr` runs the paper's chain (Agúndez et al. 2024,
 sections 2.2-2.4) at a sample time of the user's choice and returns a
 :class:`TrackingController` that the closed loop
 (:func:`ballctl.simulate_closed_loop`) runs and that exports to a
-:class:`~ballctl.GainSchedule`.
+:class:`~ballctl.GainSchedule`. Given sensors, it adds the LTV Kalman filter
+(:func:`ballctl.estimator.design_estimator`) for output feedback.
+
+Feedforward consistent with the zero-order hold
+-----------------------------------------------
+A sampled controller holds each input over ``[t_k, t_k+1)``. Holding the
+reference input ``u0(t_k)`` makes the plate lag the reference by half a step:
+a loop started exactly on the reference drifts to a steady offset
+proportional to ``dt`` (1.1e-4 m at dt = 10 ms on the paper's circle), which
+the linear model cannot show. With ``feedforward="zoh"`` (the default) the
+design
+
+1. designs a first LQR along the continuous reference, with the feedforward
+   ``u0(t_k + dt/2)`` (the held value closest to the moving reference input),
+2. runs that loop on the design plant from the reference's initial state
+   (no noise, no limits): the result is an exact solution of the plant under
+   a zero-order hold, within ~1e-6 m of the continuous reference,
+3. uses that sampled solution as the controller's reference: its states at
+   the samples are what the loop regulates to, its held inputs are the
+   feedforward.
+
+A loop started on the reference then stays on it to integration accuracy. The
+design's linear model is the exact ZOH discretization of the linearization
+along the continuous reference with the mid-step feedforward held over each
+step (what step 1 designs); the sampled solution lies within
+``TrackingController.zoh_deviation`` of that reference (1.4e-6 m at
+dt = 10 ms on the paper's circle), so linearizing along it instead changes
+the matrices only at that order -- except for exact subsystems such as the
+ball-plate's (contact, yaw) block, whose decoupling from lean and roll holds
+on the continuous reference only (A23 = 0 there, 0.3 off it). A second
+design pass along the sampled solution would therefore break the subsystem
+and is not done. ``feedforward="sample"`` keeps the
+reference input at the sample (the paper's choice, with the half-step lag).
 """
 
 from __future__ import annotations
@@ -14,18 +46,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._errors import ParameterError
-from ._validation import check_positive
+from scipy.integrate import solve_ivp
+
+from ._errors import IntegrationError, ParameterError
+from ._validation import check_positive, guard_rhs
 from .discretize import DiscreteLTVSystem, discretize
-from .linearize import linearize, linearize_samples
+from .estimator import StateEstimator, design_estimator
+from .linearize import linearize_samples
+from .loop_step import control_law
 from .lqr import FiniteHorizonLQR, bryson, finite_horizon_lqr, periodic_lqr
 from .ltv import LTVSystem
 from .partition import Partition
 from .references.base import Reference, ReferenceSample
+from .rig import Sensor
 from .schedule import GainSchedule
+from .simulate import rk4
 from .system import ConstrainedSystem
 
-__all__ = ["TrackingController", "design_tracking_lqr"]
+__all__ = ["TrackingController", "design_tracking_lqr", "FEEDFORWARD_METHODS", "zoh_reference", "RIG_DESIGNS",
+           "QS_STATE_ERRORS", "EXACT_STATE_ERRORS", "design_for_rig"]
+
+#: how the held feedforward is chosen (see the module docstring)
+FEEDFORWARD_METHODS = ("zoh", "sample")
 
 
 @dataclass(frozen=True)
@@ -46,9 +88,18 @@ class TrackingController:
     lqr : FiniteHorizonLQR
         Gains ``(Kt, nu, N)``; ``du_k = -gains[k] @ X_k``.
     samples : ReferenceSample
-        The reference at the control times ``t0 + k dt``, k = 0..Kt.
+        The sampled reference at the control times ``t0 + k dt``, k = 0..Kt:
+        with ``feedforward="zoh"`` the zero-order-hold solution of the plant
+        (its ``u`` is the held feedforward), else the reference itself.
     Q, R, Q_N : ndarray
         Weights.
+    estimator : StateEstimator or None
+        The Kalman filter and sensors for output feedback.
+    feedforward : str
+        "zoh" or "sample".
+    zoh_deviation : float
+        Largest contact-point (or coordinate) distance in m between the sampled
+        reference and the continuous one (0 for ``"sample"``).
     """
 
     system: ConstrainedSystem
@@ -62,6 +113,9 @@ class TrackingController:
     Q: np.ndarray
     R: np.ndarray
     Q_N: np.ndarray
+    estimator: StateEstimator | None = None
+    feedforward: str = "sample"
+    zoh_deviation: float = 0.0
 
     @property
     def times(self) -> np.ndarray:
@@ -78,7 +132,13 @@ class TrackingController:
         return any(n in self.partition.admissible_dependent_names for n in self.state_names)
 
     def to_schedule(self, *, plant_name: str | None = None) -> GainSchedule:
-        """The gain schedule for an embedded controller (see :class:`GainSchedule`)."""
+        """The gain schedule for an embedded controller (see :class:`GainSchedule`).
+
+        Parameters
+        ----------
+        plant_name : str, optional
+            Recorded in the file (default the system's ``name``).
+        """
         params = getattr(self.system, "params", None)
         values = params.as_dict() if params is not None and hasattr(params, "as_dict") else {}
         s = self.samples
@@ -94,8 +154,11 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
                         Q: np.ndarray | None = None, R: np.ndarray | None = None, Q_N: np.ndarray | None = None,
                         max_state_errors: Mapping[str, float] | None = None,
                         max_input_errors: Mapping[str, float] | None = None,
-                        terminal_factor: float = 1.0, terminal: str = "weight") -> TrackingController:
-    """Design a finite-horizon LQR tracking a reference (eqs. 18-29).
+                        terminal_factor: float = 1.0, terminal: str = "weight",
+                        feedforward: str = "zoh", integrator: str = "rk4", substeps: int = 4,
+                        sensors: Sequence[Sensor] | None = None,
+                        process_std: float = np.deg2rad(0.5)) -> TrackingController:
+    """Design a finite-horizon LQR tracking a reference (eqs. 18-29), optionally with a Kalman filter.
 
     Parameters
     ----------
@@ -119,15 +182,68 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
         ``"periodic"`` (periodic references only, a whole number of steps
         per period): the terminal weight is the periodic Riccati solution
         at the horizon's phase, so the gains are the infinite-horizon
-        periodic LQR's over the whole horizon (no end effects).
+        periodic LQR's over the whole horizon (no end effects); a ``Q_N``
+        given with it is an error (it would be ignored).
+    max_state_errors, max_input_errors : mapping of str to float, optional
+        Bryson's rule (eq. 26) by state and input name, instead of ``Q`` and ``R``.
+    terminal_factor : float
+        ``Q_N = terminal_factor * Q`` when ``Q_N`` is not given.
+    feedforward : {"zoh", "sample"}
+        ``"zoh"``: feedforward and linearization along the zero-order-hold
+        solution of the plant (module docstring); ``"sample"``: the reference
+        input at each sample (the paper's choice; lags by half a step).
+    integrator : {"DOP853", "RK45", "Radau", "rk4"}
+        How the ``"zoh"`` sampled reference is integrated (``rk4`` with
+        ``substeps`` steps per sample; adaptive methods at rtol 1e-10).
+    substeps : int
+        RK4 steps per control sample of the ``"zoh"`` sampled reference.
+    sensors : sequence of Sensor, optional
+        Rig sensors: adds the LTV Kalman filter for output feedback
+        (:func:`ballctl.estimator.design_estimator`).
+    process_std : float
+        Input-referred process noise of the Kalman filter in rad.
+
+    Returns
+    -------
+    TrackingController
     """
     dt = check_positive(dt, "dt", "s")
     horizon = check_positive(horizon, "horizon", "s")
     steps = int(round(horizon / dt))
     if steps < 1 or abs(steps * dt - horizon) > 1e-9 * max(1.0, horizon):
         raise ParameterError(f"horizon must be a whole number of steps dt = {dt} s, got horizon = {horizon} s")
+    if feedforward not in FEEDFORWARD_METHODS:
+        raise ParameterError(f"feedforward must be one of {FEEDFORWARD_METHODS}, got {feedforward!r}")
+    if terminal not in ("weight", "periodic"):
+        raise ParameterError(f"terminal must be 'weight' or 'periodic', got {terminal!r}")
+    if terminal == "periodic" and Q_N is not None:
+        raise ParameterError("Q_N must not be given with terminal='periodic' (the periodic Riccati solution is the "
+                         "terminal weight); use terminal='weight' to keep your Q_N")
     times = t0 + dt * np.arange(steps + 1)
     samples = reference(times)  # evaluated once: the linearization uses all but the last sample
+    continuous = samples
+    if feedforward == "zoh":
+        mid = reference(np.minimum(times + 0.5 * dt, reference.t_range[1]))
+        samples = ReferenceSample(samples.t, samples.x, samples.xd, samples.xdd, mid.u, mid.ud, samples.lam)
+    ltv, disc, lqr, Q, R, Q_N = _design_along(system, reference, partition, samples, states, dt, t0, steps, Q, R,
+                                              Q_N, max_state_errors, max_input_errors, terminal_factor, terminal,
+                                              0.5 * dt if feedforward == "zoh" else 0.0)
+    deviation = 0.0
+    if feedforward == "zoh":
+        samples = zoh_reference(system, ltv, lqr.gains, samples, integrator=integrator, substeps=substeps)
+        names = system.coordinate_names
+        idx = [names.index(nm) for nm in ("contact_x", "contact_y") if nm in names] or list(range(len(names)))
+        deviation = float(np.max(np.linalg.norm(samples.x[:, idx] - continuous.x[:, idx], axis=1)))
+    estimator = None
+    if sensors is not None:
+        estimator = design_estimator(ltv, disc, system.coordinate_names, sensors, process_std=process_std)
+    return TrackingController(system, reference, partition, dt, ltv, disc, lqr, samples, Q, R, Q_N, estimator,
+                              feedforward, deviation)
+
+
+def _design_along(system, reference, partition, samples, states, dt, t0, steps, Q, R, Q_N, max_state_errors,
+                  max_input_errors, terminal_factor, terminal, input_shift):
+    """Linearize along the samples, discretize (ZOH) and solve the LQR."""
     ltv_full = linearize_samples(system, samples[:-1], partition)
     ltv = ltv_full if states is None else ltv_full.select_states(list(states))
     disc = discretize(ltv, dt)
@@ -139,17 +255,79 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
         R = Rb if R is None else R
     Q = np.asarray(Q, dtype=float)
     R = np.asarray(R, dtype=float)
-    Q_N = terminal_factor * Q if Q_N is None else np.asarray(Q_N, dtype=float)
     if terminal == "periodic":
-        Q_N = _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R)
-    elif terminal != "weight":
-        raise ParameterError(f"terminal must be 'weight' or 'periodic', got {terminal!r}")
-    lqr = finite_horizon_lqr(disc, None, Q, R, Q_N)
-    return TrackingController(system, reference, partition, dt, ltv, disc, lqr, samples, Q, R, Q_N)
+        Q_N = _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R, input_shift)
+    else:
+        Q_N = terminal_factor * Q if Q_N is None else np.asarray(Q_N, dtype=float)
+    lqr = finite_horizon_lqr(disc, Q, R, Q_N=Q_N)
+    return ltv, disc, lqr, Q, R, Q_N
 
 
-def _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R) -> np.ndarray:
-    """Periodic Riccati solution at the phase of ``t0 + steps * dt``."""
+def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, samples: ReferenceSample, *,
+                  integrator: str = "DOP853", substeps: int = 1) -> ReferenceSample:
+    """The zero-order-hold solution of the plant that follows a reference (step 2 of the module docstring).
+
+    Parameters
+    ----------
+    system : ConstrainedSystem
+        The design plant.
+    ltv : LTVSystem
+        Linearization along ``samples`` (for the reduced state).
+    gains : ndarray, shape (Kt, nu, N)
+        LQR gains along ``samples``.
+    samples : ReferenceSample
+        Kt + 1 samples whose ``u`` is the held feedforward (e.g. the
+        reference input at mid-step).
+    integrator : {"DOP853", "RK45", "Radau", "rk4"}
+    substeps : int
+        RK4 steps per sample.
+
+    Returns
+    -------
+    ReferenceSample
+        States of the plant at the samples under the held inputs
+        ``u_k = samples.u[k] - gains[k] @ X_k`` from ``samples`` at step 0;
+        ``xdd`` and ``lam`` from the plant's equations with ``u_k``; ``ud`` zero
+        (the input is held).
+    """
+    n = system.n_coordinates
+    Kt = gains.shape[0]
+    x, xd = samples.x[0].copy(), samples.xd[0].copy()
+    X = np.zeros((Kt + 1, n))
+    XD = np.zeros((Kt + 1, n))
+    U = np.array(samples.u, dtype=float)
+    for k in range(Kt + 1):
+        X[k], XD[k] = x, xd
+        if k == Kt:
+            break
+        u = control_law(samples.u[k], gains[k], ltv.reduce(x - samples.x[k], xd - samples.xd[k]))
+        U[k] = u
+
+        def rhs(t, yy, u=u):
+            xdd, _ = system.accelerations(yy[:n], yy[n:], u, stabilization=(10.0, 10.0))
+            return np.concatenate([yy[n:], xdd])
+
+        y0 = np.concatenate([x, xd])
+        if integrator == "rk4":
+            y = rk4(rhs, y0, samples.t[k], samples.t[k + 1] - samples.t[k], substeps)
+        else:
+            sol = solve_ivp(guard_rhs(rhs, context="zero-order-hold reference"), (samples.t[k], samples.t[k + 1]), y0,
+                            method=integrator, rtol=1e-10, atol=1e-13)
+            if not sol.success:
+                raise IntegrationError(f"zero-order-hold reference failed at t = {sol.t[-1]:.6g} s: {sol.message}")
+            y = sol.y[:, -1]
+        x, xd = y[:n], y[n:]
+    U[Kt] = U[Kt - 1]
+    XDD = np.zeros_like(X)
+    LAM = np.zeros((Kt + 1, system.n_constraints))
+    for k in range(Kt + 1):
+        XDD[k], LAM[k] = system.accelerations(X[k], XD[k], U[k])
+    return ReferenceSample(samples.t, X, XD, XDD, U, np.zeros_like(U), LAM)
+
+
+def _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R, input_shift
+                              ) -> np.ndarray:
+    """Periodic Riccati solution at the phase of ``t0 + steps * dt`` (inputs taken ``input_shift`` s later)."""
     period = getattr(reference, "period", None)
     if period is None:
         raise ParameterError("terminal='periodic' needs a periodic reference (reference.period is None)")
@@ -158,8 +336,95 @@ def _periodic_terminal_weight(system, reference, partition, states, dt, t0, step
         raise ParameterError(f"terminal='periodic' needs a whole number of steps per period: period {period:.9g} s, "
                          f"dt {dt} s gives {period / dt:.6g} steps; choose dt = period / integer")
     times = t0 + dt * np.arange(per_steps)
-    ltv = linearize(system, reference, times, partition)
+    samples = reference(times)
+    if input_shift:
+        shifted = reference(times + input_shift)
+        samples = ReferenceSample(samples.t, samples.x, samples.xd, samples.xdd, shifted.u, shifted.ud, samples.lam)
+    ltv = linearize_samples(system, samples, partition)
     if states is not None:
         ltv = ltv.select_states(list(states))
-    per = periodic_lqr(discretize(ltv, dt), None, Q, R)
+    per = periodic_lqr(discretize(ltv, dt), Q, R)
     return per.riccati[steps % per_steps]
+
+
+# ------------------------------------------------------------------ designs for a rig
+#: the designs a user can choose for a rig, with what they are
+RIG_DESIGNS: Mapping[str, str] = {
+    "exact": "exact servo-plate model along the exact inversion: contact point, yaw, plate angles and rates, "
+             "lean, roll (12 states); commanded angles as inputs",
+    "qs-contact": "quasi-static plate, contact point and rates only (4 states); no yaw feedback",
+    "qs-paper": "the paper's quasi-static design: contact point, yaw and rates (6 states)",
+}
+
+#: Bryson limits of the quasi-static designs (m, rad, m/s, rad/s)
+QS_STATE_ERRORS: Mapping[str, float] = {"contact_x": 0.01, "contact_y": 0.01, "yaw": 0.5, "contact_x_rate": 0.1,
+                                        "contact_y_rate": 0.1, "yaw_rate": 5.0}
+#: the exact design adds the plate angles and rates, and lean/roll (loosely weighted)
+EXACT_STATE_ERRORS: Mapping[str, float] = {**QS_STATE_ERRORS, "alpha": float(np.deg2rad(3.0)),
+                                           "beta": float(np.deg2rad(3.0)), "alpha_rate": 1.0, "beta_rate": 1.0,
+                                           "lean": 1.0, "roll": 1e3}
+
+
+def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0: float = 0.0,
+                   output_feedback: bool = True, max_input_error: float = float(np.deg2rad(3.0)),
+                   weight_scale: float = 1.0, process_std: float = float(np.deg2rad(0.5))) -> TrackingController:
+    """One of :data:`RIG_DESIGNS` for a :class:`~ballctl.RigProfile`, at the rig's control period.
+
+    Parameters
+    ----------
+    rig : RigProfile
+        Its ``dt`` is the control period, its sensors feed the Kalman filter.
+    reference : Reference
+        For ``"exact"`` a reference of the rig's servo plate
+        (:class:`~ballctl.MovingPlateMotion`, :func:`~ballctl.exact_circular_motion`);
+        for the quasi-static designs one of the quasi-static
+        :class:`~ballctl.BallPlate` (:class:`~ballctl.CircularMotion`, :class:`~ballctl.PathMotion`).
+    design : {"exact", "qs-contact", "qs-paper"}
+    horizon : float
+        In s, a whole number of control periods.
+    t0 : float
+        Start time in s.
+    output_feedback : bool
+        Add the LTV Kalman filter of the rig's sensors (default), else state feedback.
+    max_input_error : float
+        Bryson limit on the plate-angle corrections in rad.
+    weight_scale : float
+        Multiplies the Bryson state weights.
+    process_std : float
+        Kalman filter's input-referred process noise in rad.
+
+    Returns
+    -------
+    TrackingController
+    """
+    from .plants.ball_plate import BallPlate
+    from .plants.ball_plate_moving import ServoPlateBallPlate
+
+    if design not in RIG_DESIGNS:
+        raise ParameterError(f"design must be one of {tuple(RIG_DESIGNS)}, got {design!r}")
+    plant = reference.system
+    weight_scale = check_positive(weight_scale, "weight_scale")
+    if design == "exact":
+        if not isinstance(plant, ServoPlateBallPlate):
+            raise ParameterError("design 'exact' needs a reference of the servo plate (exact_circular_motion or "
+                             f"MovingPlateMotion on ServoPlateBallPlate), got one of {type(plant).__name__}")
+        part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw", "alpha", "beta"],
+                                          ["lean", "roll"])
+        states, errors = None, EXACT_STATE_ERRORS
+        substeps = max(2, int(np.ceil(rig.dt / 0.01 - 1e-9)))  # RK4 steps <= 10 ms: |h lambda| <= 0.6 for the servo
+    else:
+        if not isinstance(plant, BallPlate):
+            raise ParameterError(f"design {design!r} needs a reference of the quasi-static BallPlate, got one of "
+                             f"{type(plant).__name__}")
+        part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
+        states = [nm for nm in part.state_names if nm.startswith("contact")] if design == "qs-contact" \
+            else list(part.state_names[:6])
+        errors = QS_STATE_ERRORS
+        substeps = 4
+    in_names = plant.input_names
+    kept = part.state_names if states is None else states
+    return design_tracking_lqr(
+        plant, reference, part, dt=rig.dt, horizon=horizon, t0=t0, states=states,
+        max_state_errors={k: v / np.sqrt(weight_scale) for k, v in errors.items() if k in kept},
+        max_input_errors={nm: max_input_error for nm in in_names}, integrator="rk4", substeps=substeps,
+        sensors=rig.sensors if output_feedback else None, process_std=process_std)

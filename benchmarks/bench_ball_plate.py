@@ -94,7 +94,7 @@ def main(argv=None) -> dict:
     rows.append(("discretize (exact ZOH)", f"{K2} x (8+2)^2 expm", sec, f"{sec / K2 * 1e6:.1f} us/step"))
 
     N = ltv2.n_states
-    sec, lqr = _best(lambda: ballctl.finite_horizon_lqr(disc, None, np.eye(N), np.eye(2), 10 * np.eye(N)), repeat)
+    sec, lqr = _best(lambda: ballctl.finite_horizon_lqr(disc, np.eye(N), np.eye(2), Q_N=10 * np.eye(N)), repeat)
     timings["riccati"] = sec
     rows.append(("finite-horizon Riccati sweep", f"{K2} steps, N = {N}", sec, f"{sec / K2 * 1e6:.1f} us/step"))
 
@@ -139,7 +139,8 @@ def main(argv=None) -> dict:
                     final = f"; final error {np.hypot(*(arr[-1, :2] - ref(tt[-1]).x[0, :2])):.1e} m"
                 break
         rows.append(("closed loop NL, dt = 1 ms, DOP853", f"{simulated:.4g} s, {steps} steps", sec,
-                     f"{sec / simulated:.3f} x real time{final} (paper {PAPER_CLOSED_LOOP[0] / PAPER_CLOSED_LOOP[1]:.2f})"))
+                     f"{sec / simulated:.3f} x real time{final} "
+                     f"(paper {PAPER_CLOSED_LOOP[0] / PAPER_CLOSED_LOOP[1]:.2f})"))
         start = time.perf_counter()
         res_rk4 = closed(ctrl, x0, s0.xd[0], integrator="rk4", substeps=1)
         sec = time.perf_counter() - start

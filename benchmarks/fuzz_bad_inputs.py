@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -306,9 +306,12 @@ def _catalogue() -> list[Case]:
     sbase = dict(x0="s0().x[0]", xd0="s0().xd[0]", u="s0().u[0]", span="(0.0, 0.2)", extra="")
     for field, cases in {
         "x0": {"nan": "[NAN] * 5", "short": "[0.0] * 4", "str": "'x'", "2d": "np.zeros((2, 5))", "none": "None"},
-        "xd0": {"nan": "np.r_[s0().xd[0][:4], NAN]", "short": "[0.0] * 3", "violating": "s0().xd[0] + [0.3, 0, 0, 0, 0]"},
-        "inputs": {"nan": "[NAN, 0.0]", "short": "[0.0]", "str": "'zero'", "nan_mid": "lambda t: [NAN, 0] if t > 0.1 else [0, 0]",
-                   "wrong_shape": "lambda t: np.zeros(3)", "non_numeric": "lambda t: 'up'", "raises_type": "lambda t, x: 0",
+        "xd0": {"nan": "np.r_[s0().xd[0][:4], NAN]", "short": "[0.0] * 3",
+                "violating": "s0().xd[0] + [0.3, 0, 0, 0, 0]"},
+        "inputs": {"nan": "[NAN, 0.0]", "short": "[0.0]", "str": "'zero'",
+                   "nan_mid": "lambda t: [NAN, 0] if t > 0.1 else [0, 0]",
+                   "wrong_shape": "lambda t: np.zeros(3)", "non_numeric": "lambda t: 'up'",
+                   "raises_type": "lambda t, x: 0",
                    "inf_mid": "lambda t: [INF, 0] if t > 0.05 else [0, 0]"},
         "t_span": {"reversed": "(1.0, 0.0)", "nan": "(0.0, NAN)", "three": "(0.0, 1.0, 2.0)", "str": "'long'",
                    "equal": "(0.0, 0.0)"},
@@ -317,7 +320,8 @@ def _catalogue() -> list[Case]:
             key = {"inputs": "u", "t_span": "span"}.get(field, field)
             expect = {"inputs": ("input",), "xd0": ("xd0",), "x0": ("x0",), "t_span": ("t_span",)}[field]
             c.append(_api(f"simulate.{field}={tag}", sim.format(**dict(sbase, **{key: v})), *expect))
-    for kw, tag, v in (("rtol", "neg", "-1e-3"), ("rtol", "nan", "NAN"), ("atol", "neg", "-1.0"), ("atol", "str", "'x'"),
+    for kw, tag, v in (("rtol", "neg", "-1e-3"), ("rtol", "nan", "NAN"), ("atol", "neg", "-1.0"),
+                       ("atol", "str", "'x'"),
                        ("method", "bad", "'euler'"), ("method", "int", "3"), ("max_step", "zero", "0.0"),
                        ("max_step", "tiny", "1e-300"), ("max_step", "nan", "NAN"),
                        ("stabilization", "neg", "(-1.0, 10.0)"),
@@ -424,16 +428,19 @@ def _catalogue() -> list[Case]:
     c.append(_api("LTVCallables.not_callable", "from ballctl.controllability import LTVCallables; "
                   "LTVCallables(A_of_t=np.eye(2), B_of_t=np.ones((2, 1)))", "A_of_t"))
     c.append(_api("LTVCallables.returns_nan", "from ballctl.controllability import LTVCallables; "
-                  "gramian(LTVCallables(A_of_t=lambda t: np.full((2, 2), NAN), B_of_t=lambda t: np.ones((2, 1))), 0.0, 1.0)",
+                  "gramian(LTVCallables(A_of_t=lambda t: np.full((2, 2), NAN), "
+                  "B_of_t=lambda t: np.ones((2, 1))), 0.0, 1.0)",
                   "t ="))
     # --- LQR
     Ad, Bd = "np.tile(np.eye(2), (5, 1, 1))", "np.ones((5, 2, 1))"
     c.append(_api("finite_horizon_lqr.Q=neg", f"finite_horizon_lqr({Ad}, {Bd}, -np.eye(2), np.eye(1), np.eye(2))", "Q"))
-    c.append(_api("finite_horizon_lqr.R=zero", f"finite_horizon_lqr({Ad}, {Bd}, np.eye(2), np.zeros((1, 1)), np.eye(2))",
+    c.append(_api("finite_horizon_lqr.R=zero",
+                  f"finite_horizon_lqr({Ad}, {Bd}, np.eye(2), np.zeros((1, 1)), np.eye(2))",
                   "R"))
     c.append(_api("finite_horizon_lqr.Q=nan", f"finite_horizon_lqr({Ad}, {Bd}, np.full((2, 2), NAN), np.eye(1), "
                   "np.eye(2))", "Q"))
-    c.append(_api("finite_horizon_lqr.Q=shape", f"finite_horizon_lqr({Ad}, {Bd}, np.eye(3), np.eye(1), np.eye(2))", "Q"))
+    c.append(_api("finite_horizon_lqr.Q=shape", f"finite_horizon_lqr({Ad}, {Bd}, np.eye(3), np.eye(1), np.eye(2))",
+                  "Q"))
     c.append(_api("finite_horizon_lqr.Q_N=asym", f"finite_horizon_lqr({Ad}, {Bd}, np.eye(2), np.eye(1), "
                   "np.array([[1.0, 2.0], [0.0, 1.0]]))", "Q_N"))
     c.append(_api("finite_horizon_lqr.Ad=nan", f"finite_horizon_lqr(np.full((5, 2, 2), NAN), {Bd}, np.eye(2), "
@@ -502,24 +509,29 @@ def _catalogue() -> list[Case]:
                   "ctrl().to_schedule().to_c_header(os.path.join(d, 'g.h'), name='1 bad')", "name"))
     # --- plotting / files
     c.append(_api("save_figure.dir", "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; "
-                  "from ballctl.plotting import save_figure; import tempfile; save_figure(plt.figure(), tempfile.mkdtemp())",
+                  "from ballctl.plotting import save_figure; import tempfile; "
+                  "save_figure(plt.figure(), tempfile.mkdtemp())",
                   "path"))
-    c.append(_api("save_figure.parent_is_file", "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; "
+    c.append(_api("save_figure.parent_is_file",
+                  "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; "
                   "from ballctl.plotting import save_figure; import tempfile, os; d = tempfile.mkdtemp(); "
-                  "f = os.path.join(d, 'f'); open(f, 'w').write('x'); save_figure(plt.figure(), os.path.join(f, 'a.png'))",
+                  "f = os.path.join(d, 'f'); open(f, 'w').write('x'); "
+                  "save_figure(plt.figure(), os.path.join(f, 'a.png'))",
                   "path"))
     c.append(_api("plot_reference.t=nan", "import matplotlib; matplotlib.use('Agg'); from ballctl.plotting import "
                   "plot_reference; plot_reference(ref(), [0.0, NAN])", "t"))
     c.append(_api("simulate_paper_ball.samples=1", "from ballctl.studies import simulate_paper_ball; import tempfile; "
                   "simulate_paper_ball(tempfile.mkdtemp(), samples=1)", "samples"))
-    c.append(_api("simulate_paper_ball.t_final=nan", "from ballctl.studies import simulate_paper_ball; import tempfile; "
+    c.append(_api("simulate_paper_ball.t_final=nan",
+                  "from ballctl.studies import simulate_paper_ball; import tempfile; "
                   "simulate_paper_ball(tempfile.mkdtemp(), t_final=NAN)", "t_final"))
     c.append(_api("compare_partitions.times=short", "compare_partitions(plant(), ref(), [0.0, 0.1])", "times"))
     c.append(_api("compare_rail_layouts.samples=1", "compare_rail_layouts(samples=1)", "samples"))
     c.append(_api("compare_rail_layouts.roll_rate=0", "compare_rail_layouts(roll_rate=0.0)", "roll_rate"))
     c.append(_api("ConstrainedSystem.n=neg", "ConstrainedSystem(n_coordinates=-1, n_holonomic=0, n_nonholonomic=0, "
                   "n_inputs=0)", "n_coordinates"))
-    c.append(_api("ConstrainedSystem.not_callable", "ConstrainedSystem(n_coordinates=2, n_holonomic=0, n_nonholonomic=0, "
+    c.append(_api("ConstrainedSystem.not_callable",
+                  "ConstrainedSystem(n_coordinates=2, n_holonomic=0, n_nonholonomic=0, "
                   "n_inputs=0, mass_matrix=np.eye(2), forces=lambda x, xd, u: np.zeros(2))", "mass_matrix"))
     c.append(_api("check_system.x=nan", "check_system(plant(), [NAN] * 5, s0().xd[0], s0().u[0])", "x"))
     # --- CLI
@@ -620,7 +632,8 @@ def run_case(case: Case, *, tree: Path, timeout: float, tmp: Path) -> dict:
         elif proc.returncode == 2 and len(lines) == 1 and "Traceback" not in err:
             cls, detail = "clear", lines[0]
         else:
-            cls, detail = "unclear", f"exit {proc.returncode}, {len(lines)} stderr lines: " + (lines[-1] if lines else "")
+            last_line = lines[-1] if lines else ""
+            cls, detail = "unclear", f"exit {proc.returncode}, {len(lines)} stderr lines: {last_line}"
         return {"id": case.id, "class": cls, "detail": detail[:300], "seconds": seconds}
     for line in proc.stdout.splitlines():
         if line.startswith("@@RESULT"):
@@ -643,12 +656,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         _cli_files(tmp)
+        results = []
         with ThreadPoolExecutor(args.workers) as pool:
-            results = list(pool.map(lambda c: run_case(c, tree=Path(args.tree), timeout=args.timeout, tmp=tmp), cases))
+            futures = [pool.submit(run_case, c, tree=Path(args.tree), timeout=args.timeout, tmp=tmp) for c in cases]
+            for fut in as_completed(futures):  # streamed, so an interrupted run still reports what it saw
+                r = fut.result()
+                results.append(r)
+                print(f"{r['class']:8s} {r['id']}: {r['detail']}", flush=True)
+                if args.json:
+                    Path(args.json).write_text(json.dumps({"results": results}, indent=1))
     counts = {k: sum(r["class"] == k for r in results) for k in ("clear", "builtin", "unclear", "silent", "hang")}
-    for r in results:
-        if r["class"] != "clear":
-            print(f"{r['class']:8s} {r['id']}: {r['detail']}")
     total = len(results)
     print(f"\n{total} bad inputs ({sum(c.cli is not None for c in cases)} CLI): " +
           ", ".join(f"{k} {v} ({100 * v / max(total, 1):.0f} %)" for k, v in counts.items()))

@@ -23,10 +23,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ballctl.plotting import plot_ball_paths, save_figure  # noqa: E402
-from ballctl.plants.rolling_ball import (RollingBall, paper_ball_initial_state, paper_ball_parameters,  # noqa: E402
-                                         paper_rail_acceleration)
-from ballctl.plants.rolling_disk import (RollingDisk, paper_disk_initial_state, paper_disk_parameters,  # noqa: E402
-                                         paper_disk_rail_accelerations)
+from ballctl.plants.paper import (PAPER_KINK_TIMES, paper_ball_initial_state, paper_ball_parameters,  # noqa: E402
+                                  paper_disk_initial_state, paper_disk_parameters, paper_disk_rail_accelerations,
+                                  paper_rail_acceleration)
+from ballctl.plants.rolling_ball import RollingBall  # noqa: E402
+from ballctl.plants.rolling_disk import RollingDisk  # noqa: E402
 
 __all__ = ["main"]
 
@@ -34,7 +35,7 @@ __all__ = ["main"]
 def _disk_figure(out: Path, t_end: float) -> None:
     disk = RollingDisk(paper_disk_parameters())
     run = disk.simulate(paper_disk_initial_state(), (0.0, t_end), paper_disk_rail_accelerations,
-                        t_eval=np.linspace(0.0, t_end, 1001))
+                        t_eval=np.linspace(0.0, t_end, 1001), breakpoints=PAPER_KINK_TIMES)
     body = disk.mass_positions_body(run.x)                      # (K, n, 2)
     cm = disk.total_cm_body(run.x)                              # (K, 2)
     spatial = disk.to_spatial_about_gc(run.x, body)
@@ -66,7 +67,7 @@ def _disk_figure(out: Path, t_end: float) -> None:
 def _ball_run(t_end: float, samples: int):
     ball = RollingBall(paper_ball_parameters())
     run = ball.simulate(paper_ball_initial_state(), (0.0, t_end), lambda t: paper_rail_acceleration(t) * np.ones(3),
-                        t_eval=np.linspace(0.0, t_end, samples))
+                        t_eval=np.linspace(0.0, t_end, samples), breakpoints=PAPER_KINK_TIMES)
     return ball, run
 
 
@@ -84,7 +85,7 @@ def _ball_animation(out: Path, ball, run, frames: int) -> None:
         return
     idx = np.linspace(0, len(run.t) - 1, frames).astype(int)
     x = run.x[idx]
-    r = ball.parameters.radius_m
+    r = ball.params.radius_m
     gc = np.concatenate([x[:, -2:], np.zeros((len(idx), 1))], axis=1)
     masses = ball.to_spatial_about_gc(x, ball.mass_positions_body(x)) + gc[:, None, :]
     cm = ball.to_spatial_about_gc(x, ball.total_cm_body(x)[:, None, :])[:, 0] + gc

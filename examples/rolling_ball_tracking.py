@@ -27,7 +27,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import ballctl  # noqa: E402
-from ballctl.plants.rolling_ball import RollingBall, paper_ball_parameters  # noqa: E402
+from ballctl.plants.paper import paper_ball_parameters  # noqa: E402
+from ballctl.plants.rolling_ball import RollingBall  # noqa: E402
 from ballctl.studies.rail_layouts import compare_rail_layouts  # noqa: E402
 from ballctl.references.rolling import paper_ball_reference  # noqa: E402
 

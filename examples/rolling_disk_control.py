@@ -25,7 +25,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import ballctl  # noqa: E402
-from ballctl.plants.rolling_disk import RollingDisk, paper_disk_parameters  # noqa: E402
+from ballctl.plants.paper import paper_disk_parameters  # noqa: E402
+from ballctl.plants.rolling_disk import RollingDisk  # noqa: E402
 from ballctl.references.rolling import DiskRollReference  # noqa: E402
 
 __all__ = ["run", "main"]
@@ -72,7 +73,8 @@ def run(out: Path, *, dt: float = 0.05, horizon: float = 12.0) -> dict:
     return {"initial_position_error_m": float(abs(closed.x[0, 0] - closed.x_ref[0, 0])),
             "closed_loop_final_position_error_m": float(abs(closed.x[-1, 0] - closed.x_ref[-1, 0])),
             "closed_loop_max_position_error_after_8s_m": float(np.abs(closed.x[tail, 0] - closed.x_ref[tail, 0]).max()),
-            "closed_loop_max_speed_error_after_8s_mps": float(np.abs(closed.xd[tail, 0] - closed.xd_ref[tail, 0]).max()),
+            "closed_loop_max_speed_error_after_8s_mps":
+                float(np.abs(closed.xd[tail, 0] - closed.xd_ref[tail, 0]).max()),
             "open_loop_final_position_error_m": float(abs(opened.x[-1, 0] - opened.x_ref[-1, 0])),
             "lead_amplitude_rad": ref.amplitude_rad}
 

@@ -44,9 +44,10 @@ def offset_start(ref, t0, dx=0.05, dy=0.0):
 
 
 def fmt(sm):
-    return (f"final {sm['final_error']:.2e} m, steady {sm['steady_state_error']:.2e} m, settle "
-            f"{sm['settling_time']:.2f} s, peak alpha {np.rad2deg(sm['peak_alpha']):.2f} deg, "
-            f"peak beta {np.rad2deg(sm['peak_beta']):.2f} deg")
+    settle = "never" if sm.settling_time_s is None else f"{sm.settling_time_s:.2f} s"
+    return (f"final {sm.final_error_m:.2e} m, steady {sm.steady_state_error_m:.2e} m, settle "
+            f"{settle}, peak alpha {np.rad2deg(sm.peak_input_rad['alpha']):.2f} deg, "
+            f"peak beta {np.rad2deg(sm.peak_input_rad['beta']):.2f} deg")
 
 
 def paper_study(plant, dt, horizon, out):
@@ -95,7 +96,7 @@ def path_study(plant, dt, horizon, out):
         run = ballctl.simulate_closed_loop(ctrl, x0, xd0)
         ol = ballctl.simulate_closed_loop(ctrl, x0, xd0, feedback=False)
         summaries[name] = run.summary()
-        print(f"  {name:13s} closed: {fmt(summaries[name])}; open-loop final {ol.summary()['final_error']:.2e} m")
+        print(f"  {name:13s} closed: {fmt(summaries[name])}; open-loop final {ol.summary().final_error_m:.2e} m")
         save_figure(plot_tracking({"closed loop": run, "open loop": ol}, title=f"{name} path"),
                     out / f"path_{name}.png")
     return summaries
@@ -117,12 +118,12 @@ def sweep(plant, dt, horizon, radii, fractions):
             x0, xd0 = offset_start(ref, 0.0, 0.02, 0.0)
             try:
                 sm = ballctl.simulate_closed_loop(ctrl, x0, xd0, limits=limits).summary()
-                final = sm["final_error"]
+                final, peak_beta = sm.final_error_m, sm.peak_input_rad["beta"]
+                saturated = sm.limit_steps.get("max_angle", 0.0)
             except (ballctl.BallctlError, np.linalg.LinAlgError) as exc:  # e.g. the chart edge
-                final, sm = float("inf"), {"peak_beta": float("nan"), "limit_max_angle_steps": float("nan")}
+                final, peak_beta, saturated = float("inf"), float("nan"), float("nan")
                 print(f"    radius {rho} m, {frac:.2f} omega_max: failed ({exc})")
-            rows.append((rho, frac, w, np.rad2deg(ref.tilt), final, np.rad2deg(sm["peak_beta"]),
-                         sm.get("limit_max_angle_steps", 0.0)))
+            rows.append((rho, frac, w, np.rad2deg(ref.tilt), final, np.rad2deg(peak_beta), saturated))
     print("  radius[m] frac  omega[rad/s] tilt0[deg] final_err[m] peak_beta[deg] saturated_steps")
     for r in rows:
         flag = "  <- degraded" if not r[4] < 0.01 * r[0] else ""

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 import ballctl
-from ballctl.plants import PLANTS
 
 
 def rot(axis, a):
@@ -83,13 +82,7 @@ def test_mass_matrix_and_forces_agree_with_lagrange(rng, inertia_factor):
         np.testing.assert_allclose(Q, Q_ref, atol=1e-6 * np.abs(Q).max())
 
 
-@pytest.mark.parametrize("name", sorted(PLANTS))
-def test_plants_honour_the_contract(name, rng):
-    plant = PLANTS[name]()
-    x = rng.uniform(-0.5, 0.5, plant.n_coordinates)
-    xd = rng.uniform(-1, 1, plant.n_coordinates)
-    u = rng.uniform(-0.1, 0.1, plant.n_inputs)
-    assert ballctl.check_system(plant, x, xd, u) == []
+# the contract over every registered plant: tests/test_plant_contract.py
 
 
 def test_batch_evaluation_equals_loop(rng):

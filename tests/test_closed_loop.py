@@ -36,13 +36,13 @@ def test_closed_loop_converges_open_loop_does_not_and_L_matches_NL(setup):
     ol = ballctl.simulate_closed_loop(ctrl, x0, xd0, feedback=False)
     s_nl, s_ol = nl.summary(), ol.summary()
     # closed loop: from 5 cm to below 0.5 mm; open loop stays centimetres away
-    assert s_nl["final_error"] < 5e-4 and s_nl["settling_time"] < 2.0
-    assert s_ol["final_error"] > 1e-2
+    assert s_nl.final_error_m < 5e-4 and s_nl.settling_time_s < 2.0
+    assert s_ol.final_error_m > 1e-2
     # linear and nonlinear closed loops agree to a small fraction of the initial 5 cm offset
     assert np.abs(nl.position_error - lin.position_error).max() < 0.1 * 0.05
     assert np.abs(nl.u - lin.u).max() < np.deg2rad(1.0)
     # the nonholonomic constraints hold along the nonlinear closed loop
-    assert s_nl["max_constraint_residual"] < 1e-10
+    assert s_nl.max_constraint_residual < 1e-10
 
 
 def test_heavier_weights_lower_the_peak_plate_angles(setup):
@@ -51,8 +51,8 @@ def test_heavier_weights_lower_the_peak_plate_angles(setup):
     plant, ref, part, design, x0, xd0 = setup
     base = ballctl.simulate_closed_loop(design(), x0, xd0).summary()
     heavy = ballctl.simulate_closed_loop(design(scale=100.0, input_deg=0.03, terminal=100.0), x0, xd0).summary()
-    assert heavy["peak_beta"] < base["peak_beta"]
-    assert heavy["final_error"] < 2e-3
+    assert heavy.peak_input_rad["beta"] < base.peak_input_rad["beta"]
+    assert heavy.final_error_m < 2e-3
 
 
 def test_measurement_noise_is_rejected(setup):
@@ -62,7 +62,7 @@ def test_measurement_noise_is_rejected(setup):
                                          seed=3)
     s = noisy.summary()
     # 1 mm noise on the measured position: the ball stays within a few mm of the circle
-    assert s["steady_state_error"] < 5e-3
+    assert s.steady_state_error_m < 5e-3
     assert np.std(noisy.X_measured[:, 0] - noisy.X[:, 0]) == pytest.approx(1e-3, rel=0.3)
     again = ballctl.simulate_closed_loop(ctrl, x0, xd0, noise_std={"contact_x": 1e-3, "contact_y": 1e-3}, seed=3)
     np.testing.assert_array_equal(noisy.x, again.x)  # seeded
@@ -79,7 +79,7 @@ def test_rig_limits_are_applied_and_reported(setup):
     assert r.limit_events["max_angle"] > 0 and r.limit_events["delay_s"] == 0.03
     assert "quantum" in r.limit_events
     # still converges with 30 ms delay, 8 deg tilt and 300 deg/s slew
-    assert r.summary()["final_error"] < 2e-3
+    assert r.summary().final_error_m < 2e-3
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -132,7 +132,7 @@ def test_periodic_terminal_weight_gives_periodic_gains(setup):
     g = ctrl.lqr.gains
     np.testing.assert_allclose(g[:100], g[100:], rtol=1e-8, atol=1e-10 * np.abs(g).max())
     r = ballctl.simulate_closed_loop(ctrl, x0, xd0)
-    assert r.summary()["final_error"] < 1e-3
+    assert r.summary().final_error_m < 1e-3
     with pytest.raises(ValueError, match="whole number of steps per period"):
         ballctl.design_tracking_lqr(plant, ref, part, dt=0.01, horizon=1.0, states=part.state_names[:6],
                                     Q=np.eye(6), R=np.eye(2), terminal="periodic")

@@ -14,9 +14,10 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.linalg import expm, solve_continuous_lyapunov
 
-from ballctl.controllability import (GramianReport, LTVCallables, SilvermanMeadowsReport, _Coefficients,
-                                     discrete_gramian, gramian, monodromy, periodic_controllability,
-                                     silverman_meadows, transition_matrix)
+from ballctl.controllability import (GramianReport, LTVCallables, SilvermanMeadowsReport, discrete_gramian, gramian,
+                                     monodromy, periodic_controllability, silverman_meadows, transition_matrix)
+from ballctl.controllability.coefficients import Coefficients as _Coefficients
+from ballctl.discretize import DiscreteLTVSystem
 from ballctl.ltv import LTVSystem
 
 TWO_PI = 2.0 * np.pi
@@ -352,7 +353,8 @@ def _zoh(A, B, dt):
 def _discrete_error(fA, fB, T, n):
     dt = T / n
     mats = [_zoh(fA(k * dt), fB(k * dt), dt) for k in range(n)]
-    Wd = discrete_gramian(np.stack([m[0] for m in mats]), np.stack([m[1] for m in mats])).W
+    Wd = discrete_gramian(DiscreteLTVSystem.from_arrays(np.stack([m[0] for m in mats]),
+                                                        np.stack([m[1] for m in mats]), dt=dt)).W
     Wc = gramian(LTVCallables(A_of_t=fA, B_of_t=fB), 0.0, T, rtol=1e-12, atol=1e-15).W
     return np.abs(Wd / dt - Wc).max() / np.abs(Wc).max()
 
@@ -385,8 +387,14 @@ def test_discrete_gramian_definition_and_system_argument(rng):
         for j in range(k + 1, K):
             Phi = Ad[j] @ Phi
         ref += Phi @ Bd[k] @ Bd[k].T @ Phi.T
-    rep = discrete_gramian(SimpleNamespace(Ad=Ad, Bd=Bd, state_names=("a", "b", "c")))
+    rep = discrete_gramian(DiscreteLTVSystem.from_arrays(Ad, Bd, state_names=("a", "b", "c")))
     np.testing.assert_allclose(rep.W, ref, rtol=1e-12)
+    # the 0.1 spellings (arrays, a duck-typed object) work for one release with a warning
+    with pytest.warns(DeprecationWarning, match="DiscreteLTVSystem"):
+        np.testing.assert_array_equal(discrete_gramian(Ad, Bd).W, rep.W)
+    with pytest.warns(DeprecationWarning, match="DiscreteLTVSystem"):
+        old = discrete_gramian(SimpleNamespace(Ad=Ad, Bd=Bd, state_names=("a", "b", "c")))
+    np.testing.assert_array_equal(old.W, rep.W)
     assert rep.state_names == ("a", "b", "c") and rep.method == "discrete" and rep.t1 == K
     assert isinstance(rep, GramianReport) and "rank 3 of 3" in str(rep)
 
@@ -417,9 +425,9 @@ def test_bad_input_raises_named_errors():
     with pytest.raises(ValueError, match="t_range"):
         LTVCallables(A_of_t=zero2, B_of_t=rotating_B, t_range=(1.0, 0.0))
     with pytest.raises(ValueError, match="Ad must have shape"):
-        discrete_gramian(np.ones((2, 2)), np.ones((2, 2, 1)))
+        DiscreteLTVSystem.from_arrays(np.ones((2, 2)), np.ones((2, 2, 1)))
     with pytest.raises(ValueError, match="Bd must have shape"):
-        discrete_gramian(np.ones((2, 2, 2)), np.ones((3, 2, 1)))
+        DiscreteLTVSystem.from_arrays(np.ones((2, 2, 2)), np.ones((3, 2, 1)))
     with pytest.raises(ValueError, match="Bd is required"):
         discrete_gramian(np.ones((2, 2, 2)))
     t = np.linspace(0.0, 1.0, 11)

@@ -1,14 +1,17 @@
 """The example scripts run and print what they promise."""
 
 import runpy
+from pathlib import Path
 import sys
 
 import pytest
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
 
 def test_circle_reference_example(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["circle_reference.py", "--out", str(tmp_path)])
-    ns = runpy.run_path("examples/circle_reference.py")
+    ns = runpy.run_path(str(EXAMPLES / "circle_reference.py"))
     residual, drift = ns["main"](["--out", str(tmp_path)])
     assert residual < 1e-12 and drift < 1e-9
     assert (tmp_path / "reference.png").stat().st_size > 10_000

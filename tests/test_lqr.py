@@ -6,10 +6,12 @@ import control
 import numpy as np
 import pytest
 
-from ballctl.discretize import discretize
-from ballctl.lqr import (FiniteHorizonLQR, RiccatiConditioningWarning, RiccatiConvergenceError, bryson,
+from ballctl.discretize import DiscreteLTVSystem, discretize
+from ballctl.lqr import (FiniteHorizonLQR, RiccatiConditioningWarning, RiccatiConvergenceError, bryson, riccati_sweep,
                          finite_horizon_lqr, periodic_lqr)
 from ballctl.ltv import LTVSystem
+
+_sys = DiscreteLTVSystem.from_arrays
 
 
 def _random_lti(seed, N=4, nu=2):
@@ -48,7 +50,7 @@ def test_long_horizon_gain_equals_dlqr():
     R = np.diag([0.3, 1.0])
     K_inf, P_inf, _ = control.dlqr(A, B, Q, R)  # slycot SB02OD
     Kt = 400
-    lqr = finite_horizon_lqr(np.broadcast_to(A, (Kt, 4, 4)), np.broadcast_to(B, (Kt, 4, 2)), Q, R, Q)
+    lqr = finite_horizon_lqr(_sys(np.broadcast_to(A, (Kt, 4, 4)), np.broadcast_to(B, (Kt, 4, 2))), Q, R, Q_N=Q)
     # The recursion converges geometrically at rate rho(A - BK)^2 ~ 0.25 per step; after
     # 400 steps the truncation is far below rounding, so what remains is rounding in
     # two different solvers on a well-conditioned problem (measured 1e-15 relative).
@@ -62,7 +64,7 @@ def test_long_horizon_gain_equals_dlqr():
 def test_scalar_matches_closed_form_recursion():
     a, b, q, r, qn = 1.2, 0.5, 2.0, 0.7, 5.0
     Kt = 25
-    lqr = finite_horizon_lqr(np.full((Kt, 1, 1), a), np.full((Kt, 1, 1), b), [[q]], [[r]], [[qn]])
+    lqr = finite_horizon_lqr(_sys(np.full((Kt, 1, 1), a), np.full((Kt, 1, 1), b)), [[q]], [[r]], Q_N=[[qn]])
     p = qn
     for k in range(Kt - 1, -1, -1):
         kk = a * b * p / (r + b * b * p)          # eq. (28), scalar
@@ -85,7 +87,7 @@ def _time_varying(seed, Kt=30, N=3, nu=2):
 
 def test_lqr_sequence_is_never_beaten_by_perturbations():
     Ad, Bd, Q, R, QN = _time_varying(1)
-    lqr = finite_horizon_lqr(Ad, Bd, Q, R, QN)
+    lqr = finite_horizon_lqr(_sys(Ad, Bd), Q, R, Q_N=QN)
     rng = np.random.default_rng(2)
     for _ in range(10):
         X0 = rng.normal(size=3)
@@ -105,7 +107,7 @@ def test_lqr_sequence_is_never_beaten_by_perturbations():
 
 def test_rollout_is_the_closed_loop():
     Ad, Bd, Q, R, QN = _time_varying(3)
-    lqr = finite_horizon_lqr(Ad, Bd, Q, R, QN)
+    lqr = finite_horizon_lqr(_sys(Ad, Bd), Q, R, Q_N=QN)
     X0 = np.array([1.0, -2.0, 0.5])
     roll = lqr.rollout(X0)
     assert roll.X.shape == (31, 3) and roll.du.shape == (30, 2)
@@ -118,7 +120,7 @@ def test_rollout_is_the_closed_loop():
 def test_riccati_symmetric_and_results_read_only():
     Ad, Bd, Q, R, QN = _time_varying(4)
     Ad_in = Ad.copy()
-    lqr = finite_horizon_lqr(Ad_in, Bd, Q, R, QN)
+    lqr = finite_horizon_lqr(_sys(Ad_in, Bd), Q, R, Q_N=QN)
     np.testing.assert_array_equal(lqr.riccati, np.swapaxes(lqr.riccati, 1, 2))  # exactly: symmetrized each step
     assert np.all(np.linalg.eigvalsh(lqr.riccati) > 0)
     Ad_in[:] = 0.0  # editing the input must not change the result
@@ -133,11 +135,75 @@ def test_accepts_discrete_ltv_system():
     ltv = LTVSystem(np.arange(10) * 0.1, np.broadcast_to(A, (10, 2, 2)), np.broadcast_to(B, (10, 2, 1)),
                     ("x", "v"), ("a",))
     d = discretize(ltv, 0.1)
-    lqr_sys = finite_horizon_lqr(d, None, np.eye(2), np.eye(1), np.eye(2))
-    lqr_arr = finite_horizon_lqr(d.Ad, d.Bd, np.eye(2), np.eye(1), np.eye(2))
+    lqr_sys = finite_horizon_lqr(d, np.eye(2), np.eye(1), Q_N=np.eye(2))
+    # the 0.1 spellings still work for one release, with a DeprecationWarning, and give the same gains
+    with pytest.warns(DeprecationWarning, match="finite_horizon_lqr"):
+        lqr_old = finite_horizon_lqr(d, None, np.eye(2), np.eye(1), np.eye(2))
+    with pytest.warns(DeprecationWarning, match="finite_horizon_lqr"):
+        lqr_arr = finite_horizon_lqr(d.Ad, d.Bd, np.eye(2), np.eye(1), np.eye(2))
     np.testing.assert_array_equal(lqr_sys.gains, lqr_arr.gains)
-    with pytest.raises(ValueError, match="Bd=None"):
+    np.testing.assert_array_equal(lqr_sys.gains, lqr_old.gains)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="Bd=None"):
         finite_horizon_lqr(d, d.Bd, np.eye(2), np.eye(1), np.eye(2))
+    with pytest.warns(DeprecationWarning, match="periodic_lqr"):
+        per_old = periodic_lqr(d.Ad, d.Bd, np.eye(2), np.eye(1))
+    np.testing.assert_array_equal(per_old.gains, periodic_lqr(d, np.eye(2), np.eye(1)).gains)
+    with pytest.raises(TypeError, match="DiscreteLTVSystem"):
+        finite_horizon_lqr(d.Ad, np.eye(2), np.eye(1))
+    # python-control's unpacking: K, S, E
+    K, S, E = lqr_sys
+    assert K is lqr_sys.gains and S is lqr_sys.riccati
+    np.testing.assert_allclose(np.sort_complex(E[3]), np.sort_complex(np.linalg.eigvals(d.Ad[3] - d.Bd[3] @ K[3])),
+                               rtol=1e-14)
+
+
+def _plain_sweep(Ad, Bd, Q, R, QN):
+    """Textbook eqs. (28)-(29), written independently of riccati_sweep (no symmetrization, no checks)."""
+    P = QN
+    gains = np.empty((Ad.shape[0], Bd.shape[2], Ad.shape[1]))
+    for k in range(Ad.shape[0] - 1, -1, -1):
+        A, B = Ad[k], Bd[k]
+        gains[k] = np.linalg.solve(R + B.T @ P @ B, B.T @ P @ A)
+        P = Q[k] + A.T @ P @ A - A.T @ P @ B @ gains[k]
+    return gains, P
+
+
+def test_sweep_gains_equal_a_plain_sweep():
+    Ad, Bd, Q, R, QN = _time_varying(8, Kt=200, N=4, nu=2)
+    K, P, S = riccati_sweep(Ad, Bd, Q, np.broadcast_to(R, (200, 2, 2)), QN)
+    K_ref, P0_ref = _plain_sweep(Ad, Bd, Q, R, QN)
+    # same operations up to symmetrization (which changes P by rounding only): 1e-12 relative
+    np.testing.assert_allclose(K, K_ref, rtol=0, atol=1e-12 * np.abs(K_ref).max())
+    np.testing.assert_allclose(P[0], P0_ref, rtol=0, atol=1e-12 * np.abs(P0_ref).max())
+    np.testing.assert_array_equal(S, np.swapaxes(S, 1, 2))
+
+
+def test_sweep_names_the_failing_step():
+    Ad = np.broadcast_to(np.eye(2), (6, 2, 2))
+    Bd = np.zeros((6, 2, 1))
+    R = np.zeros((6, 1, 1))
+    R[:4] = 1.0   # R = 0 at steps 4, 5 and B = 0: S is exactly singular there
+    with pytest.raises(np.linalg.LinAlgError, match="step 5 of 6"):
+        riccati_sweep(Ad, Bd, np.broadcast_to(np.eye(2), (6, 2, 2)), R, np.eye(2))
+
+
+@pytest.mark.slow
+def test_sweep_stays_finite_and_symmetric_over_a_million_steps():
+    """An unstable, barely stabilizable 2-state system over 1e6 steps: P stays finite, exactly symmetric,
+    positive definite and at its stationary value (control.dlqr), with no drift over the horizon."""
+    Kt = 1_000_000
+    A = np.array([[1.05, 0.1], [0.0, 0.98]])
+    B = np.array([[0.0], [0.1]])
+    Q, R = np.eye(2), np.array([[10.0]])
+    K, P, S = riccati_sweep(np.broadcast_to(A, (Kt, 2, 2)), np.broadcast_to(B, (Kt, 2, 1)),
+                            np.broadcast_to(Q, (Kt, 2, 2)), np.broadcast_to(R, (Kt, 1, 1)), Q, check_every=4096)
+    assert np.all(np.isfinite(P))
+    np.testing.assert_array_equal(P, np.swapaxes(P, 1, 2))
+    K_inf, P_inf, _ = control.dlqr(A, B, Q, R)
+    for k in (0, Kt // 2, Kt - 10_000):
+        np.testing.assert_allclose(P[k], P_inf, rtol=0, atol=1e-9 * np.abs(P_inf).max())
+        np.testing.assert_allclose(K[k], K_inf, rtol=0, atol=1e-9 * np.abs(K_inf).max())
+    assert np.all(np.linalg.eigvalsh(P[::1000]) > 0)
 
 
 def test_ill_conditioning_is_reported():
@@ -147,13 +213,13 @@ def test_ill_conditioning_is_reported():
     Ad = np.broadcast_to(np.eye(2), (Kt, 2, 2))
     Bd = np.broadcast_to(np.array([[1.0, 0.0], [0.0, 0.0]]), (Kt, 2, 2))
     with pytest.warns(RiccatiConditioningWarning, match="ill-conditioned at 5 of 5 steps"):
-        lqr = finite_horizon_lqr(Ad, Bd, np.eye(2), np.diag([1.0, 1e-14]), np.eye(2))
+        lqr = finite_horizon_lqr(_sys(Ad, Bd), np.eye(2), np.diag([1.0, 1e-14]), Q_N=np.eye(2))
     assert lqr.condition_numbers.min() > 1e13
     assert lqr.ill_conditioned_steps.tolist() == [0, 1, 2, 3, 4]
     assert "ill-conditioned steps (> 1e+12): 5" in lqr.report()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        finite_horizon_lqr(Ad, Bd, np.eye(2), np.eye(2), np.eye(2))  # well-conditioned: silent
+        finite_horizon_lqr(_sys(Ad, Bd), np.eye(2), np.eye(2), Q_N=np.eye(2))  # well-conditioned: silent
 
 
 @pytest.mark.parametrize("Q, R, QN, match", [
@@ -167,11 +233,11 @@ def test_bad_weights(Q, R, QN, match):
     Ad = np.broadcast_to(np.eye(2), (4, 2, 2))
     Bd = np.broadcast_to(np.eye(2), (4, 2, 2))
     with pytest.raises(ValueError, match=match):
-        finite_horizon_lqr(Ad, Bd, Q, R, QN)
+        finite_horizon_lqr(_sys(Ad, Bd), Q, R, Q_N=QN)
 
 
 def test_cost_argument_checks():
-    lqr = finite_horizon_lqr(np.ones((3, 1, 1)), np.ones((3, 1, 1)), np.eye(1), np.eye(1), np.eye(1))
+    lqr = finite_horizon_lqr(_sys(np.ones((3, 1, 1)), np.ones((3, 1, 1))), np.eye(1), np.eye(1), Q_N=np.eye(1))
     with pytest.raises(ValueError, match=r"du_sequence must be a finite array of shape \(3, 1\)"):
         lqr.cost([1.0], np.zeros(3))
     with pytest.raises(ValueError, match="X0 must be a finite vector of length 1"):
@@ -184,7 +250,7 @@ def test_periodic_constant_system_equals_dlqr():
     Q, R = np.eye(4), np.diag([0.5, 2.0])
     K_inf, P_inf, _ = control.dlqr(A, B, Q, R)
     T = 3
-    p = periodic_lqr(np.broadcast_to(A, (T, 4, 4)), np.broadcast_to(B, (T, 4, 2)), Q, R, tol=1e-14)
+    p = periodic_lqr(_sys(np.broadcast_to(A, (T, 4, 4)), np.broadcast_to(B, (T, 4, 2))), Q, R, tol=1e-14)
     for k in range(T):  # 1e-11 relative: the same solver-rounding margin as the finite-horizon test
         np.testing.assert_allclose(p.gains[k], K_inf, rtol=0, atol=1e-11 * np.abs(K_inf).max())
     np.testing.assert_allclose(p.riccati[0], P_inf, rtol=0, atol=1e-11 * np.abs(P_inf).max())
@@ -213,19 +279,19 @@ def test_periodic_mathieu_is_stabilized_and_a_fixed_point():
     # (a, q) = (1, 0.4) is inside the first instability tongue: open loop unstable
     assert np.max(np.abs(np.linalg.eigvals(open_loop))) > 1.2
     Q, R = np.eye(2), np.array([[0.1]])
-    p = periodic_lqr(d, None, Q, R, tol=1e-13)
+    p = periodic_lqr(d, Q, R, tol=1e-13)
     assert p.spectral_radius < 1.0 and p.periods < 200
     assert p.residual <= 1e-13
     assert f"converged in {p.periods} periods" in p.report()
     # fixed point: one more period of sweeps from P_0 returns P_0 (the tolerance is the
     # convergence tolerance, amplified by at most the contraction over one period)
-    again = finite_horizon_lqr(d, None, Q, R, p.riccati[0])
+    again = finite_horizon_lqr(d, Q, R, Q_N=p.riccati[0])
     np.testing.assert_allclose(again.riccati[0], p.riccati[0], rtol=0, atol=1e-11 * np.abs(p.riccati[0]).max())
     np.testing.assert_allclose(p.riccati[-1], p.riccati[0], rtol=0, atol=1e-11 * np.abs(p.riccati[0]).max())
     # cross-check: a long finite-horizon LQR (20 periods) has the periodic gains far from its end
     n_per = 20
     T = len(d)
-    long = finite_horizon_lqr(np.tile(d.Ad, (n_per, 1, 1)), np.tile(d.Bd, (n_per, 1, 1)), Q, R, Q)
+    long = finite_horizon_lqr(_sys(np.tile(d.Ad, (n_per, 1, 1)), np.tile(d.Bd, (n_per, 1, 1))), Q, R, Q_N=Q)
     np.testing.assert_allclose(long.gains[:T], p.gains, rtol=0, atol=1e-9 * np.abs(p.gains).max())
     # the monodromy is the product of the closed-loop steps
     roll = long.rollout(np.array([1.0, 0.0]))
@@ -236,9 +302,9 @@ def test_periodic_failures_raise():
     A = np.full((2, 1, 1), 2.0)
     B = np.zeros((2, 1, 1))
     with pytest.raises(RiccatiConvergenceError, match="did not converge in 30 periods"):
-        periodic_lqr(A, B, np.eye(1), np.eye(1), max_periods=30)
+        periodic_lqr(_sys(A, B), np.eye(1), np.eye(1), max_periods=30)
     # Q = 0 does not see the unstable mode: P = 0 converges at once but the loop stays unstable
     with pytest.raises(RiccatiConvergenceError, match=r"spectral radius 4 >= 1"):
-        periodic_lqr(A, B, np.zeros((1, 1)), np.eye(1))
+        periodic_lqr(_sys(A, B), np.zeros((1, 1)), np.eye(1))
     with pytest.raises(ValueError, match="max_periods must be a positive integer"):
-        periodic_lqr(A, B, np.eye(1), np.eye(1), max_periods=0)
+        periodic_lqr(_sys(A, B), np.eye(1), np.eye(1), max_periods=0)

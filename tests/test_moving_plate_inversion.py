@@ -38,7 +38,8 @@ def test_centred_circle_residuals_and_exact_angles_keep_the_ball_on_the_circle(c
     T = ref.period
     t = np.linspace(0.0, T, 41)
     s0 = ref(0.0)
-    r = ballctl.simulate(plant, s0.x[0], s0.xd[0], lambda tt: ref._angles(np.array([tt]), 2)[0], (0.0, T), t_eval=t, rtol=1e-10, atol=1e-12)
+    r = ballctl.simulate(plant, s0.x[0], s0.xd[0], lambda tt: ref._angles(np.array([tt]), 2)[0], (0.0, T), t_eval=t,
+                         rtol=1e-10, atol=1e-12)
     err = np.hypot(*(r.x[:, :2] - ref(t).x[:, :2]).T)
     # open loop for a revolution of an unstable motion: integration error ~1e-9 m, grown by the
     # hyperbolic contact dynamics, stays far below a micrometre

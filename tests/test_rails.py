@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from ballctl._derivatives import directional_derivative
-from ballctl.plants.rolling_ball import PointMass, RollingBallParameters, paper_ball_initial_state, paper_ball_parameters, RollingBall
+from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters
+from ballctl.plants.rolling_ball import PointMass, RollingBall, RollingBallParameters
 from ballctl.plants.rails import (CallableRail, CircleRail, EllipseRail, FigureEightRail, SegmentRail, frisvad_basis,
                            paper_rail_basis, spherical_to_cartesian)
 

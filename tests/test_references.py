@@ -31,7 +31,8 @@ def test_circular_motion_satisfies_the_dae(mass, radius, inertia_factor, rho, fr
     omega_max = np.sqrt(plant.params.rolling_gain * plant.params.gravity / rho)
     omega = direction * fraction * omega_max
     roll_rate = speed_margin * rho * abs(omega) / radius
-    ref = ballctl.CircularMotion(plant, rho, omega, min(roll_rate, rho * abs(omega) / (radius * np.cos(np.deg2rad(88)))),
+    ref = ballctl.CircularMotion(plant, rho, omega,
+                                 min(roll_rate, rho * abs(omega) / (radius * np.cos(np.deg2rad(88)))),
                                  center=(cx, cy), phase=phase)
     t = np.random.default_rng(seed).uniform(-50, 50, 8)
     s = ref(t)

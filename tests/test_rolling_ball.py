@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from ballctl._errors import ChartSingularityError
-from ballctl.plants.rolling_ball import (PAPER_KINK_TIMES, PointMass, RollingBall, RollingBallParameters,
-                                         paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration)
+from ballctl.plants.paper import (PAPER_KINK_TIMES, paper_ball_initial_state, paper_ball_parameters,
+                                  paper_rail_acceleration)
+from ballctl.plants.rolling_ball import PointMass, RollingBall, RollingBallParameters
 from ballctl.plants.rails import CircleRail, SegmentRail
 from ballctl.system import check_system
 
@@ -106,7 +107,8 @@ def test_external_force_torque_is_r_gamma_tilde_cross_gamma():
 def paper_runs():
     ball = RollingBall(paper_ball_parameters())
     x0 = paper_ball_initial_state()
-    runs = {m: ball.simulate(x0, (0.0, 20.0), _paper_input, method=m, rtol=1e-10, atol=1e-10)
+    runs = {m: ball.simulate(x0, (0.0, 20.0), _paper_input, method=m, rtol=1e-10, atol=1e-10,
+                             breakpoints=PAPER_KINK_TIMES)
             for m in ("DOP853", "Radau")}
     return ball, runs
 
@@ -221,7 +223,8 @@ def test_chart_singularity_raises_and_chart_rotation_moves_it():
     ball = RollingBall(_mixed_rail_ball())
     system = ball.to_constrained_system()
     x = np.array([0.0, 0.0, 0.1, np.pi / 2 - 1e-5, 0.2, 0.0, 0.0])
-    with pytest.raises(ChartSingularityError, match=r"pitch = 1.57.* rad is within the chart singularity margin.*chart_rotation"):
+    with pytest.raises(ChartSingularityError,
+                       match=r"pitch = 1.57.* rad is within the chart singularity margin.*chart_rotation"):
         system.mass_matrix(x, np.zeros(2))
     # The same physical orientation in a chart rotated by -90 deg about E2 is regular.
     c, s = np.cos(-np.pi / 2), np.sin(-np.pi / 2)

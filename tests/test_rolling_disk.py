@@ -5,8 +5,9 @@ import pytest
 
 from ballctl._quaternion import quat_from_matrix
 from ballctl.plants.rolling_ball import PointMass, RollingBall, RollingBallParameters
-from ballctl.plants.rolling_disk import (RollingDisk, RollingDiskParameters, newton_single_mass_angular_acceleration,
-                                         paper_disk_initial_state, paper_disk_parameters, paper_disk_rail_accelerations)
+from ballctl.plants.paper import (PAPER_KINK_TIMES, paper_disk_initial_state, paper_disk_parameters,
+                                  paper_disk_rail_accelerations)
+from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters, newton_single_mass_angular_acceleration
 from ballctl.plants.rails import CircleRail, EllipseRail
 
 RNG = np.random.default_rng(546)
@@ -54,7 +55,8 @@ def test_disk_is_the_planar_ball():
 def paper_runs():
     disk = RollingDisk(paper_disk_parameters())
     x0 = paper_disk_initial_state()
-    return disk, {m: disk.simulate(x0, (0.0, 20.0), paper_disk_rail_accelerations, method=m, rtol=1e-12, atol=1e-12)
+    return disk, {m: disk.simulate(x0, (0.0, 20.0), paper_disk_rail_accelerations, method=m, rtol=1e-12, atol=1e-12,
+                                   breakpoints=PAPER_KINK_TIMES)
                   for m in ("DOP853", "Radau")}
 
 

@@ -257,7 +257,8 @@ def test_c_header_compiles_and_matches_numpy(tmp_path, sched):
             "        du[0] = du[1] = 0.0;",
             "        k = bp_du(ts[m], X, du);",
             '        printf("%ld %a %a\\n", k, du[0], du[1]);', "    }",
-            "    for (k = 0; k < BP_N_SAMPLES; ++k) for (i = 0; i < BP_N_INPUTS; ++i) for (j = 0; j < BP_N_STATES; ++j)",
+            "    for (k = 0; k < BP_N_SAMPLES; ++k) for (i = 0; i < BP_N_INPUTS; ++i) "
+            "for (j = 0; j < BP_N_STATES; ++j)",
             '        printf("%a\\n", bp_gains[k][i][j]);',
             '    printf("%a %a\\n", bp_dt, bp_times[BP_N_SAMPLES - 1]);',
             "    return 0;", "}", ""]
@@ -313,7 +314,7 @@ def test_from_lqr(sched):
     Ad = np.eye(N) + 0.05 * rng.normal(size=(KT, N, N))
     Bd = 0.1 * rng.normal(size=(KT, N, NU))
     dsys = DiscreteLTVSystem(0.5 + np.arange(KT) * 0.01, 0.01, Ad, Bd, part.state_names, ("alpha", "beta"), part)
-    lqr = finite_horizon_lqr(dsys, None, np.eye(N), np.eye(NU), np.eye(N))
+    lqr = finite_horizon_lqr(dsys, np.eye(N), np.eye(NU), Q_N=np.eye(N))
     s = GainSchedule.from_lqr(lqr, dsys, x0=sched.x0, xd0=sched.xd0, u0=sched.u0, plant_name="ball_plate",
                               plant_parameters={"g": 9.81})
     np.testing.assert_array_equal(s.gains, lqr.gains)

@@ -15,14 +15,27 @@ HELP = "compare every coordinate partition's controllability along the circle"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add this subcommand's flags."""
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    """
     add_ball_arguments(p)
     add_circle_arguments(p)
-    p.add_argument("--dt", type=number("s", low=0, low_inclusive=False), default=0.01, help="sample time of the Gramians in s (default 0.01)")
+    p.add_argument("--dt", type=number("s", low=0, low_inclusive=False), default=0.01,
+                   help="sample time of the Gramians in s (default 0.01)")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the partition table."""
+    """Print the partition table.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+    """
     from ..studies.partitions import compare_partitions
 
     plant = ball_plate(args)

@@ -16,14 +16,26 @@ HELP = "print the circular steady motion and plot its path and plate angles"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add this subcommand's flags."""
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    """
     add_ball_arguments(p)
     add_circle_arguments(p)
     p.add_argument("--out", default="ballctl_reference.png", help="figure file (.png/.svg); '' to skip")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the steady motion's numbers and save its figure."""
+    """Print the steady motion's numbers and save its figure.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+    """
     from ..plotting import plot_reference, save_figure
 
     if args.out:

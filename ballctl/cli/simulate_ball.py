@@ -14,14 +14,26 @@ HELP = "the paper's rolling ball with three internal masses; saves figures"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add this subcommand's flags."""
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    """
     p.add_argument("--t-final", type=number("s", low=0, high=1e4, low_inclusive=False), default=20.0,
                    help="end time in s, at most 1e4 (default 20, as in the paper)")
     p.add_argument("--out", default="ballctl_ball", help="output folder (default ballctl_ball)")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Simulate the paper's ball, save its figure and print the key numbers."""
+    """Simulate the paper's ball, save its figure and print the key numbers.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+    """
     from ..studies.paper_ball import simulate_paper_ball
 
     output_dir(args.out, "--out")

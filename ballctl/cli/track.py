@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .._errors import ParameterError
+from .._io import atomic_write_text
 from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle, integer, number, output_dir
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
@@ -22,7 +23,13 @@ DEFAULT_MAX_INPUT_ERRORS_DEG = 3.0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add this subcommand's flags."""
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    """
     p.add_argument("--config", default=None, help="TOML file whose keys (or [track] table) set any flag")
     add_ball_arguments(p)
     add_circle_arguments(p)
@@ -35,7 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--weight-scale", type=pos, default=1.0,
                    help="multiply the Bryson state weights (default 1)")
     g.add_argument("--max-input-error-deg", type=number("deg", low=0, high=90, low_inclusive=False),
-                   default=DEFAULT_MAX_INPUT_ERRORS_DEG, help="Bryson limit on plate-angle corrections in deg (default 3)")
+                   default=DEFAULT_MAX_INPUT_ERRORS_DEG,
+                   help="Bryson limit on plate-angle corrections in deg (default 3)")
     g.add_argument("--terminal-factor", type=number(low=0), default=1.0, help="Q_N = factor * Q (default 1)")
     g = p.add_argument_group("scenario and rig")
     g.add_argument("--offset", type=number("m"), nargs=2, default=(0.05, 0.0), metavar=("DX", "DY"),
@@ -53,7 +61,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The main job: reference -> linearize -> controllability -> discretize -> LQR -> closed loop."""
+    """The main job: reference -> linearize -> controllability -> discretize -> LQR -> closed loop.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+    """
     import json
 
     from ..closed_loop import RigLimits, simulate_closed_loop
@@ -100,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
         "open loop NL": simulate_closed_loop(ctrl, x0, s0.xd[0], feedback=False, progress=True),
     }
     print("[5/5] figures, schedule, summary", file=sys.stderr)
+    out.mkdir(parents=True, exist_ok=True)
     save_figure(plot_reference(ref, np.linspace(0, ref.period, 400)), out / "reference.png")
     save_figure(plot_tracking(runs, title="ball-plate circle tracking"), out / "tracking.png")
-    out.mkdir(parents=True, exist_ok=True)
     schedule = ctrl.to_schedule()
     schedule.save(out / "gain_schedule.npz")
     schedule.to_c_header(out / "gain_schedule.h")
@@ -116,16 +130,17 @@ def run(args: argparse.Namespace) -> int:
     summaries = {}
     for label, r in runs.items():
         sm = r.summary()
-        summaries[label] = sm
-        lines.append(f"| {label} | {sm['final_error']:.3e} | {sm['steady_state_error']:.3e} | "
-                     f"{sm['settling_time']:.3f} | {np.rad2deg(sm['peak_alpha']):.3f} | "
-                     f"{np.rad2deg(sm['peak_beta']):.3f} | {sm['wall_time']:.2f} |")
+        summaries[label] = sm.as_dict()
+        settle = "never" if sm.settling_time_s is None else f"{sm.settling_time_s:.3f}"
+        lines.append(f"| {label} | {sm.final_error_m:.3e} | {sm.steady_state_error_m:.3e} | "
+                     f"{settle} | {np.rad2deg(sm.peak_input_rad['alpha']):.3f} | "
+                     f"{np.rad2deg(sm.peak_input_rad['beta']):.3f} | {sm.wall_time_s:.2f} |")
         if r.limit_events:
             lines.append(f"|  rig limits active: {r.limit_events} | | | | | | |")
     lines += ["", "Files: reference.png, tracking.png, gain_schedule.npz, gain_schedule.h, summary.json."]
     text = "\n".join(lines) + "\n"
     _atomic_text(out / "summary.md", text)
-    _atomic_text(out / "summary.json", json.dumps(summaries, indent=2, default=float))
+    _atomic_text(out / "summary.json", json.dumps(summaries, indent=2, allow_nan=False))
     print(text)
     return 0
 
@@ -133,23 +148,14 @@ def run(args: argparse.Namespace) -> int:
 def _controllability_rank(ctrl) -> int:
     """Rank of the discrete reachability Gramian over the first second of control samples."""
     from ..controllability import discrete_gramian
+    from ..discretize import DiscreteLTVSystem
 
     steps = min(len(ctrl.discrete.Ad), max(ctrl.ltv.n_states, int(round(1.0 / ctrl.dt))))
-    report = discrete_gramian(ctrl.discrete.Ad[:steps], ctrl.discrete.Bd[:steps], state_names=ctrl.state_names,
-                              rank_rtol=1e-9)
+    head = DiscreteLTVSystem.from_arrays(ctrl.discrete.Ad[:steps], ctrl.discrete.Bd[:steps], dt=ctrl.dt,
+                                         state_names=ctrl.state_names)
+    report = discrete_gramian(head, rank_rtol=1e-9)
     return int(report.rank)
 
 
 def _atomic_text(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, text)

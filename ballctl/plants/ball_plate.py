@@ -160,9 +160,10 @@ class BallPlate(ConstrainedSystem):
     ----------
     params : BallPlateParameters, optional
         Physical parameters; keyword arguments build one when omitted.
-    **overrides
+    mass, radius, inertia, gravity : float, optional
         Convenience: ``BallPlate(mass=0.2)`` equals
-        ``BallPlate(BallPlateParameters(mass=0.2))``.
+        ``BallPlate(BallPlateParameters(mass=0.2))`` (kg, m, kg m^2, m/s^2);
+        not together with ``params``.
 
     References
     ----------
@@ -170,6 +171,7 @@ class BallPlate(ConstrainedSystem):
     """
 
     name = "ball_plate"
+    batched = True
 
     def __init__(self, params: BallPlateParameters | None = None, *, mass: float | None = None,
                  radius: float | None = None, inertia: float | None = None,
@@ -187,7 +189,13 @@ class BallPlate(ConstrainedSystem):
 
     # -------------------------------------------------------------- helpers
     def gravity_in_plate(self, u) -> np.ndarray:
-        """Gravity in the plate frame, ``R2^T (0, 0, -g)``, shape (..., 3), m/s^2."""
+        """Gravity in the plate frame, ``R2^T (0, 0, -g)``, shape (..., 3), m/s^2.
+
+        Parameters
+        ----------
+        u : array_like, shape (..., 2)
+            Plate angles ``(alpha, beta)`` in rad.
+        """
         u = np.asarray(u)
         ca, sa = _cs(u[..., 0])
         cb, sb = _cs(u[..., 1])
@@ -195,7 +203,15 @@ class BallPlate(ConstrainedSystem):
         return g * np.stack([ca * sb, -sa, -ca * cb], axis=-1)
 
     def angular_velocity(self, x, xd) -> np.ndarray:
-        """Ball angular velocity in the plate frame, rad/s, shape (..., 3)."""
+        """Ball angular velocity in the plate frame, rad/s, shape (..., 3).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        """
         x = np.asarray(x)
         xd = np.asarray(xd)
         cps, sps = _cs(x[..., 2])
@@ -206,20 +222,44 @@ class BallPlate(ConstrainedSystem):
                          dpsi + dth * sph], axis=-1)
 
     def spin(self, x, xd) -> np.ndarray:
-        """Spin about the plate normal ``yaw' + roll' sin(lean)`` in rad/s (conserved)."""
+        """Spin about the plate normal ``yaw' + roll' sin(lean)`` in rad/s (conserved).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        """
         x = np.asarray(x)
         xd = np.asarray(xd)
         return xd[..., 2] + xd[..., 4] * np.sin(x[..., 3])
 
     def kinetic_energy(self, x, xd) -> np.ndarray:
-        """Kinetic energy of the ball in J (plate frame)."""
+        """Kinetic energy of the ball in J (plate frame).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        """
         p = self.params
         w = self.angular_velocity(x, xd)
         xd = np.asarray(xd)
         return 0.5 * p.mass * (xd[..., 0] ** 2 + xd[..., 1] ** 2) + 0.5 * p.ball_inertia * np.sum(w * w, axis=-1)
 
     def potential_energy(self, x, u) -> np.ndarray:
-        """Gravitational potential energy in J of the ball centre at ``(x_C, y_C, R)`` in the plate frame."""
+        """Gravitational potential energy in J of the ball centre at ``(x_C, y_C, R)`` in the plate frame.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        u : array_like, shape (..., 2)
+            Plate angles in rad.
+        """
         p = self.params
         g = self.gravity_in_plate(u)
         x = np.asarray(x)
@@ -227,7 +267,15 @@ class BallPlate(ConstrainedSystem):
 
     # ------------------------------------------------------------ interface
     def mass_matrix(self, x, u=None) -> np.ndarray:
-        """Mass matrix M(x), shape (..., 5, 5); independent of u for the quasi-static plate."""
+        """Mass matrix M(x), shape (..., 5, 5); independent of u for the quasi-static plate.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        u : array_like, shape (..., nu), optional
+            Inputs.
+        """
         x = np.asarray(x)
         p = self.params
         sph = np.sin(x[..., 3])
@@ -244,7 +292,17 @@ class BallPlate(ConstrainedSystem):
         return M
 
     def forces(self, x, xd, u) -> np.ndarray:
-        """Generalized forces Q(x, xd, u), shape (..., 5): gravity and gyroscopic terms."""
+        """Generalized forces Q(x, xd, u), shape (..., 5): gravity and gyroscopic terms.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        u : array_like, shape (..., 2)
+            Plate angles in rad.
+        """
         x = np.asarray(x)
         xd = np.asarray(xd)
         p = self.params
@@ -260,12 +318,24 @@ class BallPlate(ConstrainedSystem):
                          -inertia * dpsi * dphi * cph], axis=-1)
 
     def holonomic(self, x) -> np.ndarray:
-        """No holonomic constraints: shape (..., 0)."""
+        """No holonomic constraints: shape (..., 0).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        """
         x = np.asarray(x)
         return np.zeros(x.shape[:-1] + (0,), dtype=np.result_type(x, float))
 
     def constraint_jacobian(self, x) -> np.ndarray:
-        """Rolling constraints B(x) of eqs. (43)-(44), shape (..., 2, 5)."""
+        """Rolling constraints B(x) of eqs. (43)-(44), shape (..., 2, 5).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        """
         x = np.asarray(x)
         R = self.params.radius
         cps, sps = _cs(x[..., 2])
@@ -280,7 +350,15 @@ class BallPlate(ConstrainedSystem):
         return D
 
     def constraint_bias(self, x, xd) -> np.ndarray:
-        """Analytic ``Ddot(x, xd) @ xd``, shape (..., 2)."""
+        """Analytic ``Ddot(x, xd) @ xd``, shape (..., 2).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        """
         x = np.asarray(x)
         xd = np.asarray(xd)
         R = self.params.radius
@@ -292,7 +370,13 @@ class BallPlate(ConstrainedSystem):
             -sps * dpsi * dphi - cps * cph * dpsi * dth + sps * sph * dphi * dth], axis=-1)
 
     def chart_margin(self, x) -> np.ndarray:
-        """``cos(lean) - cos(LEAN_LIMIT)``: positive while the Z-X-Y chart is usable."""
+        """``cos(lean) - cos(LEAN_LIMIT)``: positive while the Z-X-Y chart is usable.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        """
         return np.cos(np.asarray(x)[..., 3]) - np.cos(LEAN_LIMIT)
 
     def rechart(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
@@ -305,6 +389,11 @@ class BallPlate(ConstrainedSystem):
         follow from ``w = (lean' cos yaw - roll' sin yaw, lean' sin yaw +
         roll' cos yaw, yaw')``. Used by :func:`ballctl.simulate` with
         ``rechart=True`` to run past the chart's singularity.
+
+        Parameters
+        ----------
+        x, xd : array_like, shape (5,)
+            Coordinates and velocities of one state.
         """
         x = np.array(x, dtype=float)
         xd = np.array(xd, dtype=float)
@@ -325,6 +414,15 @@ class BallPlate(ConstrainedSystem):
         Inverts eqs. (45)-(46): ``lean' = (vx sin(yaw) - vy cos(yaw))/R``,
         ``roll' = (vx cos(yaw) + vy sin(yaw))/(R cos(lean))``,
         ``yaw' = spin - roll' sin(lean)``. Shapes broadcast over a leading batch axis.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        contact_velocity : array_like, shape (..., 2)
+            Contact-point velocity in the plate frame, m/s.
+        spin : float or array_like
+            Spin about the plate normal, rad/s.
         """
         x = np.asarray(x)
         v = np.asarray(contact_velocity)

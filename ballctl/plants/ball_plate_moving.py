@@ -101,7 +101,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError
-from .._validation import check_finite_scalar, check_positive
+from .._quaternion import cross
+from .._validation import as_vector, check_finite_scalar, check_positive
 from ..system import ConstrainedSystem
 from .ball_plate import BallPlate, BallPlateParameters
 
@@ -146,6 +147,10 @@ class MovingPlateParameters:
         """Number of plate coordinates (2, or 3 with the spin)."""
         return 3 if self.with_spin else 2
 
+    def as_dict(self) -> dict:
+        """Flat dictionary of the resolved parameters (for files and reports); ball keys as in the ball's."""
+        return {**self.ball.as_dict(), "pivot_depth": float(self.pivot_depth), "with_spin": self.with_spin}
+
 
 @dataclass(frozen=True, kw_only=True)
 class ServoParameters:
@@ -177,11 +182,12 @@ class ServoParameters:
     def __post_init__(self) -> None:
         check_positive(self.bandwidth, "bandwidth", "rad/s")
         check_positive(self.damping, "damping")
-        inertia = tuple(self.plate_inertia)
-        if len(inertia) != 3:
-            raise ParameterError(f"plate_inertia must have 3 entries (J_xx, J_yy, J_zz) in kg m^2, got {inertia}")
+        inertia = tuple(as_vector(self.plate_inertia, "plate_inertia (J_xx, J_yy, J_zz)", 3, unit="kg m^2"))
         for i, value in enumerate(inertia):
             check_positive(value, f"plate_inertia[{i}]", "kg m^2")
+        if 2.0 * max(inertia) > sum(inertia) * (1.0 + 1e-12):
+            raise ParameterError(f"plate_inertia must satisfy the triangle inequality of a rigid body (each moment "
+                                 f"<= the sum of the other two, to 1e-12), got {list(inertia)} kg m^2")
         object.__setattr__(self, "plate_inertia", tuple(float(v) for v in inertia))
         if self.max_torque is not None:
             check_positive(self.max_torque, "max_torque", "N m")
@@ -198,15 +204,13 @@ class ServoParameters:
         """``k_v = 2 zeta omega_s`` in 1/s: angular acceleration per unit rate error."""
         return 2.0 * self.damping * self.bandwidth
 
+    def as_dict(self) -> dict:
+        """Flat dictionary of the parameters (for files and reports)."""
+        return {"bandwidth": float(self.bandwidth), "damping": float(self.damping),
+                "plate_inertia": list(self.plate_inertia), "max_torque": self.max_torque, "max_rate": self.max_rate}
+
 
 # ---------------------------------------------------------------- pure functions
-def _cross(a, b):
-    """Cross product on the last axis (complex-safe)."""
-    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-                     a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
-
-
 def plate_kinematics(qp, qpd, gravity: float):
     r"""Plate angular velocity and gravity in the plate frame.
 
@@ -259,6 +263,7 @@ class _MovingPlateBase(ConstrainedSystem):
     """Shared kinematics of the moving-plate plants (not a plant by itself)."""
 
     input_suffix = ""
+    batched = True
 
     def __init__(self, params: MovingPlateParameters | None = None) -> None:
         if params is None:
@@ -299,7 +304,7 @@ class _MovingPlateBase(ConstrainedSystem):
         H[..., 0, 0] = 1.0
         H[..., 1, 1] = 1.0
         # Omega x s = sum_j qpd_j (Gp[:, j] x s)
-        H[..., :, 5:] = np.swapaxes(_cross(np.swapaxes(Gp, -1, -2), s[..., None, :]), -1, -2)
+        H[..., :, 5:] = np.swapaxes(cross(np.swapaxes(Gp, -1, -2), s[..., None, :]), -1, -2)
         G = np.zeros(x.shape[:-1] + (3, n), dtype=dtype)
         G[..., 0, 3] = cps
         G[..., 1, 3] = sps
@@ -312,8 +317,8 @@ class _MovingPlateBase(ConstrainedSystem):
         Grel_dot_qd = np.stack([-dphi * sps * dpsi - dth * (cps * cph * dpsi - sps * sph * dphi),
                                 dphi * cps * dpsi - dth * (sps * cph * dpsi + cps * sph * dphi),
                                 dth * cph * dphi], axis=-1)
-        h = _cross(Gpdot_qd, s) + 2.0 * _cross(Om, sd) + _cross(Om, _cross(Om, s))
-        g_v = Grel_dot_qd + Gpdot_qd + _cross(Om, w)
+        h = cross(Gpdot_qd, s) + 2.0 * cross(Om, sd) + cross(Om, cross(Om, s))
+        g_v = Grel_dot_qd + Gpdot_qd + cross(Om, w)
         return H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s
 
     def _ball_mass_and_forces(self, x, xd):
@@ -518,13 +523,23 @@ class ServoPlateBallPlate(_MovingPlateBase):
         Gp, Om, Gpdot_qd, _ = plate_kinematics(x[..., 5:], xd[..., 5:], 1.0)
         M[..., 5:, 5:] += np.swapaxes(Gp, -1, -2) @ self._J @ Gp
         JOm = np.einsum("ij,...j->...i", self._J, Om)
-        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + _cross(Om, JOm)
+        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + cross(Om, JOm)
         Q = Q + 0.0 * u.sum(axis=-1)[..., None]
         Q[..., 5:] += -np.einsum("...ji,...j->...i", Gp, inner) + self.servo_torque(x, xd, u)
         return M, Q
 
     def servo_torque(self, x, xd, u) -> np.ndarray:
-        """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p)."""
+        """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        u : array_like, shape (..., n_p)
+            Commanded plate angles in rad.
+        """
         x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
         sv = self.servo
         err = u - x[..., 5:]
@@ -542,6 +557,15 @@ class ServoPlateBallPlate(_MovingPlateBase):
 
         Raises ``ValueError`` when the torque or the implied rate set-point
         reaches a servo limit.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        tau : array_like, shape (..., n_p)
+            Servo torques in N m.
         """
         x, xd, tau = np.asarray(x, float), np.asarray(xd, float), np.asarray(tau, float)
         sv = self.servo
@@ -559,15 +583,31 @@ class ServoPlateBallPlate(_MovingPlateBase):
         return x[..., 5:] + rate / sv.position_gain
 
     def plate_kinetic_energy(self, x, xd) -> np.ndarray:
-        """Kinetic energy of the plate ``1/2 Omega^T J Omega`` in J."""
+        """Kinetic energy of the plate ``1/2 Omega^T J Omega`` in J.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        """
         Om = self.plate_angular_velocity(x, xd)
         return 0.5 * np.einsum("...i,ij,...j->...", Om, self._J, Om)
 
     def plate_forces(self, x, xd) -> np.ndarray:
-        """Plate gyroscopic and velocity terms ``-G_p^T (J Gdot_p qd_p + Omega x J Omega)``, shape (..., n_p)."""
+        """Plate gyroscopic and velocity terms ``-G_p^T (J Gdot_p qd_p + Omega x J Omega)``, shape (..., n_p).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n)
+            Coordinates (SI units, rad); a leading batch axis is allowed where the plant is batched.
+        xd : array_like, shape (..., n)
+            Velocities.
+        """
         x, xd = np.asarray(x), np.asarray(xd)
         Gp, Om, Gpdot_qd, _ = plate_kinematics(x[..., 5:], xd[..., 5:], 1.0)
         JOm = np.einsum("ij,...j->...i", self._J, Om)
-        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + _cross(Om, JOm)
+        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + cross(Om, JOm)
         return -np.einsum("...ji,...j->...i", Gp, inner)
 

@@ -406,7 +406,8 @@ class CallableRail(Rail):
             raise ParameterTypeError(f"function must be callable, got {self.function!r}")
         lo, hi = (float(v) for v in self.parameter_range)
         if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
-            raise ParameterError(f"parameter_range must be finite (low, high) with high > low, got {self.parameter_range!r}")
+            raise ParameterError(
+                f"parameter_range must be finite (low, high) with high > low, got {self.parameter_range!r}")
         object.__setattr__(self, "parameter_range", (lo, hi))
         theta = np.linspace(lo, hi, 5)
         out = self.function(theta)

@@ -54,79 +54,37 @@ internal point masses", Meccanica 53 (2018) 3839-3868, eqs. (5.23)-(5.28),
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-import time
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
-from .._derivatives import jacobian as _cs_jacobian
-from .._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
+from .._errors import ChartSingularityError, ParameterError, ParameterTypeError
 from .._quaternion import cross, hat, quat_from_matrix, quat_multiply, quat_to_matrix
-from .._validation import (ProblemCollector, as_times, as_vector, check_bool, check_choice, check_ivp_method,
-                           check_positive, check_tolerances, checked_input, guard_rhs)
-from .rails import CircleRail, Rail
-from ..system import ConstrainedSystem
+from .._validation import ProblemCollector, as_vector, check_positive
+from .internal_masses import InternalMassesPlant, InternalMassesSystem, PointMass
 
-__all__ = [
-    "PointMass",
-    "RollingBallParameters",
-    "RollingBall",
-    "RollingBallTrajectory",
-    "RollingBallSystem",
-    "paper_rail_acceleration",
-    "paper_ball_parameters",
-    "paper_ball_initial_state",
-    "PAPER_KINK_TIMES",
-    "rail_exit_event",
-]
-
-#: Times (s) where the paper's rail accelerations (6.6), (7.11) have kinks.
-PAPER_KINK_TIMES = (0.1, 0.2)
+__all__ = ["PointMass", "RollingBallParameters", "RollingBall", "RollingBallSystem"]
 
 _QUAT_TOL = 1e-9
 
-
-def paper_rail_acceleration(t):
-    """The paper's rail acceleration profile, eqs. (6.6) and (7.11) without the sign.
-
-    1 on ``[0, 0.1]``, ``2 - 10 t`` on ``[0.1, 0.2]``, 0 afterwards (rad/s^2).
-    Continuous with kinks at :data:`PAPER_KINK_TIMES`.
-
-    Parameters
-    ----------
-    t : float or array_like
-        Time in s.
-
-    Returns
-    -------
-    float or ndarray
-    """
-    t = np.asarray(t, dtype=float)
-    out = np.where(t <= 0.1, 1.0, np.where(t <= 0.2, 2.0 - 10.0 * t, 0.0))
-    return float(out) if out.ndim == 0 else out
+#: names that moved in 0.2: old spelling here -> (module, new name); importable for one release with a warning
+_MOVED = {"RollingBallTrajectory": ("ballctl.ode", "ODETrajectory"),
+          "paper_rail_acceleration": ("ballctl.plants.paper", "paper_rail_acceleration"),
+          "paper_ball_parameters": ("ballctl.plants.paper", "paper_ball_parameters"),
+          "paper_ball_initial_state": ("ballctl.plants.paper", "paper_ball_initial_state"),
+          "PAPER_KINK_TIMES": ("ballctl.plants.paper", "PAPER_KINK_TIMES")}
 
 
-@dataclass(frozen=True, kw_only=True)
-class PointMass:
-    """A point mass on a rail.
-
-    Attributes
-    ----------
-    mass_kg : float
-        Mass in kg, > 0.
-    rail : Rail
-        The curve it moves along (:mod:`ballctl.rails`).
-    """
-
-    mass_kg: float
-    rail: Rail
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mass_kg", check_positive(self.mass_kg, "mass_kg", "kg"))
-        if not isinstance(self.rail, Rail):
-            raise ParameterTypeError(f"rail must be a ballctl.rails.Rail, got {type(self.rail).__name__}")
+def __getattr__(name: str):
+    if name in _MOVED:
+        import importlib
+        module, new = _MOVED[name]
+        warnings.warn(f"ballctl.plants.rolling_ball.{name} moved to {module}.{new}", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(importlib.import_module(module), new)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,165 +167,22 @@ class RollingBallParameters:
         """``M = m0 + sum m_i`` in kg."""
         return self.mass_kg + sum(pm.mass_kg for pm in self.point_masses)
 
-
-def paper_ball_parameters() -> RollingBallParameters:
-    """The ball of section 7 (eqs. 7.8-7.10): three masses on tilted circles, g = 1.
-
-    Returns
-    -------
-    RollingBallParameters
-    """
-    rails = [CircleRail.from_spherical(0.95, 0.0, 0.0),
-             CircleRail.from_spherical(0.9, np.pi / 2, 0.0),
-             CircleRail.from_spherical(0.85, np.pi / 4, np.pi / 4)]
-    return RollingBallParameters(mass_kg=1.0, radius_m=1.0, principal_inertia_kgm2=[0.9, 1.0, 1.1],
-                                 cm_offset_m=[0.0, 0.0, -0.05],
-                                 point_masses=tuple(PointMass(mass_kg=1.0, rail=r) for r in rails),
-                                 gravity_mps2=1.0)
+    def as_dict(self) -> dict:
+        """Flat dictionary of the parameters with their units in the keys (for files and reports)."""
+        return {"mass_kg": float(self.mass_kg), "radius_m": float(self.radius_m),
+                "principal_inertia_kgm2": self.principal_inertia_kgm2.tolist(),
+                "cm_offset_m": self.cm_offset_m.tolist(), "gravity_mps2": float(self.gravity_mps2),
+                "point_masses": [pm.as_dict() for pm in self.point_masses],
+                "external_force": None if self.external_force is None else repr(self.external_force)}
 
 
-def paper_ball_initial_state() -> np.ndarray:
-    """Initial state (7.12): at rest at the origin, ``theta_a = (0, 2.0369, 0.7044)``, ``q = (1, 0, 0, 0)``.
-
-    Returns
-    -------
-    ndarray, shape (15,)
-    """
-    return np.array([0.0, 2.0369, 0.7044, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0], dtype=float)
-
-
-@dataclass(frozen=True)
-class RollingBallTrajectory:
-    """A simulated run.
-
-    Attributes
-    ----------
-    t : ndarray, shape (K,)
-        Times in s.
-    x : ndarray, shape (K, nx)
-        States (layout of the plant that produced it).
-    method : str
-        Integrator used.
-    n_rhs_evaluations : int
-        Right-hand-side evaluations, summed over the pieces between kinks.
-    wall_time_s : float
-        Wall-clock time of the integration.
-    """
-
-    t: np.ndarray
-    x: np.ndarray
-    method: str
-    n_rhs_evaluations: int
-    wall_time_s: float
-
-
-def rail_exit_event(point_masses, radius_m: float):
-    """Terminal ``solve_ivp`` event: a mass on a non-periodic rail reaching the ball's shell.
-
-    Non-periodic rails (e.g. :class:`~ballctl.plants.rails.SegmentRail`) are
-    extrapolated beyond their parameter range (no end stops are modelled); a
-    mass driven that far would leave the ball, which the model cannot describe.
-
-    Parameters
-    ----------
-    point_masses : sequence of PointMass
-        The masses, whose rail parameters are the first entries of the state.
-    radius_m : float
-        Ball (or disk) radius in m.
-
-    Returns
-    -------
-    callable or None
-        ``event(t, x)``: ``radius_m - max |zeta_i|`` in m, negative once a mass
-        is outside; None when every rail is periodic (those are checked over
-        their whole range when the parameters are built).
-    """
-    open_rails = [(i, pm.rail) for i, pm in enumerate(point_masses) if not pm.rail.periodic]
-    if not open_rails:
-        return None
-
-    def distances(x):
-        return [float(np.linalg.norm(np.real(rail.evaluate(np.asarray(x[i]))[0]))) for i, rail in open_rails]
-
-    def event(t, x):
-        return radius_m - max(distances(x))
-
-    event.terminal = True
-    event.direction = -1
-    event.describe = lambda x: max(((d, i) for d, (i, _) in zip(distances(x), open_rails)))
-    return event
-
-
-def _integrate_piecewise(fun, x0, t_span, *, breakpoints, method, rtol, atol, t_eval, jac,
-                         rail_event=None) -> RollingBallTrajectory:
-    """Integrate with ``solve_ivp`` restarting at every breakpoint (kinks of the input).
-
-    A non-finite state or derivative stops the run with :class:`NonFiniteStateError`
-    (time and quantity named); ``rail_event`` (see :func:`rail_exit_event`)
-    stops it when a mass on an extrapolated rail reaches the shell.
-    """
-    t_span = as_times(t_span, "t_span", increasing=True)
-    if t_span.shape != (2,):
-        raise ShapeError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
-    t0, t1 = (float(v) for v in t_span)
-    method = check_ivp_method(method)
-    rtol, atol = check_tolerances(rtol, atol)
-    breakpoints = as_times(breakpoints, "breakpoints") if np.size(breakpoints) else ()
-    cuts = [t0] + sorted(float(b) for b in breakpoints if t0 < float(b) < t1) + [t1]
-    if t_eval is not None:
-        t_eval = as_times(t_eval, "t_eval", increasing=True)
-        if t_eval[0] < t0 or t_eval[-1] > t1:
-            raise ParameterError(f"t_eval must lie within t_span = [{t0:g}, {t1:g}] s, got "
-                                 f"[{t_eval[0]:g}, {t_eval[-1]:g}] s")
-    if rail_event is not None and rail_event(t0, np.asarray(x0, dtype=float)) <= 0.0:
-        d, i = rail_event.describe(np.asarray(x0, dtype=float))
-        raise ParameterError(f"x0[{i}] = {x0[i]:.6g} puts mass {i} at {d:.6g} m from the centre, outside the ball "
-                             f"(its rail is extrapolated beyond its parameter range); start it on its rail inside")
-    fun = guard_rhs(fun, context="simulate")
-    ts, xs = [np.array([t0])], [np.asarray(x0, dtype=float)[None, :]]
-    nfev = 0
-    x = np.asarray(x0, dtype=float)
-    start = time.perf_counter()
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        if t_eval is not None:
-            piece_eval = t_eval[(t_eval > a) & (t_eval <= b)]
-            if piece_eval.size == 0 or piece_eval[-1] != b:
-                piece_eval = np.append(piece_eval, b)
-        else:
-            piece_eval = None
-        kwargs = {"jac": jac} if (jac is not None and method in ("Radau", "BDF", "LSODA")) else {}
-        sol = solve_ivp(fun, (a, b), x, method=method, rtol=rtol, atol=atol, t_eval=piece_eval,
-                        events=rail_event, **kwargs)
-        if not sol.success:
-            raise IntegrationError(f"{method} failed on [{a}, {b}] s at t = {sol.t[-1]:.6g} s: {sol.message}",
-                                   time=float(sol.t[-1]))
-        if sol.status == 1:
-            t_hit, x_hit = float(sol.t_events[0][0]), sol.y_events[0][0]
-            d, i = rail_event.describe(x_hit)
-            raise ParameterError(
-                f"rail_input drives mass {i} out of the ball at t = {t_hit:.6g} s: at rail parameter "
-                f"{x_hit[i]:.6g} its extrapolated rail reaches the shell ({d:.6g} m from the centre); the plant "
-                f"models no end stops: keep the mass on its rail")
-        nfev += sol.nfev
-        ts.append(sol.t)
-        xs.append(sol.y.T)
-        x = sol.y[:, -1]
-    wall = time.perf_counter() - start
-    t = np.concatenate(ts)
-    xk = np.concatenate(xs)
-    if t_eval is not None:
-        keep = np.isin(t, t_eval) if t_eval.size else np.ones(t.shape, bool)
-        keep[-1] = keep[-1] or t_eval.size == 0
-        t, xk = t[keep], xk[keep]
-    return RollingBallTrajectory(t=t, x=xk, method=method, n_rhs_evaluations=int(nfev), wall_time_s=wall)
-
-
-class RollingBall:
+class RollingBall(InternalMassesPlant):
     """The rolling ball of Putkaradze & Rogers (2018) as an ODE/DAE plant.
 
     Parameters
     ----------
-    parameters : RollingBallParameters
+    params : RollingBallParameters
+        Physical parameters.
     inputs : {"acceleration", "force"}
         Meaning of ``u``: prescribed rail accelerations ``theta_ddot`` in
         1/s^2 (units of theta per s^2; eq. 7.2) or generalized rail forces ``tau``
@@ -376,33 +191,27 @@ class RollingBall:
     Notes
     -----
     The plant is an immutable description; runs live in
-    :class:`RollingBallTrajectory`.
+    :class:`~ballctl.ode.ODETrajectory`. The ODE-plant contract is in
+    :mod:`ballctl.plants.base`; what the ball shares with the disk is in
+    :class:`~ballctl.plants.internal_masses.InternalMassesPlant`.
 
     Examples
     --------
-    >>> from ballctl.plants.rolling_ball import RollingBall, paper_ball_parameters, paper_ball_initial_state
+    >>> from ballctl.plants.rolling_ball import RollingBall
+    >>> from ballctl.plants.paper import paper_ball_parameters, paper_ball_initial_state
     >>> ball = RollingBall(paper_ball_parameters())
     >>> ball.rhs(0.0, paper_ball_initial_state(), [1.0, 1.0, 1.0]).shape
     (15,)
     """
 
-    def __init__(self, parameters: RollingBallParameters, *, inputs: str = "acceleration") -> None:
-        if not isinstance(parameters, RollingBallParameters):
-            raise ParameterTypeError(f"parameters must be RollingBallParameters, got {type(parameters).__name__}")
-        check_choice(inputs, "inputs", ("acceleration", "force"))
-        self.parameters = parameters
-        self.inputs = inputs
-        p = parameters
-        self._n = p.n_masses
-        self._masses = np.array([p.mass_kg] + [pm.mass_kg for pm in p.point_masses])
-        self._inertia = np.asarray(p.principal_inertia_kgm2, dtype=float)
+    parameters_type = RollingBallParameters
+    name = "rolling_ball"
+
+    def __init__(self, params: RollingBallParameters, *, inputs: str = "acceleration") -> None:
+        super().__init__(params, inputs=inputs)
+        self._inertia = np.asarray(params.principal_inertia_kgm2, dtype=float)
 
     # ------------------------------------------------------------ layout
-    @property
-    def n_masses(self) -> int:
-        """Number n of moving masses."""
-        return self._n
-
     @property
     def n_states(self) -> int:
         """State length ``2n + 9`` (eq. 7.1)."""
@@ -416,13 +225,27 @@ class RollingBall:
                 + ("q0", "q1", "q2", "q3", "Omega_1", "Omega_2", "Omega_3", "z_1", "z_2"))
 
     def split_state(self, x):
-        """Return ``(theta, theta_dot, q, Omega, z)`` views of a state stack ``(..., 2n + 9)``."""
+        """Return ``(theta, theta_dot, q, Omega, z)`` views of a state stack ``(..., 2n + 9)``.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 9)
+            States.
+        """
         x = np.asarray(x)
         n = self._n
         return x[..., :n], x[..., n:2 * n], x[..., 2 * n:2 * n + 4], x[..., 2 * n + 4:2 * n + 7], x[..., 2 * n + 7:]
 
     def validate_state(self, x, name: str = "x0") -> np.ndarray:
-        """Check a single state: length, finiteness and a unit quaternion (within 1e-9)."""
+        """Check a single state: length, finiteness and a unit quaternion (within 1e-9).
+
+        Parameters
+        ----------
+        x : array_like, shape (2n + 9,)
+            One state.
+        name : str
+            Argument name for error messages.
+        """
         x = as_vector(x, name, self.n_states)
         q = self.split_state(x)[2]
         norm = float(np.sqrt(q @ q))
@@ -439,11 +262,11 @@ class RollingBall:
         if self._n == 0:
             z = np.zeros(lead + (0, 3), dtype=np.result_type(theta, float))
             return z, z, z
-        out = [pm.rail.evaluate(theta[..., i]) for i, pm in enumerate(self.parameters.point_masses)]
+        out = [pm.rail.evaluate(theta[..., i]) for i, pm in enumerate(self.params.point_masses)]
         return tuple(np.stack([np.broadcast_to(o[k], lead + (3,)) for o in out], axis=-2) for k in range(3))
 
     def _external_body(self, t, Lam):
-        F = self.parameters.external_force
+        F = self.params.external_force
         if F is None:
             return None
         Fe = as_vector(F(t), "external_force(t)", 3)
@@ -452,7 +275,7 @@ class RollingBall:
     def _terms(self, t, x):
         """Shared intermediate quantities for the equations of motion."""
         theta, theta_dot, q, Om, _ = self.split_state(x)
-        p = self.parameters
+        p = self.params
         Lam = quat_to_matrix(q)
         Gam = Lam[..., 2, :]  # Lambda^T e3
         zeta, dzeta, ddzeta = self._rails(theta)
@@ -501,6 +324,15 @@ class RollingBall:
         """Generalized rail forces ``tau`` that produce the given rail accelerations, shape (..., n).
 
         ``tau_i = m_i <zeta_i', a_i + g Gamma>`` (module docstring).
+
+        Parameters
+        ----------
+        t : float
+            Time in s.
+        x : array_like, shape (..., 2n + 9)
+            States.
+        rail_accelerations : array_like, shape (..., n)
+            Rail accelerations ``theta_ddot`` (units of theta per s^2).
         """
         T = self._terms(t, x)
         u = np.asarray(rail_accelerations)
@@ -530,7 +362,17 @@ class RollingBall:
         return sol[..., :3], sol[..., 3:]
 
     def rail_accelerations(self, t, x, rail_forces):
-        """Rail accelerations ``theta_ddot`` produced by generalized rail forces ``tau``, shape (..., n)."""
+        """Rail accelerations ``theta_ddot`` produced by generalized rail forces ``tau``, shape (..., n).
+
+        Parameters
+        ----------
+        t : float
+            Time in s.
+        x : array_like, shape (..., 2n + 9)
+            States.
+        rail_forces : array_like, shape (..., n)
+            Generalized rail forces ``tau`` (N, or N m for an angle parameter).
+        """
         return self._force_solve(self._terms(t, x), np.asarray(rail_forces))[1]
 
     def rhs(self, t, x, u):
@@ -558,14 +400,9 @@ class RollingBall:
         Om_sharp = np.concatenate([np.zeros_like(Om[..., :1]), Om], axis=-1)
         qd = 0.5 * quat_multiply(q, Om_sharp)
         omega = np.einsum("...ij,...j->...i", T["Lam"], Om)
-        r = self.parameters.radius_m
+        r = self.params.radius_m
         zd = np.stack([r * omega[..., 1], -r * omega[..., 0]], axis=-1)  # (omega x r e3)_12
         return np.concatenate([theta_dot, thdd, qd, Omd, zd], axis=-1)
-
-    def rhs_jacobian(self, t, x, u) -> np.ndarray:
-        """``df/dx`` of (7.2) by complex-step differentiation, shape (2n + 9, 2n + 9)."""
-        J, _ = _cs_jacobian(lambda z: self.rhs(t, z, u), np.asarray(x, dtype=float))
-        return J
 
     def dae_mass_matrix(self) -> np.ndarray:
         """The DAE mass matrix (7.5), ``diag(1_{2n}, 0, 1_8)``, shape (2n + 9, 2n + 9)."""
@@ -577,6 +414,15 @@ class RollingBall:
         """Right-hand side ``g(t, x, u)`` of the index-1 DAE (7.3), shape (..., 2n + 9).
 
         Row ``2n`` is the algebraic constraint ``|q|^2 - 1``; ``dae_mass_matrix() @ x_dot = g``.
+
+        Parameters
+        ----------
+        t : float
+            Time in s.
+        x : array_like, shape (..., 2n + 9)
+            States.
+        u : array_like, shape (..., n)
+            Rail accelerations or rail forces, per ``inputs``.
         """
         f = self.rhs(t, x, u)
         q = self.split_state(x)[2]
@@ -591,14 +437,20 @@ class RollingBall:
         ``T = 1/2 sum_{i>=0} m_i |Omega x s_i + zeta_i' theta_dot_i|^2 + 1/2 <Omega, I Omega>``,
         ``V = g sum_{i>=0} m_i <zeta_i, Gamma>``. Conserved when the masses are
         fixed (or free on their rails, ``inputs="force"`` with ``tau = 0``) and ``F_e = 0``.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 9)
+            States.
         """
         T = self._terms(0.0, x)
         _, theta_dot, _, Om, _ = self.split_state(x)
         vel = cross(Om[..., None, :], T["s"])
         if self._n:
             vel = vel + np.concatenate([np.zeros_like(vel[..., :1, :]), theta_dot[..., :, None] * T["dzeta"]], axis=-2)
-        kin = 0.5 * np.einsum("k,...ki,...ki->...", self._masses, vel, vel) + 0.5 * np.sum(Om * Om * self._inertia, axis=-1)
-        pot = self.parameters.gravity_mps2 * np.einsum("k,...ki,...i->...", self._masses, T["zeta_all"], T["Gam"])
+        kin = (0.5 * np.einsum("k,...ki,...ki->...", self._masses, vel, vel)
+               + 0.5 * np.sum(Om * Om * self._inertia, axis=-1))
+        pot = self.params.gravity_mps2 * np.einsum("k,...ki,...i->...", self._masses, T["zeta_all"], T["Gam"])
         return kin + pot
 
     def contact_angular_momentum(self, x):
@@ -609,6 +461,11 @@ class RollingBall:
         at the GC and ``F_e = 0``, gravity and the contact force exert no torque
         about the contact point and ``v_CP x p = 0``, so the spatial vector
         ``Lambda K`` is constant: ``<K, Gamma>`` and ``|K|`` are conserved.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 9)
+            States.
         """
         T = self._terms(0.0, x)
         _, theta_dot, _, Om, _ = self.split_state(x)
@@ -618,88 +475,78 @@ class RollingBall:
         return Om * self._inertia + np.einsum("k,...ki->...i", self._masses, cross(T["s"], vel))
 
     def vertical(self, x):
-        """``Gamma = Lambda^T e3`` in body axes, shape (..., 3)."""
+        """``Gamma = Lambda^T e3`` in body axes, shape (..., 3).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 9)
+            States.
+        """
         return quat_to_matrix(self.split_state(x)[2])[..., 2, :]
 
     def mass_positions_body(self, x):
-        """Positions ``zeta_i`` (m) of the moving masses, body frame translated to the GC, shape (..., n, 3)."""
+        """Positions ``zeta_i`` (m) of the moving masses, body frame translated to the GC, shape (..., n, 3).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 9)
+            States.
+        """
         return self._rails(self.split_state(x)[0])[0]
 
     def total_cm_body(self, x):
-        """Total centre of mass (m), body frame translated to the GC, shape (..., 3)."""
+        """Total centre of mass (m), body frame translated to the GC, shape (..., 3).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 9)
+            States.
+        """
         theta = self.split_state(x)[0]
         zeta = self._rails(theta)[0]
         m = self._masses
-        return (m[0] * self.parameters.cm_offset_m + np.einsum("k,...ki->...i", m[1:], zeta)) / m.sum()
+        return (m[0] * self.params.cm_offset_m + np.einsum("k,...ki->...i", m[1:], zeta)) / m.sum()
 
     def to_spatial_about_gc(self, x, body_vectors):
-        """Rotate body vectors ``(..., k, 3)`` to the spatial frame translated to the GC."""
+        """Rotate body vectors ``(..., k, 3)`` to the spatial frame translated to the GC.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 9)
+            States.
+        body_vectors : array_like, shape (..., k, 3)
+            Vectors in body axes.
+        """
         Lam = quat_to_matrix(self.split_state(x)[2])
         return np.einsum("...ij,...kj->...ki", Lam, np.asarray(body_vectors))
 
     def contact_point(self, x):
-        """Spatial contact point ``(z_1, z_2, -r)`` in m, shape (..., 3)."""
-        z = self.split_state(x)[4]
-        return np.concatenate([z, np.full(z.shape[:-1] + (1,), -self.parameters.radius_m)], axis=-1)
-
-    # ------------------------------------------------------ simulation
-    def simulate(self, x0, t_span, rail_input: Callable[[float], Sequence[float]], *, method: str = "DOP853",
-                 rtol: float = 1e-10, atol: float = 1e-10, breakpoints: Sequence[float] = PAPER_KINK_TIMES,
-                 t_eval=None, use_jacobian: bool = True, check_rails: bool = True) -> RollingBallTrajectory:
-        """Integrate the ODE (7.2) with ``solve_ivp``, restarting at each kink of the input.
+        """Spatial contact point ``(z_1, z_2, -r)`` in m, shape (..., 3).
 
         Parameters
         ----------
-        x0 : array_like, shape (2n + 9,)
-            Initial state; its quaternion must be unit (within 1e-9).
-        t_span : (float, float)
-            Start and end time in s.
-        rail_input : callable
-            ``u(t) -> (n,)``: rail accelerations or forces (per ``inputs``).
-        method : str
-            Any ``solve_ivp`` method (``"DOP853"``, ``"Radau"``, ``"BDF"``, ...).
-        rtol, atol : float
-            Tolerances.
-        breakpoints : sequence of float
-            Times (s) where ``rail_input`` is not smooth; the integration is
-            restarted there so no step straddles a kink. Defaults to the
-            paper's kinks at 0.1 and 0.2 s.
-        t_eval : array_like, optional
-            Output times (the end time is always included).
-        use_jacobian : bool
-            Pass the complex-step Jacobian to implicit methods.
-        check_rails : bool
-            Stop with an error when a mass on a non-periodic rail, extrapolated
-            beyond its parameter range, reaches the shell (see
-            :func:`rail_exit_event`); False integrates the extrapolated
-            equations regardless.
-
-        Returns
-        -------
-        RollingBallTrajectory
-
-        Raises
-        ------
-        ValueError
-            Non-unit quaternion or bad shapes.
-        IntegrationError
-            When ``solve_ivp`` fails.
+        x : array_like, shape (..., 2n + 9)
+            States.
         """
-        x0 = self.validate_state(x0)
-        u = checked_input(rail_input, "rail_input", self._n, context="simulate")
+        z = self.split_state(x)[4]
+        return np.concatenate([z, np.full(z.shape[:-1] + (1,), -self.params.radius_m)], axis=-1)
 
-        def fun(t, x):
-            return self.rhs(t, x, u(t))
-
-        jac = (lambda t, x: self.rhs_jacobian(t, x, u(t))) if check_bool(use_jacobian, "use_jacobian") else None
-        return _integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, method=method, rtol=rtol, atol=atol,
-                                    t_eval=t_eval, jac=jac, rail_event=rail_exit_event(self.parameters.point_masses, self.parameters.radius_m)
-                                    if check_bool(check_rails, "check_rails") else None)
-
+    # ------------------------------------------------------ conversion
     def to_constrained_system(self, *, chart_rotation=None, singularity_margin: float = 1e-3) -> "RollingBallSystem":
         """Express this ball in the common interface (:class:`ballctl.system.ConstrainedSystem`).
 
         See :class:`RollingBallSystem`. ``inputs`` is inherited from this plant.
+
+        Parameters
+        ----------
+        chart_rotation : array_like, shape (3, 3), optional
+            Constant rotation ``C`` of the yaw-pitch-roll chart.
+        singularity_margin : float
+            Smallest accepted ``|cos(pitch)|``.
+
+        Returns
+        -------
+        RollingBallSystem
         """
         return RollingBallSystem(self, chart_rotation=chart_rotation, singularity_margin=singularity_margin)
 
@@ -726,7 +573,7 @@ def _rot_x(a):
     return np.array([[i, o, o], [o, c, -s], [o, s, c]])
 
 
-class RollingBallSystem(ConstrainedSystem):
+class RollingBallSystem(InternalMassesSystem):
     r"""The rolling ball in generalized coordinates, as a :class:`~ballctl.system.ConstrainedSystem`.
 
     Coordinates (``n + 5``)::
@@ -747,11 +594,10 @@ class RollingBallSystem(ConstrainedSystem):
 
     Dynamics: Lagrange-d'Alembert with the kinetic energy
     ``1/2 sum m_i |v_i|^2 + 1/2 omega^T Lambda I Lambda^T omega`` and potential
-    ``g sum m_i e3 . Lambda zeta_i``. With ``inputs="force"`` the rail forces
-    enter ``Q`` on the ``theta`` rows. With ``inputs="acceleration"`` the
-    ``theta`` rows become ``theta_ddot = u``: ``M = blockdiag(M_rr, 1)`` and
-    ``Q = (Q_r - M_r,theta u, u)``, which keeps ``M`` symmetric positive
-    definite and the constraints scleronomic.
+    ``g sum m_i e3 . Lambda zeta_i``; the two input modes are eliminated as
+    in :class:`~ballctl.plants.internal_masses.InternalMassesSystem`.
+
+    The callables take one state at a time (``batched = False``).
 
     Parameters
     ----------
@@ -764,21 +610,35 @@ class RollingBallSystem(ConstrainedSystem):
         ``|cos(pitch)| < singularity_margin``.
     """
 
+    batched = False
+
     def __init__(self, ball: RollingBall, *, chart_rotation=None, singularity_margin: float = 1e-3) -> None:
-        if ball.parameters.external_force is not None:
+        if ball.params.external_force is not None:
             raise ParameterError("RollingBallSystem needs external_force=None: ConstrainedSystem is autonomous")
+        if not isinstance(ball, RollingBall):
+            raise ParameterTypeError(f"ball must be a RollingBall, got {type(ball).__name__}")
         self.ball = ball
         C = np.eye(3) if chart_rotation is None else np.asarray(chart_rotation, dtype=float)
         if C.shape != (3, 3) or np.max(np.abs(C.T @ C - np.eye(3))) > 1e-9 or np.linalg.det(C) < 0:
             raise ParameterError("chart_rotation must be a 3x3 rotation matrix (C^T C = I within 1e-9, det = +1)")
         self.chart_rotation = C
         self.singularity_margin = check_positive(singularity_margin, "singularity_margin")
-        n = ball.n_masses
-        super().__init__(n_coordinates=n + 5, n_holonomic=0, n_nonholonomic=2, n_inputs=n,
-                         coordinate_names=("contact_x", "contact_y", "yaw", "pitch", "roll")
-                         + tuple(f"theta_{i + 1}" for i in range(n)),
-                         input_names=tuple(f"{'theta_ddot' if ball.inputs == 'acceleration' else 'tau'}_{i + 1}"
-                                           for i in range(n)))
+        super().__init__(ball, body_coordinate_names=("contact_x", "contact_y", "yaw", "pitch", "roll"),
+                         n_holonomic=0, n_nonholonomic=2)
+
+    def chart_margin(self, x) -> np.ndarray:
+        """``|cos(pitch)| - singularity_margin``: positive while the yaw-pitch-roll chart is usable.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n + 5)
+            Coordinates.
+
+        Returns
+        -------
+        ndarray, shape (...)
+        """
+        return np.abs(np.cos(np.real(np.asarray(x)[..., 3]))) - self.singularity_margin
 
     # --------------------------------------------------------- kinematics
     def _check_chart(self, pitch):
@@ -814,7 +674,7 @@ class RollingBallSystem(ConstrainedSystem):
         Lam, W = self._kinematics(x)
         theta = x[5:]
         zeta, dzeta, ddzeta = ball._rails(theta)
-        rho0 = Lam @ ball.parameters.cm_offset_m
+        rho0 = Lam @ ball.params.cm_offset_m
         rho = zeta @ Lam.T
         return Lam, W, rho0, rho, dzeta @ Lam.T, ddzeta @ Lam.T
 
@@ -842,7 +702,7 @@ class RollingBallSystem(ConstrainedSystem):
 
     def _full_forces(self, x, xd):
         ball = self.ball
-        p = ball.parameters
+        p = ball.params
         Lam, W, rho0, rho, tang, curv = self._bodies(x)
         J = self._jacobians(Lam, W, rho0, rho, tang)
         omega = W @ xd[2:5]
@@ -862,31 +722,10 @@ class RollingBallSystem(ConstrainedSystem):
         return Q
 
     # ------------------------------------------------------- interface
-    def mass_matrix(self, x, u) -> np.ndarray:
-        x = np.asarray(x)
-        M = self._full_mass_matrix(x)
-        if self.ball.inputs == "acceleration":
-            M[:5, 5:] = 0.0
-            M[5:, :5] = 0.0
-            M[5:, 5:] = np.eye(self.ball.n_masses)
-        return M
-
-    def forces(self, x, xd, u) -> np.ndarray:
-        x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
-        Q = self._full_forces(x, xd)
-        Q = Q.astype(np.result_type(Q, u))
-        if self.ball.inputs == "acceleration":
-            M = self._full_mass_matrix(x)
-            Q[:5] = Q[:5] - M[:5, 5:] @ u
-            Q[5:] = u
-        else:
-            Q[5:] = Q[5:] + u
-        return Q
-
     def constraint_jacobian(self, x) -> np.ndarray:
         x = np.asarray(x)
         _, W = self._kinematics(x)
-        r = self.ball.parameters.radius_m
+        r = self.ball.params.radius_m
         D = np.zeros((2, self.n_coordinates), dtype=np.result_type(W, float))
         D[0, 0] = 1.0
         D[0, 2:5] = -r * W[1]
@@ -896,12 +735,17 @@ class RollingBallSystem(ConstrainedSystem):
 
     def constraint_bias(self, x, xd) -> np.ndarray:
         beta = self._w_dot_times_rate(np.asarray(x), np.asarray(xd))
-        r = self.ball.parameters.radius_m
+        r = self.ball.params.radius_m
         return np.array([-r * beta[1], r * beta[0]])
 
     # ------------------------------------------------------- conversions
     def from_ode_state(self, x_ode) -> tuple[np.ndarray, np.ndarray]:
         """Coordinates and velocities ``(x, xd)`` of a quaternion state (eq. 7.1) of the ball.
+
+        Parameters
+        ----------
+        x_ode : array_like, shape (2n + 9,)
+            Quaternion state (eq. 7.1) with a unit quaternion.
 
         Raises
         ------
@@ -920,13 +764,19 @@ class RollingBallSystem(ConstrainedSystem):
         coords = np.concatenate([z, [yaw, pitch, roll], theta])
         _, W = self._kinematics(coords)
         rates = np.linalg.solve(W, Lam @ Om)
-        r = ball.parameters.radius_m
+        r = ball.params.radius_m
         omega = Lam @ Om
         vel = np.concatenate([[r * omega[1], -r * omega[0]], rates, theta_dot])
         return coords, vel
 
     def to_ode_state(self, x, xd) -> np.ndarray:
-        """Quaternion state (eq. 7.1) of coordinates ``x`` and velocities ``xd`` (``z`` from the contact point)."""
+        """Quaternion state (eq. 7.1) of coordinates ``x`` and velocities ``xd`` (``z`` from the contact point).
+
+        Parameters
+        ----------
+        x, xd : array_like, shape (n + 5,)
+            Coordinates and velocities.
+        """
         x = as_vector(x, "x", self.n_coordinates)
         xd = as_vector(xd, "xd", self.n_coordinates)
         Lam, W = self._kinematics(x)
@@ -935,6 +785,12 @@ class RollingBallSystem(ConstrainedSystem):
         return np.concatenate([x[5:], xd[5:], q, Om, x[:2]])
 
     def body_angular_acceleration(self, x, xd, xdd) -> np.ndarray:
-        """``Omega_dot = Lambda^T (W alpha_ddot + W_dot alpha_dot)`` from generalized accelerations, shape (3,)."""
+        """``Omega_dot = Lambda^T (W alpha_ddot + W_dot alpha_dot)`` from generalized accelerations, shape (3,).
+
+        Parameters
+        ----------
+        x, xd, xdd : array_like, shape (n + 5,)
+            Coordinates, velocities and accelerations.
+        """
         Lam, W = self._kinematics(np.asarray(x))
         return Lam.T @ (W @ np.asarray(xdd)[2:5] + self._w_dot_times_rate(np.asarray(x), np.asarray(xd)))

@@ -34,28 +34,29 @@ internal point masses", Meccanica 53 (2018) 3839-3868, eqs. (5.29)-(5.46), (6.1)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError
-from .._derivatives import jacobian as _cs_jacobian
-from .._validation import ProblemCollector, as_vector, check_bool, check_choice, check_positive, checked_input
-from .rails import CircleRail
-from ..system import ConstrainedSystem
-from .rolling_ball import (PAPER_KINK_TIMES, PointMass, RollingBallTrajectory, _integrate_piecewise, paper_rail_acceleration,
-                           rail_exit_event)
+from .._validation import ProblemCollector, as_vector, check_positive
+from .internal_masses import InternalMassesPlant, InternalMassesSystem, PointMass
 
-__all__ = [
-    "RollingDiskParameters",
-    "RollingDisk",
-    "newton_single_mass_angular_acceleration",
-    "paper_disk_parameters",
-    "paper_disk_initial_state",
-    "paper_disk_rail_accelerations",
-    "RollingDiskSystem",
-]
+__all__ = ["RollingDiskParameters", "RollingDisk", "newton_single_mass_angular_acceleration", "RollingDiskSystem"]
+
+#: names that moved in 0.2: old spelling here -> new name in ballctl.plants.paper (one release with a warning)
+_MOVED = ("paper_disk_parameters", "paper_disk_initial_state", "paper_disk_rail_accelerations")
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        from . import paper
+        warnings.warn(f"ballctl.plants.rolling_disk.{name} moved to ballctl.plants.paper.{name}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(paper, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _PLANAR_TOL = 1e-12
 
@@ -129,26 +130,12 @@ class RollingDiskParameters:
         """Number n of moving masses."""
         return len(self.point_masses)
 
-
-def paper_disk_parameters() -> RollingDiskParameters:
-    """The disk of section 6 (eq. 6.5): four unit masses on concentric circles, g = 1.
-
-    Radii 0.9, 0.6333..., 0.3666..., 0.1 m (``.63`` and ``.36`` repeating).
-    """
-    radii = (0.9, 19.0 / 30.0, 11.0 / 30.0, 0.1)
-    return RollingDiskParameters(mass_kg=1.0, radius_m=1.0, inertia_kgm2=1.0, cm_offset_m=[0.0, 0.0],
-                                 point_masses=tuple(PointMass(mass_kg=1.0, rail=CircleRail(radius_m=r)) for r in radii),
-                                 gravity_mps2=1.0)
-
-
-def paper_disk_initial_state() -> np.ndarray:
-    """Initial state (6.7): all masses below the GC, at rest, ``phi = 0``. Shape (10,)."""
-    return np.array([-np.pi / 2] * 4 + [0.0] * 4 + [0.0, 0.0])
-
-
-def paper_disk_rail_accelerations(t) -> np.ndarray:
-    """Rail accelerations (6.6): ``u_i = (-1)^i * profile(t)``, i = 1..4. Shape (4,)."""
-    return paper_rail_acceleration(t) * np.array([-1.0, 1.0, -1.0, 1.0])
+    def as_dict(self) -> dict:
+        """Flat dictionary of the parameters with their units in the keys (for files and reports)."""
+        return {"mass_kg": float(self.mass_kg), "radius_m": float(self.radius_m),
+                "inertia_kgm2": float(self.inertia_kgm2), "cm_offset_m": self.cm_offset_m.tolist(),
+                "gravity_mps2": float(self.gravity_mps2), "point_masses": [pm.as_dict() for pm in self.point_masses],
+                "external_force": None if self.external_force is None else repr(self.external_force)}
 
 
 def newton_single_mass_angular_acceleration(phi, phi_dot, theta, theta_dot, theta_ddot, *, mass_kg: float,
@@ -189,36 +176,28 @@ def newton_single_mass_angular_acceleration(phi, phi_dot, theta, theta_dot, thet
     return -num / den
 
 
-class RollingDisk:
+class RollingDisk(InternalMassesPlant):
     """The rolling disk, eqs. (5.40)-(5.41) and (6.2).
 
     Parameters
     ----------
-    parameters : RollingDiskParameters
+    params : RollingDiskParameters
+        Physical parameters.
     inputs : {"acceleration", "force"}
         ``u = theta_ddot`` or generalized rail forces ``tau`` (module docstring).
 
     Examples
     --------
-    >>> from ballctl.plants.rolling_disk import RollingDisk, paper_disk_parameters, paper_disk_initial_state
+    >>> from ballctl.plants.rolling_disk import RollingDisk
+    >>> from ballctl.plants.paper import paper_disk_parameters, paper_disk_initial_state
     >>> disk = RollingDisk(paper_disk_parameters())
     >>> disk.rhs(0.0, paper_disk_initial_state(), [0.0] * 4).shape
     (10,)
     """
 
-    def __init__(self, parameters: RollingDiskParameters, *, inputs: str = "acceleration") -> None:
-        if not isinstance(parameters, RollingDiskParameters):
-            raise ParameterTypeError(f"parameters must be RollingDiskParameters, got {type(parameters).__name__}")
-        check_choice(inputs, "inputs", ("acceleration", "force"))
-        self.parameters = parameters
-        self.inputs = inputs
-        self._n = parameters.n_masses
-        self._masses = np.array([parameters.mass_kg] + [pm.mass_kg for pm in parameters.point_masses])
-
-    @property
-    def n_masses(self) -> int:
-        """Number n of moving masses."""
-        return self._n
+    parameters_type = RollingDiskParameters
+    name = "rolling_disk"
+    default_tolerance = 1e-12
 
     @property
     def n_states(self) -> int:
@@ -226,7 +205,13 @@ class RollingDisk:
         return 2 * self._n + 2
 
     def split_state(self, x):
-        """Return ``(theta, theta_dot, phi, phi_dot)`` of a state stack ``(..., 2n + 2)``."""
+        """Return ``(theta, theta_dot, phi, phi_dot)`` of a state stack ``(..., 2n + 2)``.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 2)
+            States.
+        """
         x = np.asarray(x)
         n = self._n
         return x[..., :n], x[..., n:2 * n], x[..., 2 * n], x[..., 2 * n + 1]
@@ -235,9 +220,9 @@ class RollingDisk:
         """(zeta_1, zeta_3) and derivatives of all bodies i = 0..n, each (..., n+1, 2)."""
         theta = np.asarray(theta)
         lead = theta.shape[:-1]
-        chi0 = np.broadcast_to(np.asarray(self.parameters.cm_offset_m, dtype=float), lead + (2,))
+        chi0 = np.broadcast_to(np.asarray(self.params.cm_offset_m, dtype=float), lead + (2,))
         parts = [[chi0], [np.zeros_like(chi0)], [np.zeros_like(chi0)]]
-        for i, pm in enumerate(self.parameters.point_masses):
+        for i, pm in enumerate(self.params.point_masses):
             out = pm.rail.evaluate(theta[..., i])
             for k in range(3):
                 parts[k].append(np.asarray(out[k])[..., [0, 2]])
@@ -245,7 +230,7 @@ class RollingDisk:
 
     def _terms(self, t, x):
         theta, theta_dot, phi, phi_dot = self.split_state(x)
-        p = self.parameters
+        p = self.params
         r, g, m = p.radius_m, p.gravity_mps2, self._masses
         zeta, dzeta, ddzeta = self._rails(theta)
         z1, z3 = zeta[..., 0], zeta[..., 1]
@@ -268,13 +253,33 @@ class RollingDisk:
                     s1=s1, s3=s3, zeta=zeta, dzeta=dzeta)
 
     def angular_acceleration(self, t, x, rail_accelerations):
-        """``phi_ddot = kappa(t, x, u)``, eqs. (5.40)/(6.3), shape (...)."""
+        """``phi_ddot = kappa(t, x, u)``, eqs. (5.40)/(6.3), shape (...).
+
+        Parameters
+        ----------
+        t : float
+            Time in s.
+        x : array_like, shape (..., 2n + 2)
+            States.
+        rail_accelerations : array_like, shape (..., n)
+            Rail accelerations ``theta_ddot`` (units of theta per s^2).
+        """
         T = self._terms(t, x)
         u = np.asarray(rail_accelerations)
         return (T["num0"] + np.einsum("k,...k,...k->...", self._masses[1:], T["k"], u)) / T["den"]
 
     def rail_forces(self, t, x, rail_accelerations):
-        """Generalized rail forces that produce the given rail accelerations, shape (..., n)."""
+        """Generalized rail forces that produce the given rail accelerations, shape (..., n).
+
+        Parameters
+        ----------
+        t : float
+            Time in s.
+        x : array_like, shape (..., 2n + 2)
+            States.
+        rail_accelerations : array_like, shape (..., n)
+            Rail accelerations ``theta_ddot`` (units of theta per s^2).
+        """
         T = self._terms(t, x)
         u = np.asarray(rail_accelerations)
         phidd = (T["num0"] + np.einsum("k,...k,...k->...", self._masses[1:], T["k"], u)) / T["den"]
@@ -295,11 +300,31 @@ class RollingDisk:
         return sol[..., 0], sol[..., 1:]
 
     def rail_accelerations(self, t, x, rail_forces):
-        """Rail accelerations produced by generalized rail forces, shape (..., n)."""
+        """Rail accelerations produced by generalized rail forces, shape (..., n).
+
+        Parameters
+        ----------
+        t : float
+            Time in s.
+        x : array_like, shape (..., 2n + 2)
+            States.
+        rail_forces : array_like, shape (..., n)
+            Generalized rail forces ``tau`` (N, or N m for an angle parameter).
+        """
         return self._force_solve(self._terms(t, x), np.asarray(rail_forces))[1]
 
     def rhs(self, t, x, u):
-        """ODE right-hand side (6.2), shape (..., 2n + 2)."""
+        """ODE right-hand side (6.2), shape (..., 2n + 2).
+
+        Parameters
+        ----------
+        t : float
+            Time in s.
+        x : array_like, shape (..., 2n + 2)
+            States.
+        u : array_like, shape (..., n)
+            Rail accelerations or rail forces, per ``inputs``.
+        """
         theta, theta_dot, phi, phi_dot = self.split_state(x)
         u = np.asarray(u)
         if self.inputs == "acceleration":
@@ -309,59 +334,77 @@ class RollingDisk:
             phidd, thdd = self._force_solve(self._terms(t, x), np.broadcast_to(u, theta.shape))
         return np.concatenate([theta_dot, thdd, phi_dot[..., None], phidd[..., None]], axis=-1)
 
-    def rhs_jacobian(self, t, x, u) -> np.ndarray:
-        """``df/dx`` by complex-step differentiation, shape (2n + 2, 2n + 2)."""
-        return _cs_jacobian(lambda z: self.rhs(t, z, u), np.asarray(x, dtype=float))[0]
-
     def energy(self, x):
-        """Total energy ``T + V`` in J, shape (...); conserved with fixed (or free) masses and ``F_e = 0``."""
+        """Total energy ``T + V`` in J, shape (...); conserved with fixed (or free) masses and ``F_e = 0``.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 2)
+            States.
+        """
         theta, theta_dot, phi, phi_dot = self.split_state(x)
         T = self._terms(0.0, x)
         pd = phi_dot[..., None]
         td = np.concatenate([np.zeros_like(theta_dot[..., :1]), theta_dot], axis=-1)
         v1 = -pd * T["s3"] + td * T["dzeta"][..., 0]
         v3 = pd * T["s1"] + td * T["dzeta"][..., 1]
-        kin = 0.5 * np.einsum("k,...k->...", self._masses, v1 ** 2 + v3 ** 2) + 0.5 * self.parameters.inertia_kgm2 * phi_dot ** 2
+        kin = (0.5 * np.einsum("k,...k->...", self._masses, v1 ** 2 + v3 ** 2)
+               + 0.5 * self.params.inertia_kgm2 * phi_dot ** 2)
         gam1, gam3 = np.sin(phi)[..., None], np.cos(phi)[..., None]
-        pot = self.parameters.gravity_mps2 * np.einsum(
+        pot = self.params.gravity_mps2 * np.einsum(
             "k,...k->...", self._masses, T["zeta"][..., 0] * gam1 + T["zeta"][..., 1] * gam3)
         return kin + pot
 
     def contact_position(self, x, *, z_start_m: float = 0.0, phi_start: float = 0.0):
-        """e1 coordinate of the GC and contact point, eq. (5.41): ``z = z_a - r (phi - phi_a)``, m."""
+        """e1 coordinate of the GC and contact point, eq. (5.41): ``z = z_a - r (phi - phi_a)``, m.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 2)
+            States.
+        z_start_m : float
+            Contact point in m at ``phi_start``.
+        phi_start : float
+            Disk angle in rad where the contact point is ``z_start_m``.
+        """
         phi = self.split_state(x)[2]
-        return z_start_m - self.parameters.radius_m * (phi - phi_start)
+        return z_start_m - self.params.radius_m * (phi - phi_start)
 
     def to_spatial_about_gc(self, x, body_vectors):
-        """Rotate body-plane vectors ``(..., k, 2)`` (components 1, 3) by ``Lambda(phi)`` (eq. 5.29)."""
+        """Rotate body-plane vectors ``(..., k, 2)`` (components 1, 3) by ``Lambda(phi)`` (eq. 5.29).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 2)
+            States.
+        body_vectors : array_like, shape (..., k, 2)
+            Body-plane vectors (components 1, 3).
+        """
         phi = self.split_state(x)[2][..., None]
         v = np.asarray(body_vectors)
         c, s = np.cos(phi), np.sin(phi)
         return np.stack([c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1]], axis=-1)
 
     def mass_positions_body(self, x):
-        """``(zeta_1, zeta_3)`` of the moving masses in m, shape (..., n, 2)."""
+        """``(zeta_1, zeta_3)`` of the moving masses in m, shape (..., n, 2).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 2)
+            States.
+        """
         return self._rails(self.split_state(x)[0])[0][..., 1:, :]
 
     def total_cm_body(self, x):
-        """Total CM (components 1, 3) in the body frame about the GC, m, shape (..., 2)."""
+        """Total CM (components 1, 3) in the body frame about the GC, m, shape (..., 2).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 2n + 2)
+            States.
+        """
         zeta = self._rails(self.split_state(x)[0])[0]
         return np.einsum("k,...ki->...i", self._masses, zeta) / self._masses.sum()
-
-    def simulate(self, x0, t_span, rail_input: Callable[[float], Sequence[float]], *, method: str = "DOP853",
-                 rtol: float = 1e-12, atol: float = 1e-12, breakpoints: Sequence[float] = PAPER_KINK_TIMES,
-                 t_eval=None, use_jacobian: bool = True, check_rails: bool = True) -> RollingBallTrajectory:
-        """Integrate (6.2) piecewise between the kinks of the input; see :meth:`RollingBall.simulate`."""
-        x0 = as_vector(x0, "x0", self.n_states)
-        u = checked_input(rail_input, "rail_input", self._n, context="simulate")
-
-        def fun(t, x):
-            return self.rhs(t, x, u(t))
-
-        jac = (lambda t, x: self.rhs_jacobian(t, x, u(t))) if check_bool(use_jacobian, "use_jacobian") else None
-        return _integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, method=method, rtol=rtol, atol=atol,
-                                    t_eval=t_eval, jac=jac, rail_event=rail_exit_event(self.parameters.point_masses, self.parameters.radius_m)
-                                    if check_bool(check_rails, "check_rails") else None)
 
     def to_constrained_system(self, *, contact_at_zero_angle_m: float = 0.0) -> "RollingDiskSystem":
         """Express this disk in the common interface (:class:`ballctl.system.ConstrainedSystem`).
@@ -385,7 +428,7 @@ class RollingDisk:
 # The disk in generalized coordinates
 # ----------------------------------------------------------------------------------------------
 
-class RollingDiskSystem(ConstrainedSystem):
+class RollingDiskSystem(InternalMassesSystem):
     r"""The rolling disk in generalized coordinates, as a :class:`~ballctl.system.ConstrainedSystem`.
 
     Coordinates (``n + 2``)::
@@ -422,27 +465,27 @@ class RollingDiskSystem(ConstrainedSystem):
 
     Examples
     --------
-    >>> from ballctl.plants.rolling_disk import RollingDisk, paper_disk_parameters
+    >>> from ballctl.plants.rolling_disk import RollingDisk
+    >>> from ballctl.plants.paper import paper_disk_parameters
     >>> sys_ = RollingDisk(paper_disk_parameters()).to_constrained_system()
     >>> sys_.coordinate_names[:3]
     ('contact_x', 'phi', 'theta_1')
     """
 
+    batched = True
+
     def __init__(self, disk: RollingDisk, *, contact_at_zero_angle_m: float = 0.0) -> None:
         if not isinstance(disk, RollingDisk):
             raise ParameterTypeError(f"disk must be a RollingDisk, got {type(disk).__name__}")
-        if disk.parameters.external_force is not None:
+        if disk.params.external_force is not None:
             raise ParameterError("RollingDiskSystem needs external_force=None: ConstrainedSystem is autonomous")
+            raise ParameterTypeError(f"disk must be a RollingDisk, got {type(disk).__name__}")
         z0 = float(contact_at_zero_angle_m)
         if not np.isfinite(z0):
             raise ParameterError(f"contact_at_zero_angle_m must be finite (m), got {contact_at_zero_angle_m!r}")
         self.disk = disk
         self.contact_at_zero_angle_m = z0
-        n = disk.n_masses
-        super().__init__(n_coordinates=n + 2, n_holonomic=1, n_nonholonomic=0, n_inputs=n,
-                         coordinate_names=("contact_x", "phi") + tuple(f"theta_{i + 1}" for i in range(n)),
-                         input_names=tuple(f"{'theta_ddot' if disk.inputs == 'acceleration' else 'tau'}_{i + 1}"
-                                           for i in range(n)))
+        super().__init__(disk, body_coordinate_names=("contact_x", "phi"), n_holonomic=1, n_nonholonomic=0)
 
     # --------------------------------------------------------- kinematics
     def _bodies(self, x):
@@ -477,11 +520,11 @@ class RollingDiskSystem(ConstrainedSystem):
         rho, tang, _ = self._bodies(x)
         J = self._jacobians(rho, tang)
         M = np.einsum("k,...kai,...kaj->...ij", self.disk._masses, J, J)
-        M[..., 1, 1] = M[..., 1, 1] + self.disk.parameters.inertia_kgm2
+        M[..., 1, 1] = M[..., 1, 1] + self.disk.params.inertia_kgm2
         return M
 
     def _full_forces(self, x, xd):
-        p = self.disk.parameters
+        p = self.disk.params
         rho, tang, curv = self._bodies(x)
         J = self._jacobians(rho, tang)
         xd = np.asarray(xd)
@@ -493,37 +536,16 @@ class RollingDiskSystem(ConstrainedSystem):
         return np.einsum("...kai,...ka->...i", J, f)
 
     # ------------------------------------------------------- interface
-    def mass_matrix(self, x, u) -> np.ndarray:
-        M = self._full_mass_matrix(np.asarray(x))
-        if self.disk.inputs == "acceleration":
-            n = self.disk.n_masses
-            M[..., :2, 2:] = 0.0
-            M[..., 2:, :2] = 0.0
-            M[..., 2:, 2:] = np.eye(n)
-        return M
-
-    def forces(self, x, xd, u) -> np.ndarray:
-        x, xd, u = np.asarray(x), np.asarray(xd), np.asarray(u)
-        Q = self._full_forces(x, xd)
-        Q = Q.astype(np.result_type(Q, u))
-        if self.disk.inputs == "acceleration":
-            M = self._full_mass_matrix(x)
-            Q[..., :2] = Q[..., :2] - np.einsum("...ij,...j->...i", M[..., :2, 2:], u)
-            Q[..., 2:] = u
-        else:
-            Q[..., 2:] = Q[..., 2:] + u
-        return Q
-
     def holonomic(self, x) -> np.ndarray:
         x = np.asarray(x)
-        r = self.disk.parameters.radius_m
+        r = self.disk.params.radius_m
         return (x[..., 0] + r * x[..., 1] - self.contact_at_zero_angle_m)[..., None]
 
     def constraint_jacobian(self, x) -> np.ndarray:
         x = np.asarray(x)
         D = np.zeros(x.shape[:-1] + (1, self.n_coordinates), dtype=np.result_type(x, float))
         D[..., 0, 0] = 1.0
-        D[..., 0, 1] = self.disk.parameters.radius_m
+        D[..., 0, 1] = self.disk.params.radius_m
         return D
 
     def constraint_bias(self, x, xd) -> np.ndarray:
@@ -535,15 +557,26 @@ class RollingDiskSystem(ConstrainedSystem):
 
         The contact point follows from eq. (5.41), ``contact_x = z_0 - r phi``.
         Accepts stacks ``(..., 2n + 2)``.
+
+        Parameters
+        ----------
+        x_ode : array_like, shape (..., 2n + 2)
+            Plant states.
         """
         disk = self.disk
         theta, theta_dot, phi, phi_dot = disk.split_state(np.asarray(x_ode, dtype=float))
-        r = disk.parameters.radius_m
+        r = disk.params.radius_m
         x = np.concatenate([(self.contact_at_zero_angle_m - r * phi)[..., None], phi[..., None], theta], axis=-1)
         xd = np.concatenate([(-r * phi_dot)[..., None], phi_dot[..., None], theta_dot], axis=-1)
         return x, xd
 
     def to_ode_state(self, x, xd) -> np.ndarray:
-        """Plant state ``(theta, theta_dot, phi, phi_dot)`` (eq. 6.1) of coordinates and velocities, (..., 2n + 2)."""
+        """Plant state ``(theta, theta_dot, phi, phi_dot)`` (eq. 6.1) of coordinates and velocities, (..., 2n + 2).
+
+        Parameters
+        ----------
+        x, xd : array_like, shape (..., n + 2)
+            Coordinates and velocities.
+        """
         x, xd = np.asarray(x, dtype=float), np.asarray(xd, dtype=float)
         return np.concatenate([x[..., 2:], xd[..., 2:], x[..., 1:2], xd[..., 1:2]], axis=-1)

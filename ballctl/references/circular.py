@@ -102,13 +102,14 @@ class CircularMotion(Reference):
         # every limit is checked; they are reported together, the binding one (that no other argument can
         # cure) first: the plate's acceleration, then the rig's tilt, then the roll rate's two bounds.
         violated: list[tuple[type, str]] = []
-        self.k = self.radius * self.omega ** 2 / (p.rolling_gain * p.gravity)
+        self.k = self.radius * self.omega * self.omega / (p.rolling_gain * p.gravity)
         omega_max = np.sqrt(p.rolling_gain * p.gravity / self.radius)
         if self.k >= 1.0:
             violated.append((InfeasibleReferenceError,
                              f"the plate cannot supply the centripetal acceleration: radius*omega^2 = "
-                             f"{self.radius * self.omega ** 2:.6g} m/s^2 >= k_b*g = {p.rolling_gain * p.gravity:.6g} "
-                             f"m/s^2; for radius {self.radius:g} m need |omega| < {omega_max:.6g} rad/s"))
+                             f"{self.radius * self.omega * self.omega:.6g} m/s^2 >= k_b*g = "
+                             f"{p.rolling_gain * p.gravity:.6g} m/s^2; for radius {self.radius:g} m need "
+                             f"|omega| < {omega_max:.6g} rad/s"))
         self.tilt = float(np.arcsin(min(self.k, 1.0)))
         if max_tilt is not None and self.tilt > max_tilt:
             violated.append((InfeasibleReferenceError,

@@ -45,11 +45,12 @@ from scipy.integrate import solve_ivp
 
 from .._errors import ChartSingularityError, InfeasibleReferenceError, ParameterError, ParameterTypeError
 from .._validation import check_finite_scalar, check_positive
-from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate, _cross, plate_kinematics
+from .._quaternion import cross
+from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate, plate_kinematics
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT, CircularMotion
 from .inversion import plate_angles_for_acceleration
-from .paths import CirclePath, _evaluate_path, initial_ball_orientation
+from .paths import CirclePath, evaluate_path, initial_ball_orientation
 
 __all__ = ["MovingPlateMotion", "exact_circular_motion", "spectral_derivative_matrices",
            "chebyshev_derivative_matrices"]
@@ -65,6 +66,13 @@ def spectral_derivative_matrices(n_points: int, period: float) -> tuple[np.ndarr
     period : float
         Period in s.
 
+    Returns
+    -------
+    D1, D2 : ndarray, shape (N, N)
+        First and second derivative matrices.
+
+    Notes
+    -----
     ``f' = D1 @ f`` and ``f'' = D2 @ f`` exactly for trigonometric polynomials
     of degree < N/2 (the Nyquist mode is kept as a cosine: zero first
     derivative at the samples).
@@ -185,7 +193,8 @@ class MovingPlateMotion(Reference):
         (e.g. :func:`~ballctl.CirclePath`, :class:`~ballctl.references.paths.LissajousPath`), or any
         other path defined on ``[t0, t0 + duration]``.
     spin : float
-        Periodic path: the mean over a period; other paths: the value at ``t0``; of the ball's spin about the plate normal
+        Periodic path: the mean over a period; other paths: the value at ``t0``; of the ball's spin about the
+        plate normal
         ``sigma = omega_b . e_z`` in rad/s (the conserved spin of the
         quasi-static model).
     duration : float
@@ -231,9 +240,11 @@ class MovingPlateMotion(Reference):
                  duration: float, t0: float = 0.0, initial_orientation: Sequence[float] | None = None,
                  n_collocation: int = 64, tol: float = 1e-11, max_iter: int = 30) -> None:
         if not isinstance(plant, (MovingPlateBallPlate, ServoPlateBallPlate)):
-            raise ParameterTypeError(f"plant must be a MovingPlateBallPlate or ServoPlateBallPlate, got {type(plant).__name__}")
+            raise ParameterTypeError(f"plant must be a MovingPlateBallPlate or ServoPlateBallPlate, got "
+                                     f"{type(plant).__name__}")
         if plant.n_plate != 2:
-            raise ParameterError("the inversion needs a plant without plate spin (MovingPlateParameters(with_spin=False))")
+            raise ParameterError("the inversion needs a plant without plate spin "
+                                 "(MovingPlateParameters(with_spin=False))")
         if not callable(path):
             raise ParameterTypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
         period = getattr(path, "period", None)
@@ -251,7 +262,7 @@ class MovingPlateMotion(Reference):
         self.n_collocation = n_col
         self._prescribed = MovingPlateBallPlate(plant.params)
         self._solve(check_positive(tol, "tol"), int(max_iter))
-        _, v, _, _ = _evaluate_path(path, np.array([self.t0]))
+        _, v, _, _ = evaluate_path(path, np.array([self.t0]))
         self.initial_orientation = initial_ball_orientation(initial_orientation, v[0])
         self._orientation = self._integrate_orientation()
         if isinstance(plant, ServoPlateBallPlate):
@@ -274,10 +285,10 @@ class MovingPlateMotion(Reference):
         s = np.stack([p[:, 0] + zero, p[:, 1] + zero, zero + R + d], axis=-1)
         sd = np.stack([v[:, 0] + zero, v[:, 1] + zero, zero], axis=-1)
         wb = np.stack([-v[:, 1] / R + Om[..., 0], v[:, 0] / R + Om[..., 1], sigma + zero], axis=-1)
-        c = _cross(Omd, s) + 2.0 * _cross(Om, sd) + _cross(Om, _cross(Om, s))
-        gyro = _cross(Om, wb) + Omd
+        c = cross(Omd, s) + 2.0 * cross(Om, sd) + cross(Om, cross(Om, s))
+        gyro = cross(Om, wb) + Omd
         acc = k_b * (g_plate[..., :2] - c[..., :2]) - c_rot * np.stack([gyro[..., 1], -gyro[..., 0]], axis=-1)
-        return acc, -_cross(Om, wb)[..., 2]
+        return acc, -cross(Om, wb)[..., 2]
 
     def _interpolant(self, values: np.ndarray):
         if self.periodic:
@@ -332,7 +343,7 @@ class MovingPlateMotion(Reference):
             grid, self._D1, self._D2 = chebyshev_derivative_matrices(N, self.t0, self.t0 + self.duration)
         self._grid = grid
         M = grid.shape[0]
-        p, v, a, j = _evaluate_path(self.path, grid)
+        p, v, a, j = evaluate_path(self.path, grid)
         qs = self.system.quasi_static()
         u_qs, _ = plate_angles_for_acceleration(qs, a, j, grid)
         self._quasi_static_angles = u_qs
@@ -384,7 +395,7 @@ class MovingPlateMotion(Reference):
     def _integrate_orientation(self):
         def rates(t, y):
             tt = np.array([t])
-            _, v, _, _ = _evaluate_path(self.path, tt)
+            _, v, _, _ = evaluate_path(self.path, tt)
             return self._relative_rates(tt, y[None], v, self._angles(tt), self._angles(tt, 1), self._sigma(tt))[0]
 
         def hit_limit(t, y):
@@ -403,7 +414,7 @@ class MovingPlateMotion(Reference):
 
     def _states(self, t: np.ndarray):
         """Full ``x, xd`` (K, 7), plate accelerations and jerks (K, 2), path acceleration (K, 2)."""
-        p, v, a, _ = _evaluate_path(self.path, t)
+        p, v, a, _ = evaluate_path(self.path, t)
         qp, qpd = self._angles(t), self._angles(t, 1)
         ang = self._orientation.sol(t).T
         rates = self._relative_rates(t, ang, v, qp, qpd, self._sigma(t))
@@ -456,18 +467,31 @@ class MovingPlateMotion(Reference):
         return ReferenceSample(t.copy(), x, xd, xdd, u, ud, lam)
 
     def plate_angles(self, t) -> tuple[np.ndarray, np.ndarray]:
-        """Exact plate angles (K, 2) in rad and rates (K, 2) in rad/s at times t (periodic)."""
+        """Exact plate angles (K, 2) in rad and rates (K, 2) in rad/s at times t (periodic).
+
+        Parameters
+        ----------
+        t : float or array_like
+            Times in s.
+        """
         t = np.atleast_1d(np.asarray(t, dtype=float))
         return self._angles(t), self._angles(t, 1)
 
     def quasi_static_angles(self, t) -> np.ndarray:
-        """The quasi-static model's plate angles (K, 2) in rad along the same path."""
+        """The quasi-static model's plate angles (K, 2) in rad along the same path.
+
+        Parameters
+        ----------
+        t : float or array_like
+            Times in s.
+        """
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        _, _, a, j = _evaluate_path(self.path, t)
+        _, _, a, j = evaluate_path(self.path, t)
         return plate_angles_for_acceleration(self.system.quasi_static(), a, j, t)[0]
 
     def summary(self) -> dict[str, float]:
-        out = {"period_s": self.period if self.periodic else float("nan"), "duration_s": self.duration, "spin_rad_s": self.spin,
+        out = {"period_s": self.period if self.periodic else float("nan"), "duration_s": self.duration,
+               "spin_rad_s": self.spin,
                "n_collocation": float(self.n_collocation)}
         out.update({f"residual_{k}": v for k, v in self.residuals.items()})
         out.update({f"quasi_static_difference_{k}": v for k, v in self.quasi_static_difference.items()})
@@ -489,6 +513,12 @@ def exact_circular_motion(plant: MovingPlateBallPlate | ServoPlateBallPlate, rad
     n_collocation : int
         Fourier collocation points per period of the plate-angle solve.
 
+    Returns
+    -------
+    MovingPlateMotion
+
+    Notes
+    -----
     Same circle, same mean spin ``omega + roll_rate sin(lean0)`` and same
     initial orientation as the quasi-static reference; the plate angles are
     solved from the exact dynamics. ``duration`` defaults to one period.

@@ -37,13 +37,15 @@ from scipy.interpolate import make_interp_spline
 
 from .._derivatives import directional_derivative
 from .._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
-from .._validation import as_vector, check_finite_scalar, check_integer, check_positive, guard_rhs
+from .._validation import (as_array, as_vector, check_bool, check_finite_scalar, check_integer, check_nonnegative,
+                           check_positive, guard_rhs)
 from ..plants.ball_plate import BallPlate
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT
 from .inversion import plate_angles_for_acceleration, rolling_multipliers, warn_large_tilt
 
-__all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion"]
+__all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion",
+           "evaluate_path"]
 
 
 def _rot(angle: float) -> np.ndarray:
@@ -57,6 +59,19 @@ class LissajousPath:
 
     Attributes: amplitudes in m, rates in rad/s, phases and rotation in rad,
     centre in m. Every other built-in path is a special case.
+
+    Attributes
+    ----------
+    amplitude_x, amplitude_y : float
+        Amplitudes in m.
+    omega_x, omega_y : float
+        Rates in rad/s.
+    phase_x, phase_y : float
+        Phases in rad.
+    center : (float, float)
+        Centre in m.
+    rotation : float
+        Rotation of the curve about its centre in rad.
     """
 
     amplitude_x: float
@@ -190,13 +205,13 @@ class WaypointPath:
     """
 
     def __init__(self, waypoints, speed: float, *, ramp_time: float = 1.0, closed: bool = False) -> None:
-        pts = np.asarray(waypoints, dtype=float)
+        pts = as_array(waypoints, "waypoints", ndim=2, unit="m")
         if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < (3 if closed else 2):
             raise ShapeError(f"waypoints must have shape (P, 2) with P >= {3 if closed else 2}, got {pts.shape}")
         if not np.all(np.isfinite(pts)):
             raise ParameterError("waypoints must be finite")
         self.speed = check_positive(speed, "speed", "m/s")
-        self.closed = bool(closed)
+        self.closed = check_bool(closed, "closed")
         if closed:
             pts = np.vstack([pts, pts[:1]])
         seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
@@ -212,7 +227,8 @@ class WaypointPath:
         else:  # quintic with vanishing 3rd and 4th derivatives at the ends ("natural" for k = 5)
             zero = [(3, np.zeros(2)), (4, np.zeros(2))]
             self._spline = make_interp_spline(s, pts, k=5, bc_type=(zero, zero))
-        self.ramp_time = 0.0 if closed else float(max(0.0, check_finite_scalar(ramp_time, "ramp_time")))
+        ramp_time = check_nonnegative(ramp_time, "ramp_time", "s")
+        self.ramp_time = 0.0 if closed else ramp_time
         T = self.ramp_time
         if not closed and self.speed * T > self.length:
             raise ParameterError(f"ramp_time too long: the ramps would cover {self.speed * T:.4g} m of a "
@@ -270,7 +286,27 @@ class WaypointPath:
         return p, v, a, j
 
 
-def _evaluate_path(path: Callable, t: np.ndarray):
+def evaluate_path(path: Callable, t: np.ndarray):
+    """Position, velocity, acceleration and jerk of a path at times ``t``, each shape (K, 2).
+
+    Parameters
+    ----------
+    path : callable
+        ``path(t) -> (p, v, a)`` or ``(p, v, a, jerk)``, each (K, 2) in m, m/s, m/s^2, m/s^3;
+        a missing jerk is the complex-step derivative of the acceleration.
+    t : ndarray, shape (K,)
+        Times in s.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(p, v, a, jerk)``, each shape (K, 2).
+
+    Raises
+    ------
+    ValueError
+        If the path returns the wrong number of arrays or non-finite values.
+    """
     out = path(t)
     if not isinstance(out, (tuple, list)) or len(out) not in (3, 4):
         raise ShapeError("a path must return (p, v, a) or (p, v, a, jerk), each of shape (K, 2)")
@@ -325,6 +361,8 @@ class PathMotion(Reference):
     initial_orientation : (yaw, lean, roll), optional
         Angles at ``t0`` in rad. Default: yaw along the initial velocity
         (along +x if the path starts at rest; the ball rolls along (cos yaw, sin yaw)), lean 0, roll 0.
+    check_samples : int
+        Samples of the duration at which feasibility and the chart are checked.
 
     Raises
     ------
@@ -349,7 +387,7 @@ class PathMotion(Reference):
         self.t_range = (self.t0, self.t0 + self.duration)
         self.period = getattr(path, "period", None)
         grid = np.linspace(self.t0, self.t0 + self.duration, check_integer(check_samples, "check_samples", minimum=2))
-        _, v, a, j = _evaluate_path(path, grid)
+        _, v, a, j = evaluate_path(path, grid)
         u_check, _ = plate_angles_for_acceleration(plant, a, j, grid)  # raises when infeasible
         warn_large_tilt(np.arccos(np.clip(np.cos(u_check[:, 0]) * np.cos(u_check[:, 1]), -1.0, 1.0)),
                         "PathMotion", grid)
@@ -358,7 +396,7 @@ class PathMotion(Reference):
 
     def _orientation_rates(self, t, angles):
         R = self.system.params.radius
-        _, v, _, _ = _evaluate_path(self.path, np.atleast_1d(t))
+        _, v, _, _ = evaluate_path(self.path, np.atleast_1d(t))
         yaw, lean = angles[0], angles[1]
         vx, vy = v[0]
         dlean = (vx * np.sin(yaw) - vy * np.cos(yaw)) / R
@@ -389,7 +427,7 @@ class PathMotion(Reference):
     def _evaluate(self, t: np.ndarray) -> ReferenceSample:
         plant = self.system
         R = plant.params.radius
-        p, v, a, j = _evaluate_path(self.path, t)
+        p, v, a, j = evaluate_path(self.path, t)
         ang = self._solution.sol(t).T
         K = t.shape[0]
         x = np.empty((K, 5))

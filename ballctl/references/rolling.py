@@ -55,8 +55,8 @@ from scipy.optimize import brentq
 from .._errors import InfeasibleReferenceError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
 from .._validation import (as_times, as_vector, check_finite_at, check_instance, check_ivp_method, check_positive,
                            check_stabilization, check_tolerances, guard_rhs)
-from ..plants.rolling_ball import (PAPER_KINK_TIMES, RollingBallSystem, paper_ball_initial_state,
-                                   paper_rail_acceleration)
+from ..plants.paper import PAPER_KINK_TIMES, paper_ball_initial_state, paper_rail_acceleration
+from ..plants.rolling_ball import RollingBall, RollingBallSystem
 from ..plants.rolling_disk import RollingDiskSystem
 from ..plants.rails import CircleRail
 from ..system import ConstrainedSystem
@@ -180,7 +180,8 @@ class DiskRollReference(Reference):
 
     Examples
     --------
-    >>> from ballctl.plants.rolling_disk import RollingDisk, paper_disk_parameters
+    >>> from ballctl.plants.rolling_disk import RollingDisk
+    >>> from ballctl.plants.paper import paper_disk_parameters
     >>> sys_ = RollingDisk(paper_disk_parameters()).to_constrained_system()
     >>> ref = DiskRollReference(sys_, cruise_speed_mps=0.5, ramp_time_s=3.0)
     >>> round(float(ref(10.0).xd[0, 0]), 9)   # contact-point speed while cruising
@@ -192,7 +193,7 @@ class DiskRollReference(Reference):
         if not isinstance(system, RollingDiskSystem):
             raise ParameterTypeError(f"system must be a RollingDiskSystem, got {type(system).__name__}")
         disk = system.disk
-        p = disk.parameters
+        p = disk.params
         problems = []
         if np.any(np.asarray(p.cm_offset_m) != 0.0):
             problems.append(f"the disk's own CM must be at the GC (cm_offset_m = 0), got {p.cm_offset_m.tolist()}")
@@ -328,7 +329,8 @@ class DiskRollReference(Reference):
         x_ode, u = self._inputs(t)
         x, xd = self.system.from_ode_state(x_ode)
         h = _FD_STEP
-        ud = (self._inputs(t + h)[1] - self._inputs(np.maximum(t - h, 0.0))[1]) / (t + h - np.maximum(t - h, 0.0))[:, None]
+        t_minus = np.maximum(t - h, 0.0)
+        ud = (self._inputs(t + h)[1] - self._inputs(t_minus)[1]) / (t + h - t_minus)[:, None]
         return _sample_from_states(self.system, t, x, xd, u, ud)
 
     @property
@@ -489,7 +491,7 @@ def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0, rt
     """The ball of section 7 under the paper's rail accelerations (7.11), as a reference.
 
     Initial state (7.12) (at rest at the origin, ``q = (1, 0, 0, 0)``), every
-    rail accelerated by :func:`~ballctl.plants.rolling_ball.paper_rail_acceleration`
+    rail accelerated by :func:`~ballctl.plants.paper.paper_rail_acceleration`
     (kinks at 0.1 s and 0.2 s, rail rates 0.15 rad/s afterwards).
 
     Parameters
@@ -520,8 +522,7 @@ def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0, rt
         return IntegratedReference(system, x0, xd0, nominal, (0.0, t_final), breakpoints=PAPER_KINK_TIMES,
                                    rtol=rtol, atol=atol)
     # force inputs: integrate the acceleration-input twin, convert along its dense output
-    from ..plants.rolling_ball import RollingBall
-    twin = RollingBall(system.ball.parameters).to_constrained_system(chart_rotation=system.chart_rotation)
+    twin = RollingBall(system.ball.params).to_constrained_system(chart_rotation=system.chart_rotation)
     acc_ref = IntegratedReference(twin, x0, xd0, lambda t: paper_rail_acceleration(t) * np.ones(3),
                                   (0.0, t_final), breakpoints=PAPER_KINK_TIMES, rtol=rtol, atol=atol)
 
@@ -582,7 +583,7 @@ class StraightRollReference(Reference):
 
     def _evaluate(self, t: np.ndarray) -> ReferenceSample:
         K, n = t.shape[0], self.system.n_coordinates
-        r = self.system.ball.parameters.radius_m
+        r = self.system.ball.params.radius_m
         w = self.roll_rate
         x = np.zeros((K, n))
         xd = np.zeros((K, n))

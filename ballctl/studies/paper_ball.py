@@ -17,7 +17,8 @@ import numpy as np
 from .._errors import ParameterError
 from .._validation import check_positive
 from ..plotting import plot_ball_paths, save_figure
-from ..plants.rolling_ball import RollingBall, paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
+from ..plants.paper import PAPER_KINK_TIMES, paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
+from ..plants.rolling_ball import RollingBall
 
 __all__ = ["simulate_paper_ball"]
 
@@ -39,7 +40,7 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
     dict
         ``t_final_s``, ``final_contact_point_m`` (list of 2), ``distance_travelled_m`` (path length),
         ``max_quaternion_norm_error``, ``max_horizontal_cm_offset_m`` (total CM off the vertical
-        through the GC), ``n_rhs_evaluations``, ``wall_time_s``, ``method`` and ``figures`` (paths).
+        through the GC), ``nfev``, ``wall_time_s``, ``method`` and ``figures`` (paths).
 
     References
     ----------
@@ -59,7 +60,8 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
     out.mkdir(parents=True, exist_ok=True)
     ball = RollingBall(paper_ball_parameters())
     run = ball.simulate(paper_ball_initial_state(), (0.0, t_final),
-                        lambda t: paper_rail_acceleration(t) * np.ones(3), t_eval=np.linspace(0.0, t_final, samples))
+                        lambda t: paper_rail_acceleration(t) * np.ones(3), t_eval=np.linspace(0.0, t_final, samples),
+                        breakpoints=PAPER_KINK_TIMES)
     cm = ball.total_cm_body(run.x)
     cm_spatial = ball.to_spatial_about_gc(run.x, cm[:, None, :])[:, 0]
     cp = ball.contact_point(run.x)
@@ -73,7 +75,7 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
         "distance_travelled_m": float(np.sum(np.linalg.norm(np.diff(cp[:, :2], axis=0), axis=1))),
         "max_quaternion_norm_error": float(np.max(np.abs(np.linalg.norm(q, axis=1) - 1.0))),
         "max_horizontal_cm_offset_m": float(np.max(np.linalg.norm(cm_spatial[:, :2], axis=1))),
-        "n_rhs_evaluations": int(run.n_rhs_evaluations),
+        "nfev": int(run.nfev),
         "wall_time_s": float(run.wall_time_s),
         "method": run.method,
         "figures": [str(path)],

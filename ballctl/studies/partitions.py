@@ -29,7 +29,7 @@ import numpy as np
 
 from .._errors import ParameterError, PartitionError, ShapeError
 from ..controllability import GramianReport, discrete_gramian
-from ..discretize import discretize
+from ..discretize import DiscreteLTVSystem, discretize
 from ..linearize import linearize_samples
 from ..partition import Partition
 from ..references.base import Reference
@@ -82,7 +82,17 @@ class PartitionRow:
 
 @dataclass(frozen=True)
 class PartitionComparison:
-    """The table of :func:`compare_partitions`; ``str()`` prints it."""
+    """The table of :func:`compare_partitions`; ``str()`` prints it.
+
+    Attributes
+    ----------
+    rows : tuple of PartitionRow
+        One row per partition, best first.
+    t0, t1 : float
+        Interval in s.
+    dt : float
+        Sample time in s.
+    """
 
     rows: tuple[PartitionRow, ...]
     t0: float
@@ -90,8 +100,10 @@ class PartitionComparison:
     dt: float
 
     def to_table(self) -> str:
+        """Plain-text table, one row per partition (best first)."""
         head = (f"{'independent':<30} {'adm. dependent':<24} {'full rank':>9} {'dyn. rank':>9} "
-                f"{'|A23|':>9} {'cond(D_dd)':>10} {'cond(W_dyn)':>11}  least controllable direction of the dynamic subsystem (scaled states)")
+                f"{'|A23|':>9} {'cond(D_dd)':>10} {'cond(W_dyn)':>11}  "
+                "least controllable direction of the dynamic subsystem (scaled states)")
         lines = [f"partition comparison over [{self.t0:g}, {self.t1:g}] s, dt = {self.dt:g} s", head,
                  "-" * len(head)]
         for r in self.rows:
@@ -99,7 +111,8 @@ class PartitionComparison:
             ai = ", ".join(p.independent_names)
             ad = ", ".join(p.admissible_dependent_names)
             if not r.admissible:
-                lines.append(f"{ai:<30} {ad:<24} {'-':>9} {'-':>9} {'-':>9} {'-':>10} {'-':>11}  not admissible: {r.reason}")
+                lines.append(f"{ai:<30} {ad:<24} {'-':>9} {'-':>9} {'-':>9} {'-':>10} {'-':>11}  "
+                             f"not admissible: {r.reason}")
                 continue
             if r.nearly_singular:
                 lines.append(f"{ai:<30} {ad:<24} {'-':>9} {'-':>9} {'-':>9} {r.ddd_condition:10.2e} {'-':>11}  "
@@ -117,7 +130,13 @@ class PartitionComparison:
 
 
 def enumerate_partitions(system: ConstrainedSystem) -> list[Partition]:
-    """Every split of the coordinates into sets of sizes n - m - l, l and m (unchecked)."""
+    """Every split of the coordinates into sets of sizes n - m - l, l and m (unchecked).
+
+    Parameters
+    ----------
+    system : ConstrainedSystem
+        The system.
+    """
     n, m, l_ = system.n_coordinates, system.n_holonomic, system.n_nonholonomic
     out = []
     for ai in itertools.combinations(range(n), n - m - l_):
@@ -187,9 +206,10 @@ def compare_partitions(system: ConstrainedSystem, reference: Reference, times, *
 
 def _scaled_gramian(Ad, Bd, names, rank_rtol) -> GramianReport:
     """Gramian of the state scaled so that every state's reachable spread is comparable."""
-    raw = discrete_gramian(Ad, Bd, state_names=names, rank_rtol=rank_rtol)
+    raw = discrete_gramian(DiscreteLTVSystem.from_arrays(Ad, Bd, state_names=names), rank_rtol=rank_rtol)
     diag = np.diag(raw.W)
     # a state the inputs cannot reach at all keeps a tiny (not zero) scale: no overflow
     scale = np.sqrt(np.maximum(diag, 1e-24 * max(float(diag.max()), np.finfo(float).tiny)))
     S = np.diag(1.0 / scale)
-    return discrete_gramian(S @ Ad @ np.diag(scale), S @ Bd, state_names=names, rank_rtol=rank_rtol)
+    return discrete_gramian(DiscreteLTVSystem.from_arrays(S @ Ad @ np.diag(scale), S @ Bd, state_names=names),
+                            rank_rtol=rank_rtol)

@@ -51,7 +51,7 @@ import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError
 from ..controllability import discrete_gramian
-from ..discretize import discretize
+from ..discretize import DiscreteLTVSystem, discretize
 from ..linearize import linearize
 from ..partition import Partition
 from ..plants.rolling_ball import PointMass, RollingBall, RollingBallParameters, RollingBallSystem
@@ -384,7 +384,8 @@ def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_ra
             scales[ltv.state_index(name)] = float(value)
         S = np.diag(1.0 / scales)
         Sinv = np.diag(scales)
-        rep = discrete_gramian(S @ disc.Ad @ Sinv, S @ disc.Bd, state_names=ltv.state_names, rank_rtol=rank_rtol)
+        rep = discrete_gramian(DiscreteLTVSystem.from_arrays(S @ disc.Ad @ Sinv, S @ disc.Bd, dt=disc.dt,
+                                                             state_names=ltv.state_names), rank_rtol=rank_rtol)
         ev = rep.eigenvalues
         acc = float(np.max(np.abs(ref(times[:4]).xdd)))
         k = min(ROLL_INVARIANTS, len(ev) - 1)

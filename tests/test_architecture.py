@@ -1,0 +1,123 @@
+"""The import layers of docs/architecture.md hold in the code.
+
+Walks every module of ``ballctl`` (its source, with ``ast``: imports inside
+functions count too) and fails on an import of a higher layer or of another
+module's private (``_name``) object. A new module must be given a layer here
+and in ``docs/architecture.md``.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+import ballctl
+
+ROOT = pathlib.Path(ballctl.__file__).parent
+
+#: layer of every module, by longest matching prefix; the same table as docs/architecture.md
+LAYERS = {
+    # 0: utilities
+    "ballctl._errors": 0, "ballctl._validation": 0, "ballctl._derivatives": 0, "ballctl._quaternion": 0,
+    "ballctl._io": 0,
+    # 1: contracts and linear time-varying mathematics
+    "ballctl.system": 1, "ballctl.ltv": 1, "ballctl.ode": 1, "ballctl.loop_step": 1,
+    # 2: plants
+    "ballctl.plants": 2,
+    # 3: the pipeline: references, partitions, simulation, linearization, controllability, discretization, LQR
+    "ballctl.references": 3, "ballctl.partition": 3, "ballctl.simulate": 3, "ballctl.linearize": 3,
+    "ballctl.controllability": 3, "ballctl.discretize": 3, "ballctl.lqr": 3,
+    "ballctl.kalman": 3, "ballctl.observability": 3, "ballctl.estimator": 3, "ballctl.rig": 3,
+    # 4: design and runs: the tracking controller, the closed loop, gain files, figures
+    "ballctl.tracking": 4, "ballctl.closed_loop": 4, "ballctl.schedule": 4, "ballctl.plotting": 4,
+    # 5: studies above the core
+    "ballctl.studies": 5,
+    # 6: the command line and the package namespace
+    "ballctl.cli": 6, "ballctl": 6,
+}
+
+
+def layer_of(module: str) -> int:
+    best = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len, default=None)
+    if best is None:
+        raise KeyError(f"{module} has no layer: add it to LAYERS and to docs/architecture.md")
+    return LAYERS[best]
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def imports_in(source: str, module: str, is_package: bool) -> list[tuple[str, str | None, int]]:
+    """``(target module, imported name or None, line)`` for every ballctl import in ``source``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("ballctl"):
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                if sub in MODULES:
+                    out.append((sub, None, node.lineno))
+                else:
+                    out.append((target, alias.name, node.lineno))
+        elif isinstance(node, ast.Import):
+            out.extend((a.name, None, node.lineno) for a in node.names if a.name.startswith("ballctl"))
+    return out
+
+
+def violations(source: str, module: str, is_package: bool = False) -> list[str]:
+    """Upward and private cross-module imports in ``source`` of ``module``."""
+    mine = layer_of(module)
+    problems = []
+    for target, name, line in imports_in(source, module, is_package):
+        if layer_of(target) > mine:
+            problems.append(f"line {line}: {module} (layer {mine}) imports {target} (layer {layer_of(target)})")
+        if name is not None and name.startswith("_") and target != module:
+            problems.append(f"line {line}: {module} imports the private {target}.{name}")
+    return problems
+
+
+def test_every_module_has_a_layer():
+    for module in MODULES:
+        layer_of(module)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_down_and_stay_public(module):
+    path = MODULES[module]
+    problems = violations(path.read_text(encoding="utf-8"), module, path.name == "__init__.py")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_walk_sees_violations():
+    """The checker itself: upward, private and function-local imports in a made-up plant module."""
+    source = ("from ..tracking import TrackingController\n"
+              "from .ball_plate import _cs\n"
+              "def f():\n    import ballctl.cli\n")
+    problems = violations(source, "ballctl.plants.made_up")
+    assert len(problems) == 3, problems
+    assert "imports ballctl.tracking (layer 4)" in problems[0]
+    assert "private ballctl.plants.ball_plate._cs" in problems[1]
+    assert violations("from .ball_plate import BallPlate\nfrom .._errors import BallctlError\n",
+                      "ballctl.plants.made_up") == []
+
+
+def test_layer_table_matches_the_document():
+    doc = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for prefix, layer in LAYERS.items():
+        assert f"`{prefix}`" in doc, f"{prefix} is not in docs/architecture.md"
+    for layer in set(LAYERS.values()):
+        assert f"| {layer} |" in doc

@@ -1,0 +1,148 @@
+"""The plant contract (ballctl.plants.base) over every registered plant.
+
+Adding a plant to ``ballctl.plants.PLANTS`` adds it to every test here.
+"""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import ballctl
+from ballctl import plants
+from ballctl.plants import PLANTS, check_plant, random_consistent_state
+from ballctl.plants.base import is_ode_plant
+from ballctl.plants.internal_masses import InternalMassesPlant
+from ballctl.system import ConstrainedSystem
+
+NAMES = sorted(PLANTS)
+CONSTRAINED = [n for n in NAMES if isinstance(PLANTS[n](), ConstrainedSystem)]
+ODE = [n for n in NAMES if is_ode_plant(PLANTS[n]())]
+
+
+def test_registry_holds_every_plant_class():
+    """Every concrete plant class of ballctl.plants is built by some registry entry."""
+    built = {type(PLANTS[n]()) for n in NAMES}
+    classes = {obj for mod in (plants.ball_plate, plants.ball_plate_moving, plants.rolling_ball, plants.rolling_disk)
+               for _, obj in inspect.getmembers(mod, inspect.isclass)
+               if obj.__module__ == mod.__name__ and not obj.__name__.startswith("_")
+               and (issubclass(obj, ConstrainedSystem) or issubclass(obj, InternalMassesPlant))}
+    assert classes, "no plant classes found"
+    assert classes <= built, f"plants missing from PLANTS: {sorted(c.__name__ for c in classes - built)}"
+    assert set(CONSTRAINED) | set(ODE) == set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_plant_honours_the_contract(name):
+    """C1-C6 / O1-O5 at 12 random consistent states: shapes, symmetry, batch = loop to 1e-12,
+    complex step = central differences to 1e-6, eq. (1) to 1e-9, charts, the ODE = its constrained form."""
+    assert check_plant(PLANTS[name](), n_states=12, seed=7) == []
+
+
+def _derivative(y, h, step):
+    """Fourth-order central difference with spacing ``step`` samples of ``h`` s, at samples 4 .. K-5."""
+    K = y.shape[0]
+    i = np.arange(4, K - 4)
+    s = step
+    return (8.0 * (y[i + s] - y[i - s]) - (y[i + 2 * s] - y[i - 2 * s])) / (12.0 * s * h)
+
+
+@pytest.mark.parametrize("name", CONSTRAINED)
+def test_short_simulation_solves_the_dae(name):
+    """A 0.1 s run satisfies eq. (1) with accelerations taken from the trajectory itself.
+
+    ``xd`` and ``xdd`` come from fourth-order central differences of the
+    output at spacing h = 1 ms; their truncation error is bounded by the
+    difference to the same stencil at 2h (which is 15 times the error of
+    the h stencil for a smooth motion). A trajectory that does not solve the
+    DAE keeps its residual as h shrinks; one that does shows only that bound.
+    The constraints hold to the integrator's tolerance.
+    """
+    plant = PLANTS[name]()
+    x0, xd0, u = random_consistent_state(plant, np.random.default_rng(3), scale=0.2)
+    h = 1e-3
+    t = np.arange(0.0, 0.1 + h / 2, h)
+    run = ballctl.simulate(plant, x0, xd0, u, (0.0, t[-1]), t_eval=t, rtol=1e-12, atol=1e-12, stabilization=None)
+    x, xd = run.x[4:-4], run.xd[4:-4]
+    v1, v2 = _derivative(run.x, h, 1), _derivative(run.x, h, 2)
+    assert np.all(np.abs(v1 - xd) <= 1e-9 * max(1.0, np.max(np.abs(xd))) + np.abs(v1 - v2))
+    xdd, xdd2 = _derivative(run.xd, h, 1), _derivative(run.xd, h, 2)
+    for k in range(0, len(x), 10):
+        M = plant.mass_matrix(x[k], u)
+        D = plant.constraint_jacobian(x[k])
+        Q = plant.forces(x[k], xd[k], u)
+        lam = np.linalg.lstsq(D.T, Q - M @ xdd[k], rcond=None)[0]
+        res = plant.dynamics_residual(x[k], xd[k], xdd[k], lam, u)
+        bound = 1e-8 * max(1.0, np.max(np.abs(Q))) + np.max(np.abs(M @ (xdd[k] - xdd2[k])))
+        assert np.max(np.abs(res)) <= bound
+    assert run.max_constraint_residual < 1e-9
+
+
+@pytest.mark.parametrize("name", CONSTRAINED)
+def test_constraint_drift_is_bounded(name):
+    """Without stabilization the index-1 form drifts only at the integration tolerance over 0.3 s;
+    Baumgarte stabilization (10, 10) 1/s keeps it there too."""
+    plant = PLANTS[name]()
+    x0, xd0, u = random_consistent_state(plant, np.random.default_rng(11), scale=0.2)
+    for stab in (None, (10.0, 10.0)):
+        run = ballctl.simulate(plant, x0, xd0, u, (0.0, 0.3), t_eval=np.linspace(0.0, 0.3, 7), rtol=1e-10,
+                               atol=1e-12, stabilization=stab)
+        assert run.max_constraint_residual < 1e-8, (stab, run.max_constraint_residual)
+
+
+@pytest.mark.parametrize("name", ODE)
+def test_ode_plant_simulation_matches_its_constrained_form(name):
+    """The ODE plant and its generalized-coordinate form integrate to the same motion (0.2 s, 1e-7)."""
+    plant = PLANTS[name]()
+    system = plant.to_constrained_system()
+    x0, xd0, u = random_consistent_state(system, np.random.default_rng(5), scale=0.3)
+    t = np.linspace(0.0, 0.2, 5)
+    ode = plant.simulate(system.to_ode_state(x0, xd0), (0.0, 0.2), lambda tt: u, t_eval=t, rtol=1e-11, atol=1e-11)
+    dae = ballctl.simulate(system, x0, xd0, u, (0.0, 0.2), t_eval=t, rtol=1e-11, atol=1e-12)
+    mapped = np.array([system.to_ode_state(x, xd) for x, xd in zip(dae.x, dae.xd)])
+    q = slice(2 * plant.n_masses, 2 * plant.n_masses + 4) if plant.n_states == 2 * plant.n_masses + 9 else None
+    if q is not None:   # a quaternion and its negative are the same rotation
+        sign = np.sign(np.sum(mapped[:, q] * ode.x[:, q], axis=1))
+        mapped[:, q] *= sign[:, None]
+    assert np.max(np.abs(mapped - ode.x)) < 1e-7
+
+
+# ----------------------------------------------------------------------- the check can fail
+class _NotComplexSafe(plants.BallPlate):
+    name = "broken"
+
+    def forces(self, x, xd, u):
+        return np.real(super().forces(x, xd, u))
+
+
+class _WrongBatch(plants.BallPlate):
+    name = "broken"
+
+    def mass_matrix(self, x, u=None):
+        M = super().mass_matrix(x, u)
+        return M[..., :1, :, :] + 0.0 * M if np.ndim(x) == 2 else M
+
+
+class _BadRechart(plants.BallPlate):
+    name = "broken"
+
+    def rechart(self, x, xd):
+        x_new, xd_new = super().rechart(x, xd)
+        return x_new, 1.01 * xd_new
+
+
+class _WrongODE(plants.RollingDisk):
+    def rhs(self, t, x, u):
+        f = super().rhs(t, x, u)
+        return f * np.concatenate([np.ones(f.shape[-1] - 1), [1.001]])
+
+
+@pytest.mark.parametrize("broken, message", [
+    (_NotComplexSafe(), "not complex-step safe"),
+    (_WrongBatch(), "batched mass_matrix differs"),
+    (_BadRechart(), "rechart changed the kinetic energy"),
+    (_WrongODE(plants.paper_disk_parameters()), "rhs differs from the constrained form"),
+])
+def test_check_plant_reports_broken_plants(broken, message):
+    problems = check_plant(broken, n_states=3)
+    assert any(message in p for p in problems), problems
