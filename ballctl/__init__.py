@@ -10,32 +10,34 @@ chain), ``closed_loop`` (sampled control of the nonlinear plant),
 
 from .plants import rails
 from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, ConfigError, ConstraintProjectionWarning,
-                      ConstraintViolationError, FileArgumentError, InfeasibleReferenceError, IntegrationBudgetError,
-                      IntegrationError, LargeTiltWarning, MissingFileError, NonFiniteStateError, NumericalError,
-                      ParameterError, ParameterTypeError, PartitionError, RiccatiConditioningWarning,
-                      RiccatiConvergenceError, SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
+                      ConstraintViolationError, FileArgumentError, InfeasiblePlanError, InfeasibleReferenceError,
+                      IntegrationBudgetError, IntegrationError, LargeTiltWarning, MissingExtraError, MissingFileError,
+                      NonFiniteStateError, NumericalError, ParameterError,
+                      ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
+                      SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
 from .closed_loop import ClosedLoopResult, ClosedLoopSummary, simulate_closed_loop
 from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
 from .discretize import DiscreteLTVSystem, discretization_error, discretize
 from .linearize import linearize, linearize_at
 from .kalman import KalmanFilterResult, PeriodicKalmanResult, finite_horizon_kalman, periodic_kalman
-from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr
+from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr, riccati_sweep
 from .ltv import LTVSystem
 from .partition import Partition
 from .studies.partitions import compare_partitions
-from .plants import (BallPlate, BallPlateParameters, MovingPlateBallPlate, MovingPlateParameters, PointMass,
+from .plants import (PLANTS, BallPlate, BallPlateParameters, MovingPlateBallPlate, MovingPlateParameters, PointMass,
                      RollingBall, RollingBallParameters, RollingBallSystem, RollingDisk, RollingDiskParameters,
-                     RollingDiskSystem, ServoParameters, ServoPlateBallPlate)
+                     RollingDiskSystem, ServoParameters, ServoPlateBallPlate, check_plant)
 from .studies.rail_layouts import compare_rail_layouts
 from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPath, LissajousPath, PathMotion,
                          Reference, ReferenceSample, WaypointPath)
 from .references.moving_plate import MovingPlateMotion, exact_circular_motion
 from .rig import PRESETS, RigLimits, RigProfile, RigProfileError, Sensor, rig_preset
-from .schedule import GainSchedule
+from .schedule import GainSchedule, write_c_controller
 from .simulate import SimulationResult, simulate
 from .system import ConstrainedSystem, check_system
-from .tracking import TrackingController, design_tracking_lqr
+from .tracking import TrackingController, design_for_rig, design_tracking_lqr
+from .observability import observability_gramian, sensor_table
 
 __version__ = "0.1.0"
 
@@ -45,13 +47,14 @@ __all__ = [
     "InfeasibleReferenceError", "ChartSingularityError", "PartitionError", "ConfigError", "FileArgumentError",
     "MissingFileError",
     "ScheduleFileError", "SampleIndexError", "NumericalError", "SingularMatrixError", "RiccatiConvergenceError",
-    "IntegrationError", "NonFiniteStateError", "IntegrationBudgetError",
+    "IntegrationError", "NonFiniteStateError", "IntegrationBudgetError", "InfeasiblePlanError", "MissingExtraError",
     # warnings
     "BallctlWarning", "LargeTiltWarning", "ConstraintProjectionWarning", "RiccatiConditioningWarning",
     # interface and plants
-    "ConstrainedSystem", "check_system", "BallPlate", "BallPlateParameters", "MovingPlateBallPlate",
-    "MovingPlateParameters", "ServoParameters", "ServoPlateBallPlate", "RollingBall", "RollingBallParameters",
-    "RollingBallSystem", "RollingDisk", "RollingDiskParameters", "RollingDiskSystem", "PointMass", "rails",
+    "ConstrainedSystem", "check_system", "check_plant", "PLANTS", "BallPlate", "BallPlateParameters",
+    "MovingPlateBallPlate", "MovingPlateParameters", "ServoParameters", "ServoPlateBallPlate", "RollingBall",
+    "RollingBallParameters", "RollingBallSystem", "RollingDisk", "RollingDiskParameters", "RollingDiskSystem",
+    "PointMass", "rails",
     # references
     "Reference", "ReferenceSample", "CircularMotion", "PathMotion", "CirclePath", "EllipsePath", "FigureEightPath",
     "LissajousPath", "WaypointPath", "MovingPlateMotion", "exact_circular_motion",
@@ -62,11 +65,12 @@ __all__ = [
     "discrete_gramian", "transition_matrix", "silverman_meadows", "monodromy", "periodic_controllability",
     # discretization and LQR
     "DiscreteLTVSystem", "discretize", "discretization_error", "bryson", "finite_horizon_lqr", "FiniteHorizonLQR",
-    "periodic_lqr", "PeriodicLQR",
+    "periodic_lqr", "PeriodicLQR", "riccati_sweep",
     # tracking
     "TrackingController", "design_tracking_lqr", "simulate_closed_loop", "ClosedLoopResult", "RigLimits",
     "GainSchedule", "ClosedLoopSummary",
     # rigs and estimation
     "RigProfile", "RigProfileError", "Sensor", "PRESETS", "rig_preset", "finite_horizon_kalman", "periodic_kalman",
-    "KalmanFilterResult", "PeriodicKalmanResult",
+    "KalmanFilterResult", "PeriodicKalmanResult", "design_for_rig", "observability_gramian", "sensor_table",
+    "write_c_controller",
 ]

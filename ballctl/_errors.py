@@ -59,6 +59,8 @@ __all__ = [
     "LargeTiltWarning",
     "ConstraintProjectionWarning",
     "RiccatiConditioningWarning",
+    "InfeasiblePlanError",
+    "MissingExtraError",
 ]
 
 
@@ -171,3 +173,11 @@ class ConstraintProjectionWarning(BallctlWarning):
 
 class RiccatiConditioningWarning(BallctlWarning):
     """The Riccati sweep met an ill-conditioned ``R + B^T P B``."""
+
+
+class InfeasiblePlanError(BallctlError, ValueError):
+    """A trajectory-optimization request cannot be met (names the constraint that fails)."""
+
+
+class MissingExtraError(BallctlError, ImportError):
+    """An optional dependency is missing; the message names the ``pip install ballctl[extra]`` to run."""

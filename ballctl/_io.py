@@ -105,17 +105,9 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> Path:
         If ``path`` is a directory, an ancestor is a file, or its directory is missing.
     """
     path = check_output_path(path, "path")
-    fd, tmp = _temporary(path)
-    try:
-        with os.fdopen(fd, "wb") as f:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        _commit(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
     return path
 
 

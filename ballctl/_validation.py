@@ -210,7 +210,9 @@ def as_stack(value, name: str, shape: Sequence[int | None], *, unit: str = "",
     shape = tuple(shape)
     arr = as_array(value, name, unit=unit)
     if allow_constant and shape[0] is not None and arr.ndim == len(shape) - 1:
-        as_array(arr, name, shape=shape[1:], unit=unit)
+        if any(s is not None and s != a for s, a in zip(shape[1:], arr.shape)):
+            raise ShapeError(f"{name} must have shape {_shape_text(shape[1:])} or {_shape_text(shape)}, "
+                             f"got shape {arr.shape}")
         return np.broadcast_to(arr, (shape[0],) + arr.shape)
     if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
         alt = f" or {_shape_text(shape[1:])}" if allow_constant else ""

@@ -79,7 +79,8 @@ class ClosedLoopSummary:
     max_constraint_residual : float
         Largest |D(x) xd|.
     estimator_rms_error_m : float or None
-        RMS over the run of the estimator's contact-point error (output feedback only).
+        RMS of the estimator's contact-point error over the last 20 % of the
+        run (output feedback only).
     limit_steps : dict
         Control steps at which each rig limit changed the command.
     diverged : bool
@@ -129,8 +130,10 @@ class ClosedLoopResult:
         Control times in s (the last is the end of the run).
     x, xd : ndarray, shape (K, n)
         Truth coordinates and velocities.
-    x_ref, xd_ref : ndarray, shape (K, n_ref)
-        The design's reference (its own coordinates, ``reference_names``).
+    x_ref, xd_ref : ndarray, shape (K, n)
+        The design's reference in the truth's coordinates (NaN for truth
+        coordinates the design plant does not have, e.g. the plate angles of a
+        quasi-static design).
     u, u_ref : ndarray, shape (K, nu)
         Input that acted over [t_k, t_k+1) (its time average under an
         actuation latency) and the feedforward.
@@ -142,8 +145,6 @@ class ClosedLoopResult:
     velocity_residual : ndarray, shape (K, m + l)
         Constraint residual ``D(x) xd`` of the truth plant.
     state_names, input_names, coordinate_names : tuple of str
-    reference_names : tuple of str
-        Coordinates of ``x_ref``.
     model : str
         "nonlinear" or "linear".
     feedback : str
@@ -179,7 +180,6 @@ class ClosedLoopResult:
     feedback: str
     limit_events: dict = field(default_factory=dict)
     wall_time: float = 0.0
-    reference_names: tuple[str, ...] = ()
     y: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     signal_names: tuple[str, ...] = ()
     diverged_at: float | None = None
@@ -195,9 +195,6 @@ class ClosedLoopResult:
         """``X_measured - X``: estimate (or measurement) minus truth, shape (K, N)."""
         return self.X_measured - self.X
 
-    def _contact(self, names) -> list[int]:
-        return [names.index(n) for n in ("contact_x", "contact_y") if n in names]
-
     @property
     def position_error(self) -> np.ndarray:
         """Distance in m between the contact point and its reference, shape (K,).
@@ -205,12 +202,10 @@ class ClosedLoopResult:
         Uses the coordinates named ``contact_x`` and/or ``contact_y`` (ball-plate,
         rolling ball, rolling disk).
         """
-        idx = self._contact(self.coordinate_names)
-        ref_names = self.reference_names or self.coordinate_names
-        ridx = self._contact(ref_names)
-        if not idx or len(idx) != len(ridx):
+        idx = [self.coordinate_names.index(n) for n in ("contact_x", "contact_y") if n in self.coordinate_names]
+        if not idx:
             raise ParameterError("position_error needs coordinates named contact_x and/or contact_y")
-        return np.linalg.norm(self.x[:, idx] - self.x_ref[:, ridx], axis=1)
+        return np.linalg.norm(self.x[:, idx] - self.x_ref[:, idx], axis=1)
 
     @property
     def control_effort(self) -> np.ndarray:
@@ -263,7 +258,7 @@ class ClosedLoopResult:
                      for i, name in enumerate(self.input_names)}
         est = None
         if self.feedback == "output" and cidx:
-            e = self.estimation_error[:, cidx]
+            e = self.estimation_error[tail][:, cidx]
             est = float(np.sqrt(np.mean(np.sum(e ** 2, axis=1))))
         return ClosedLoopSummary(
             initial_error_m=float(err[0]), final_error_m=float(err[-1]),
@@ -610,8 +605,12 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     if limits.delay > 0:
         active["delay_s"] = limits.delay
     keep = slice(0, last + 1)
+    x_ref = np.full((last + 1, n), np.nan)
+    xd_ref = np.full((last + 1, n), np.nan)
+    x_ref[:, cmap] = ref.x[keep]
+    xd_ref[:, cmap] = ref.xd[keep]
     return ClosedLoopResult(
-        T[keep], out_x[keep], out_xd[keep], ref.x[keep], ref.xd[keep], out_u[keep], ref.u[keep], out_X[keep],
+        T[keep], out_x[keep], out_xd[keep], x_ref, xd_ref, out_u[keep], ref.u[keep], out_X[keep],
         out_Xm[keep], out_res[keep], names, plant.input_names, plant.coordinate_names, model, mode, active, wall,
-        system.coordinate_names, y_out[keep], tuple(est.signal_names) if output_feedback else (), diverged_at,
+        y_out[keep], tuple(est.signal_names) if output_feedback else (), diverged_at,
         getattr(controller.reference, "period", None))

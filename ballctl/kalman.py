@@ -204,7 +204,8 @@ def finite_horizon_kalman(Ad, C, W, V, *, P0) -> KalmanFilterResult:
     P0 = np.asarray(P0, dtype=float)
     if P0.shape != (N, N):
         raise ShapeError(f"P0 must have shape ({N}, {N}), got {P0.shape}")
-    dual = finite_horizon_lqr(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2), W[::-1], V[::-1], P0)
+    dual_sys = DiscreteLTVSystem.from_arrays(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2))
+    dual = finite_horizon_lqr(dual_sys, W[::-1], V[::-1], Q_N=P0)
     P = np.ascontiguousarray(dual.riccati[::-1])
     L = np.ascontiguousarray(np.swapaxes(dual.gains[::-1], -1, -2))
     M, Ppost, cond = _posterior(P[:-1], C, V)
@@ -252,8 +253,8 @@ def periodic_kalman(Ad, C, W, V, *, tol: float = 1e-12, max_periods: int = 10_00
     """
     Ad, C, W, V = _arrays(Ad, C, W, V)
     T = Ad.shape[0]
-    dual = periodic_lqr(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2), W[::-1], V[::-1],
-                        tol=tol, max_periods=max_periods)
+    dual_sys = DiscreteLTVSystem.from_arrays(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2))
+    dual = periodic_lqr(dual_sys, W[::-1], V[::-1], tol=tol, max_periods=max_periods)
     P = np.ascontiguousarray(dual.riccati[::-1])
     L = np.ascontiguousarray(np.swapaxes(dual.gains[::-1], -1, -2))
     M, _, _ = _posterior(P[:-1], C, V)

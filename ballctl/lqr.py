@@ -36,7 +36,7 @@ import numpy as np
 
 from ._errors import (ParameterError, ParameterTypeError, RiccatiConditioningWarning, RiccatiConvergenceError,
                       ShapeError, SingularMatrixError)
-from ._validation import as_matrix, as_stack, check_positive
+from ._validation import as_array, as_stack, check_positive
 from .discretize import DiscreteLTVSystem
 
 __all__ = [
@@ -169,7 +169,7 @@ def _deprecated_arrays(func: str, sys, args: tuple, n_old: int) -> tuple:
     full = (sys,) + tuple(args)
     if len(full) != n_old:
         raise ParameterTypeError(f"{func}(sys, Q, R, ...) takes a DiscreteLTVSystem and two weights; the deprecated "
-                        f"array form takes {n_old} positional arguments, got {len(full)}")
+                                 f"array form takes {n_old} positional arguments, got {len(full)}")
     warnings.warn(f"{func}(Ad, Bd, Q, R, ...) is deprecated: pass a DiscreteLTVSystem, "
                   f"{func}(sys, Q, R, ...) (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps arrays)",
                   DeprecationWarning, stacklevel=3)
@@ -183,7 +183,7 @@ def _deprecated_arrays(func: str, sys, args: tuple, n_old: int) -> tuple:
 
 def _system_arrays(sys) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(sys, DiscreteLTVSystem):
-        raise ParameterTypeError(f"sys must be a DiscreteLTVSystem (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps "
+        raise ParameterTypeError("sys must be a DiscreteLTVSystem (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps "
                                  f"arrays), got {type(sys).__name__}")
     return sys.Ad, sys.Bd
 
@@ -195,7 +195,7 @@ def riccati_sweep(Ad: np.ndarray, Bd: np.ndarray, Q: np.ndarray, R: np.ndarray, 
     For ``k = Kt-1 .. 0``: :math:`S_k = R_k + B_k^T P_{k+1} B_k`,
     :math:`K_k = S_k^{-1} B_k^T P_{k+1} A_k`,
     :math:`P_k = Q_k + A_k^T P_{k+1} A_k - A_k^T P_{k+1} B_k K_k`, each
-    :math:`S_k` and :math:`P_k` symmetrised. No factorisation beyond the one
+    :math:`P_k` symmetrised (so :math:`S_k` is symmetric to rounding). No factorisation beyond the one
     solve per step: a singular :math:`S_k` raises at once, non-finite
     Riccati matrices are caught every ``check_every`` steps and at the end,
     and the conditioning of every :math:`S_k` is measured afterwards in one
@@ -257,8 +257,7 @@ def riccati_sweep(Ad: np.ndarray, Bd: np.ndarray, Q: np.ndarray, R: np.ndarray, 
             A = Ad[k]
             B = Bd[k]
             PB = Pn @ B
-            Sk = R[k] + B.T @ PB
-            Sk = 0.5 * (Sk + Sk.T)
+            Sk = R[k] + B.T @ PB        # symmetric to rounding: P is exactly symmetric
             BtPA = PB.T @ A
             Kk = solve(Sk, BtPA)
             Pk = Q[k] + A.T @ Pn @ A - BtPA.T @ Kk
@@ -270,16 +269,20 @@ def riccati_sweep(Ad: np.ndarray, Bd: np.ndarray, Q: np.ndarray, R: np.ndarray, 
                 raise SingularMatrixError("the Riccati matrix is not finite")
     except np.linalg.LinAlgError as exc:
         raise SingularMatrixError(f"Riccati sweep failed at step {k} of {Kt}: {exc} (R + B^T P B singular or "
-                                    "P not finite)") from exc
+                                  "P not finite)") from exc
     if not np.isfinite(P[0]).all():
         raise SingularMatrixError("Riccati sweep: P[0] is not finite")
+    S += np.swapaxes(S, 1, 2)     # one batched symmetrization of the stored S, outside the loop
+    S *= 0.5
     return gains, P, S
 
 
 def _backward_sweep(Ad, Bd, Q, R, P_end):
     """Eqs. (28)-(29); returns gains, Riccati (Kt+1), cond(R + B^T P B) measured in one batched call."""
     gains, P, S = riccati_sweep(Ad, Bd, Q, R, P_end)
-    cond = np.linalg.cond(S)
+    lam = np.sort(np.abs(np.linalg.eigvalsh(S)), axis=1)   # S symmetric: cond_2 = max|lambda| / min|lambda|
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cond = lam[:, -1] / lam[:, 0]
     if not np.all(np.isfinite(cond)):
         k = int(np.flatnonzero(~np.isfinite(cond))[-1])
         raise SingularMatrixError(f"R + B^T P B is singular at step {k}")
@@ -507,7 +510,9 @@ def finite_horizon_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, Q_N=None,
     Kt, N, nu = Bd.shape
     Qs = _as_stack(Q, "Q", Kt, (N, N))
     Rs = _as_stack(R, "R", Kt, (nu, nu))
-    Q_N = np.array(Qs[-1]) if Q_N is None else as_matrix(Q_N, "Q_N", (N, N))
+    Q_N = np.array(Qs[-1]) if Q_N is None else as_array(Q_N, "Q_N", finite=False)
+    if Q_N.shape != (N, N) or not np.all(np.isfinite(Q_N)):
+        raise ShapeError(f"Q_N must be a finite ({N}, {N}) matrix, got shape {Q_N.shape}")
     _check_weights(Qs, Rs, Q_N)
     cond_limit = check_positive(cond_limit, "cond_limit")
     gains, P, cond = _backward_sweep(Ad, Bd, Qs, Rs, Q_N)

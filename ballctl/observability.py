@@ -15,7 +15,7 @@ measured output energy :math:`\lambda |X_0|^2`; a zero eigenvalue is a
 direction the sensors cannot see. Because the states mix units (m, rad, m/s),
 the rank test is made on the Jacobi-scaled Gramian
 :math:`D^{-1/2} W_o D^{-1/2}`, :math:`D = \mathrm{diag}(W_o)` (a state with
-:math:`D_{ii} = 0` is unobservable outright).
+:math:`D_{ii} \le 10^{-12} \max D` is unobservable outright).
 
 :func:`sensor_table` tabulates, for one design model and several sensor sets
 (e.g. "contact point", "contact point + plate angles"), the rank and the least
@@ -31,12 +31,15 @@ import numpy as np
 
 from ._errors import ShapeError
 from .controllability import GramianReport, discrete_gramian
+from .discretize import DiscreteLTVSystem
 from .estimator import measurement_matrices
 
 __all__ = ["ObservabilityReport", "observability_gramian", "SensorSetRow", "sensor_table"]
 
 #: relative tolerance on the eigenvalues of the scaled Gramian
 OBSERVABILITY_RANK_RTOL = 1e-8
+#: a state whose diagonal Gramian entry is below this times the largest one is not seen at all
+_UNSEEN_RTOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -141,15 +144,16 @@ def observability_gramian(Ad, C, *, state_names: Sequence[str] | None = None,
         raise ShapeError(f"C must have shape (ny, N) or (K, ny, N) with K = {K}, N = {N}; got {C.shape}")
     names = tuple(state_names) if state_names is not None else tuple(f"x{i}" for i in range(N))
     # W_o = sum Phi(k,0)^T C_k^T C_k Phi(k,0): the dual system's reachability Gramian
-    dual = discrete_gramian(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2), state_names=names,
-                            rank_rtol=rank_rtol)
+    dual = discrete_gramian(DiscreteLTVSystem.from_arrays(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2),
+                                                          state_names=names), rank_rtol=rank_rtol)
     W = np.array(dual.W)
     d = np.diag(W).copy()
-    seen = d > 0
+    seen = d > _UNSEEN_RTOL * max(float(d.max()), 0.0)
     scale = np.where(seen, 1.0 / np.sqrt(np.where(seen, d, 1.0)), 0.0)
     Ws = W * scale[:, None] * scale[None, :]
     # eigen-analysis of the scaled Gramian through the same report (one step with B = Ws^(1/2))
-    scaled = discrete_gramian(np.zeros((1, N, N)), _sqrt_psd(Ws)[None], state_names=names, rank_rtol=rank_rtol)
+    one_step = DiscreteLTVSystem.from_arrays(np.zeros((1, N, N)), _sqrt_psd(Ws)[None], state_names=names)
+    scaled = discrete_gramian(one_step, rank_rtol=rank_rtol)
     unseen = tuple(n for n, s in zip(names, seen) if not s)
     rank = int(min(scaled.rank, N - len(unseen)))
     W.setflags(write=False)

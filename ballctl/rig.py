@@ -29,7 +29,8 @@ servos (MG996R-class) driving a 2 kg, 0.6 m plate: about 60 rad/s closed-loop
 bandwidth, no-load speed about 0.17 s / 60 deg (~350 deg/s), stall torque about
 1 N m through the linkage; tilt limited in software to +-15 deg and slewed at
 300 deg/s; command resolution 0.1 deg (1 us pulse steps); pivot 2 cm below the
-top surface; control at 100 Hz.
+top surface; control at 50 Hz, the camera's rate (the 30 ms latency is then
+1.5 control periods).
 ``lab``: a high-speed camera (200 Hz, 0.3 mm noise, 8 ms latency) plus servo
 encoders (plate angles at 200 Hz, 0.05 deg noise, no latency), industrial
 servos (150 rad/s, 600 deg/s), +-20 deg, control at 200 Hz.
@@ -431,12 +432,12 @@ def _presets() -> dict[str, RigProfile]:
     tabletop = RigProfile(
         name="tabletop",
         description="touch panel / camera at 50 Hz, 1.5 mm noise, 30 ms latency; hobby servos (60 rad/s, "
-                    "350 deg/s, 1 N m); +-15 deg tilt, 300 deg/s slew, 0.1 deg quantum; pivot 2 cm; control 100 Hz",
+                    "350 deg/s, 1 N m); +-15 deg tilt, 300 deg/s slew, 0.1 deg quantum; pivot 2 cm; control 50 Hz",
         pivot_depth=0.02, servo=hobby,
         limits=RigLimits(max_angle=15 * deg, max_rate=300 * deg, quantum=0.1 * deg, delay=0.0),
         sensors=(Sensor(name="camera", signals=("contact_x", "contact_y"), period_s=0.02, latency_s=0.03,
                         noise_std=(1.5e-3, 1.5e-3)),),
-        dt=0.01)
+        dt=0.02)
     lab = RigProfile(
         name="lab",
         description="high-speed camera 200 Hz (0.3 mm, 8 ms) + servo encoders 200 Hz (0.05 deg); industrial "
@@ -456,8 +457,8 @@ def _presets() -> dict[str, RigProfile]:
                     "no command quantum",
         pivot_depth=0.02, servo=hobby,
         limits=RigLimits(max_angle=15 * deg, max_rate=300 * deg),
-        sensors=(Sensor(name="camera", signals=("contact_x", "contact_y"), period_s=0.01, latency_s=0.0),),
-        dt=0.01)
+        sensors=(Sensor(name="camera", signals=("contact_x", "contact_y"), period_s=0.02, latency_s=0.0),),
+        dt=0.02)
     return {"tabletop": tabletop, "lab": lab, "ideal": ideal}
 
 

@@ -52,8 +52,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ._errors import ParameterError, ParameterTypeError, SingularMatrixError
 from ._derivatives import central_difference, directional_derivative, jacobian
+from ._errors import ParameterError, ParameterTypeError, SingularMatrixError
 from ._validation import names_tuple
 
 __all__ = ["ConstrainedSystem", "check_system"]
@@ -164,7 +164,7 @@ class ConstrainedSystem:
         self._constraint_bias = constraint_bias
         if batched is not None:
             if not isinstance(batched, bool):
-                raise ParameterError(f"batched must be True or False, got {batched!r}")
+                raise ParameterTypeError(f"batched must be True or False, got {batched!r}")
             self.batched = batched
         if name is not None:
             if not isinstance(name, str) or not name:

@@ -134,10 +134,17 @@ class TrackingController:
     def to_schedule(self, *, plant_name: str | None = None) -> GainSchedule:
         """The gain schedule for an embedded controller (see :class:`GainSchedule`).
 
+        It holds the feedforward, the gains, the discrete model and, for output
+        feedback, the Kalman filter.
+
         Parameters
         ----------
         plant_name : str, optional
             Recorded in the file (default the system's ``name``).
+
+        Returns
+        -------
+        GainSchedule
         """
         params = getattr(self.system, "params", None)
         values = params.as_dict() if params is not None and hasattr(params, "as_dict") else {}
@@ -145,7 +152,7 @@ class TrackingController:
         K = len(self.times)
         return GainSchedule.from_lqr(self.lqr, self.discrete, x0=s.x[:K], xd0=s.xd[:K], u0=s.u[:K],
                                      plant_name=plant_name or getattr(self.system, "name", type(self.system).__name__),
-                                     plant_parameters=values)
+                                     plant_parameters=values, estimator=self.estimator)
 
 
 def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partition: Partition, *,

@@ -1,4 +1,5 @@
-"""The paper's circular steady motion: dynamic inversion, its DAE residual, and an open-loop run.
+"""The paper's circular steady motion: dynamic inversion, its DAE residual, and an open-loop run
+=============================================================================================
 
 Run: ``python examples/circle_reference.py [--out DIR]``.
 """

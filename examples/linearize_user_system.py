@@ -1,4 +1,5 @@
-r"""Linearize your own constrained system: a Chaplygin sleigh with an offset blade.
+r"""Linearize your own constrained system: a Chaplygin sleigh with an offset blade
+==============================================================================
 
 The sleigh is a rigid body of mass ``m`` and inertia ``J`` about its centre of
 mass (CM), resting on a blade (knife edge) at the point ``P``. The CM lies on
@@ -152,7 +153,7 @@ def analytic_ltv(heading, *, mass, inertia, offset, speed, turn_rate):
 
 def main(argv=None) -> dict:
     """Build, check, linearize and print; returns the key numbers as a dict."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--mass", type=float, default=2.0, help="mass m in kg")
     parser.add_argument("--inertia", type=float, default=0.3, help="inertia J about the CM in kg m^2")
     parser.add_argument("--offset", type=float, default=0.4, help="CM ahead of the blade, a in m")

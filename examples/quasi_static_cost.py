@@ -1,25 +1,26 @@
-r"""What the quasi-static plate assumption costs: a study on the exact moving-plate model.
+r"""What the quasi-static plate assumption costs: a study on the exact moving-plate model
+=====================================================================================
 
 For circles of several radii, speeds and centre offsets this script measures
 
-(a) **open loop**: the quasi-static plate angles (the paper's dynamic
+* **(a) open loop**: the quasi-static plate angles (the paper's dynamic
     inversion, with their exact rates and accelerations) applied to the exact
     prescribed-plate plant: largest distance from the circle over one
     revolution, in % of the radius;
-(b) **quasi-static LQR**: the finite-horizon LQR of the paper designed on
+* **(b) quasi-static LQR**: the finite-horizon LQR of the paper designed on
     :class:`~ballctl.BallPlate` along :class:`~ballctl.CircularMotion`, its
     zero-order-hold angle commands sent to the exact *servo* plant
     (:class:`ServoPlateBallPlate`: plate inertia, a 2nd-order servo of
-    bandwidth 60 rad/s and damping 0.8; this is also how a ZOH command gets
+    bandwidth 200 rad/s and damping 0.8; this is also how a ZOH command gets
     rates: the servo filters it);
-(b') **quasi-static contact LQR**: as (b) but on the 4-state contact subsystem
+* **(b') quasi-static contact LQR**: as (b) but on the 4-state contact subsystem
     ``(contact_x, contact_y)`` and rates only (no yaw feedback). The yaw loop of
     the 6-state design is what breaks on the exact plant: the yaw responds to
     lateral contact acceleration with a gain of order ``tan(lean)/R`` (the
     appendix-C coefficients b4, b5, ~440 on the paper's circle), and the exact
     plate injects the term ``R alpha''`` (and the pivot offset) straight into the
     contact acceleration at every commanded step;
-(c) **exact LQR**: the same design chain (:func:`ballctl.design_tracking_lqr`)
+* **(c) exact LQR**: the same design chain (:func:`ballctl.design_tracking_lqr`)
     on the servo plant along the exact reference
     (:func:`exact_circular_motion`, commanded angles as inputs, 12 reduced
     states including lean and roll, which the turning plate couples in).
@@ -45,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import ballctl
+from ballctl.plotting import OPEN_LOOP_COLOR, RUN_COLORS, save_figure
 from ballctl.plants.ball_plate_moving import (MovingPlateBallPlate, MovingPlateParameters, ServoParameters,
                                               ServoPlateBallPlate)
 from ballctl.references.moving_plate import _Fourier, exact_circular_motion
@@ -64,7 +66,7 @@ COS_LEAN = 0.625     # the roll rate is chosen so that cos(lean) = rho*omega/(Om
 DT = 0.02
 #: the rig's servo: 200 rad/s bandwidth (8 ms lag), damping 0.8
 TRUTH_SERVO = ServoParameters(bandwidth=200.0, damping=0.8)
-SUBSTEPS = 8   # RK4 steps of 2.5 ms: |h lambda| < 0.2 for the 60 rad/s servo, local error ~1e-10 m
+SUBSTEPS = 8   # RK4 steps of 2.5 ms: |h lambda| = 0.5 for the 200 rad/s servo, inside RK4's stability region (2.8)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -259,58 +261,94 @@ def table(results: list[CaseResult]) -> str:
     return "\n".join(lines)
 
 
+#: One colour per design in both figures (the open loop grey, as in every ballctl figure).
+METHODS = (("open_loop_pct", "(a) quasi-static angles, open loop", OPEN_LOOP_COLOR, "o"),
+           ("quasi_static_lqr_pct", "(b) quasi-static 6-state LQR", RUN_COLORS[4], "s"),
+           ("quasi_static_contact_lqr_pct", "(b') quasi-static contact LQR", RUN_COLORS[1], "D"),
+           ("exact_lqr_pct", "(c) exact LQR", RUN_COLORS[0], "^"))
+
+
 def figures(results: list[CaseResult], out: Path) -> list[Path]:
-    """Error versus speed, and the error traces of the paper's circle."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Error versus speed (one panel per circle), and the error traces of the paper's circle.
+
+    Nothing is clipped: a loop that diverged is drawn as an open marker on the band marked "diverged" above
+    the finite values (one row per design), and a speed with no exact reference is shaded and says so.
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
     paths = []
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    groups = {}
+    groups: dict = {}
     for r in results:
         groups.setdefault((r.case.radius, r.case.offset), []).append(r)
-    for (radius, offset), rs in groups.items():
-        v = [r.speed for r in rs]
-        lab = f"rho={radius:g} m, offset={offset:g} m"
-        ax.loglog(v, [max(r.open_loop_pct, 1e-6) for r in rs], "o--", label=f"(a) open loop, {lab}")
-        ax.loglog(v, [max(r.quasi_static_lqr_pct, 1e-6) for r in rs], "s-", label=f"(b) QS-LQR, {lab}")
-        ax.loglog(v, [min(max(r.quasi_static_contact_lqr_pct, 1e-6), 1e4) for r in rs], "d-.",
-                  label=f"(b') QS contact LQR, {lab}")
-        ax.loglog(v, [max(r.exact_lqr_pct, 1e-6) for r in rs], "^:", label=f"(c) exact LQR, {lab}")
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xlabel("contact speed (m/s)")
-    ax.set_ylabel("largest error over a revolution (% of radius)")
-    ax.legend(fontsize=6)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    p = out / "moving_plate_cost.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    finite = [getattr(r, a) for r in results for a, *_ in METHODS if np.isfinite(getattr(r, a))]
+    lo = 10 ** np.floor(np.log10(max(min(finite), 1e-6))) if finite else 1e-3
+    hi = 10 ** np.ceil(np.log10(max(finite))) if finite else 1e2
+    band = [hi * 10 ** (0.55 + 0.22 * i) for i in range(len(METHODS))]  # one row per design for diverged loops
+    ncol = min(len(groups), 2)
+    nrow = -(-len(groups) // ncol)
+    fig = Figure(figsize=(6 * ncol, 3.9 * nrow + 0.8), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrow, ncol, sharey=True, squeeze=False)).ravel()
+    for ax, ((radius, offset), rs) in zip(axes, groups.items()):
+        v = np.array([r.speed for r in rs])
+        for (attr, label, color, marker), y_band in zip(METHODS, band):
+            y = np.array([getattr(r, attr) for r in rs])
+            ax.semilogy(v, np.where(np.isfinite(y), y, np.nan), marker=marker, color=color, lw=1.6, ms=6)
+            diverged = np.isinf(y)
+            ax.plot(v[diverged], np.full(diverged.sum(), y_band), marker, color=color, ms=6, mfc="none", mew=1.6)
+        width = 0.02 * (max(v) - min(v) if len(v) > 1 else max(v))
+        for r in rs:
+            if not r.traces:  # the exact inversion failed: no reference to track
+                ax.axvspan(r.speed - width, r.speed + width, color="0.85", zorder=0)
+                ax.text(r.speed, np.sqrt(lo * hi), "no exact reference", rotation=90, ha="center",
+                        va="center", fontsize=7, color="0.3")
+        ax.axhline(1.0, color="black", lw=1.0, ls=(0, (5, 3)))
+        ax.axhspan(hi * 10 ** 0.4, hi * 10 ** 1.4, color="0.93", zorder=0)
+        ax.set_ylim(lo, hi * 10 ** 1.4)
+        decades = [10.0 ** e for e in range(int(np.log10(lo)), int(np.log10(hi)) + 1)]
+        ax.set_yticks(decades + [band[len(band) // 2]], [f"{t:g}" for t in decades] + ["diverged"])
+        ax.minorticks_off()
+        ax.set_xlabel("speed of the contact point [m/s]")
+        ax.set_ylabel("largest distance from the reference\n[% of the circle radius]")
+        ax.set_title(f"circle radius {radius:g} m, centre offset {offset:g} m")
+        ax.grid(True, which="major", alpha=0.3)
+    for ax in axes[len(groups):]:
+        ax.set_visible(False)
+    handles = [Line2D([], [], color=c, marker=m, lw=1.6, label=lab) for _, lab, c, m in METHODS]
+    handles.append(Line2D([], [], color="0.3", marker="o", mfc="none", lw=0, label="open marker: the loop diverged"))
+    handles.append(Line2D([], [], color="black", lw=1.0, ls=(0, (5, 3)), label="1 % of the radius (good enough)"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
+    fig.suptitle("what the quasi-static plate assumption costs (exact servo plant, last revolution)")
+    paths.append(save_figure(fig, out / "moving_plate_cost.png"))
     results = [r for r in results if r.traces]
     paper = [r for r in results if r.case.radius == 0.5 and r.case.offset == 0.0]
     if paper:
         r = max(paper, key=lambda r: r.case.omega)
-        fig, ax = plt.subplots(figsize=(7, 4))
         tr = r.traces
-        ax.semilogy(tr["t_open"], 1e3 * tr["open"] + 1e-9, label="(a) quasi-static angles, open loop")
-        ax.semilogy(tr["t"], 1e3 * tr["qs"] + 1e-9, label="(b) quasi-static LQR")
-        ax.semilogy(tr["t"], 1e3 * tr["exact"] + 1e-9, label="(c) exact LQR")
-        ax.set_xlabel("t (s)")
-        ax.set_ylabel("contact error (mm)")
-        ax.set_title(f"rho = 0.5 m, omega = {r.case.omega:g} rad/s on the exact servo plant")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        p = out / "moving_plate_traces.png"
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        paths.append(p)
+        fig = Figure(figsize=(7.5, 4.6), layout="constrained")
+        ax = fig.subplots()
+        notes = []
+        for key, t_key, (attr, label, color, _) in (("open", "t_open", METHODS[0]), ("qs", "t", METHODS[1]),
+                                                    ("exact", "t", METHODS[3])):
+            err = 1e3 * np.asarray(tr[key], dtype=float)
+            ok = np.isfinite(err) & (err > 0)
+            ax.semilogy(tr[t_key], np.where(ok, err, np.nan), color=color, lw=1.8, label=label)
+            if np.isinf(err).any():
+                t_div = float(np.asarray(tr[t_key])[np.argmax(np.isinf(err))])
+                ax.axvline(t_div, color=color, lw=1.0, ls=":")
+                notes.append(f"{label.split(')')[0]}) diverged at t = {t_div:.2f} s (dotted)")
+        ax.set_xlabel("time [s]")
+        ax.set_ylabel("distance of the contact point\nfrom the reference [mm]")
+        ax.set_title(f"circle radius 0.5 m, omega = {r.case.omega:g} rad/s, exact servo plant"
+                     + ("\n" + "; ".join(notes) if notes else ""), fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize=8)
+        paths.append(save_figure(fig, out / "moving_plate_traces.png"))
     return paths
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--quick", action="store_true", help="two cases, one revolution")
     parser.add_argument("--out", type=Path, default=None, help="directory for moving_plate_table.md and figures")
     args = parser.parse_args(argv)
@@ -334,4 +372,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -1,4 +1,5 @@
-"""Reproduce the rolling disk (section 6) and rolling ball (section 7) of Putkaradze & Rogers (2018).
+"""Reproduce the rolling disk (section 6) and rolling ball (section 7) of Putkaradze & Rogers (2018)
+=================================================================================================
 
 Figures like the paper's figs. 6.3 and 7.2 (paths of the masses and of the total CM in the body and the
 spatial frame about the GC, and the path of the contact point), plus a GIF of the ball rolling.
@@ -22,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ballctl.animation import animate_rolling_ball  # noqa: E402
 from ballctl.plotting import plot_ball_paths, save_figure  # noqa: E402
 from ballctl.plants.paper import (PAPER_KINK_TIMES, paper_ball_initial_state, paper_ball_parameters,  # noqa: E402
                                   paper_disk_initial_state, paper_disk_parameters, paper_disk_rail_accelerations,
@@ -78,47 +80,16 @@ def _ball_figure(out: Path, ball, run) -> None:
 
 def _ball_animation(out: Path, ball, run, frames: int) -> None:
     try:
-        from matplotlib.animation import FuncAnimation, PillowWriter
         import PIL  # noqa: F401
     except ImportError:
         print("pillow is not installed: skipping the GIF animation")
         return
-    idx = np.linspace(0, len(run.t) - 1, frames).astype(int)
-    x = run.x[idx]
-    r = ball.params.radius_m
-    gc = np.concatenate([x[:, -2:], np.zeros((len(idx), 1))], axis=1)
-    masses = ball.to_spatial_about_gc(x, ball.mass_positions_body(x)) + gc[:, None, :]
-    cm = ball.to_spatial_about_gc(x, ball.total_cm_body(x)[:, None, :])[:, 0] + gc
-    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 13), np.linspace(0, np.pi, 7))
-    sphere = r * np.stack([np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v)], -1)  # body-fixed mesh
-    from ballctl._quaternion import quat_to_matrix
-    rot = quat_to_matrix(ball.split_state(x)[2])
-    fig = plt.figure(figsize=(5, 5))
-    ax = fig.add_subplot(projection="3d")
-    lo, hi = gc[:, :2].min(0) - 1.2 * r, gc[:, :2].max(0) + 1.2 * r
-    span = float(np.max(hi - lo))
-
-    def draw(k):
-        ax.cla()
-        ax.set_xlim(lo[0], lo[0] + span)
-        ax.set_ylim(lo[1], lo[1] + span)
-        ax.set_zlim(-r, -r + span)
-        mesh = sphere @ rot[k].T + gc[k]
-        ax.plot_wireframe(mesh[..., 0], mesh[..., 1], mesh[..., 2], color="0.7", linewidth=0.5)
-        ax.scatter(*masses[k].T, color=["C0", "C1", "C2"], s=30)
-        ax.scatter(*cm[k], color="k", marker="x")
-        ax.plot(gc[: k + 1, 0], gc[: k + 1, 1], -r * np.ones(k + 1), "r-", linewidth=1)
-        ax.set_title(f"t = {run.t[idx[k]]:.2f} s")
-        return []
-
-    anim = FuncAnimation(fig, draw, frames=len(idx), blit=False)
-    anim.save(out / "ball_rolling.gif", writer=PillowWriter(fps=10))
-    plt.close(fig)
+    animate_rolling_ball(ball, run, out / "ball_rolling.gif", max_frames=frames, fps=10)
 
 
 def main(argv=None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("out", nargs="?", default="out/rolling_ball", help="output folder")
     parser.add_argument("--quick", action="store_true", help="t = 2 s and a short animation (for tests)")
     args = parser.parse_args(argv)
@@ -134,4 +105,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -1,4 +1,5 @@
-"""LQR tracking for the 3-D rolling ball with internal masses (issue 5, section 4b-c).
+"""LQR tracking for the 3-D rolling ball with internal masses
+==========================================================
 
 The reference is the paper's ball (section 7) under its rail accelerations (7.11), integrated once by
 :class:`ballctl.references.rolling.IntegratedReference` (DAE-consistent dense output). A finite-horizon
@@ -20,15 +21,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 import ballctl  # noqa: E402
 from ballctl.plants.paper import paper_ball_parameters  # noqa: E402
 from ballctl.plants.rolling_ball import RollingBall  # noqa: E402
+from ballctl.plotting import REFERENCE_STYLE, run_styles, save_figure  # noqa: E402
 from ballctl.studies.rail_layouts import compare_rail_layouts  # noqa: E402
 from ballctl.references.rolling import paper_ball_reference  # noqa: E402
 
@@ -56,29 +56,37 @@ def run(out: Path, *, t_final: float = 10.0, dt: float = 0.1) -> dict:
     def err(r):
         return np.hypot(r.x[:, 0] - r.x_ref[:, 0], r.x[:, 1] - r.x_ref[:, 1])
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 5))
-    axes[0].plot(closed.x_ref[:, 0], closed.x_ref[:, 1], "k--", label="reference")
-    axes[0].plot(closed.x[:, 0], closed.x[:, 1], label="closed loop")
-    axes[0].plot(opened.x[:, 0], opened.x[:, 1], label="open loop")
-    axes[0].set_aspect("equal")
-    axes[0].set_xlabel("contact_x / m")
-    axes[0].set_ylabel("contact_y / m")
-    axes[0].legend()
-    axes[1].semilogy(closed.t, err(closed), label="closed loop")
-    axes[1].semilogy(opened.t, err(opened), label="open loop")
-    axes[1].set_xlabel("t / s")
-    axes[1].set_ylabel("contact-point error / m")
-    axes[1].legend()
+    # the shared ballctl style: one colour per run in every panel, reference black dashed on top,
+    # one panel per rail, one legend below the panels
+    styles = run_styles({"closed loop": closed, "open loop": opened})
+    fig = Figure(figsize=(15, 8.5), layout="constrained")
+    axes = fig.subplot_mosaic([["path", "path", "error"], ["rail 1", "rail 2", "rail 3"]])
+    for label, r in (("closed loop", closed), ("open loop", opened)):
+        axes["path"].plot(r.x[:, 0], r.x[:, 1], **styles[label])
+        axes["error"].semilogy(r.t, err(r), **styles[label])
+    axes["path"].plot(closed.x_ref[:, 0], closed.x_ref[:, 1], **REFERENCE_STYLE)
+    axes["path"].set_aspect("equal", adjustable="datalim")
+    axes["path"].set_xlabel("contact point x [m]")
+    axes["path"].set_ylabel("contact point y [m]")
+    axes["path"].set_title("contact point on the floor")
+    axes["error"].set_xlabel("time [s]")
+    axes["error"].set_ylabel("distance to reference [m]")
+    axes["error"].set_title("distance of the contact point from the reference")
     for i in range(3):
-        axes[2].plot(closed.t, closed.u[:, i], label=f"theta_ddot_{i + 1}")
-    axes[2].plot(closed.t, closed.u_ref[:, 0], "k--", label="reference (all rails)")
-    axes[2].set_xlabel("t / s")
-    axes[2].set_ylabel("rail acceleration / (rad/s^2)")
-    axes[2].legend(fontsize=7)
+        ax = axes[f"rail {i + 1}"]
+        for label, r in (("closed loop", closed), ("open loop", opened)):
+            ax.plot(r.t, r.u[:, i], **styles[label])
+        ax.plot(closed.t, closed.u_ref[:, i], **REFERENCE_STYLE)
+        ax.set_xlabel("time [s]")
+        ax.set_ylabel(f"rail {i + 1} acceleration [rad/s²]")
+        ax.set_title(f"input: acceleration of mass {i + 1} along its rail")
+    for ax in axes.values():
+        ax.grid(alpha=0.3)
+    handles = [Line2D([], [], **REFERENCE_STYLE, label="reference")]
+    handles += [Line2D([], [], color=st["color"], lw=st["linewidth"], label=lab) for lab, st in styles.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
     fig.suptitle("Rolling ball (Putkaradze & Rogers 2018, sec. 7): LQR on the rail accelerations")
-    fig.tight_layout()
-    fig.savefig(out / "ball_tracking.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out / "ball_tracking.png", dpi=110)
 
     table = compare_rail_layouts()
     (out / "rail_layouts.txt").write_text(table.to_table() + "\n")
@@ -91,7 +99,7 @@ def run(out: Path, *, t_final: float = 10.0, dt: float = 0.1) -> dict:
 
 def main(argv=None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("out", nargs="?", default="out/rolling_ball_tracking", help="output folder")
     parser.add_argument("--t-final", type=float, default=10.0, help="horizon in s")
     args = parser.parse_args(argv)
@@ -105,4 +113,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

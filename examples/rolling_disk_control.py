@@ -1,4 +1,5 @@
-"""LQR control of the rolling disk driven by its internal masses (issue 5, section 4a).
+"""LQR control of the rolling disk driven by its internal masses
+=============================================================
 
 The paper's disk (section 6: four unit masses on concentric circles, g = 1) is commanded to roll from rest
 to 0.3 m/s and to stop 2 m further (:class:`ballctl.references.rolling.DiskRollReference`, dynamic
@@ -81,7 +82,7 @@ def run(out: Path, *, dt: float = 0.05, horizon: float = 12.0) -> dict:
 
 def main(argv=None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("out", nargs="?", default="out/rolling_disk_control", help="output folder")
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -93,4 +94,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

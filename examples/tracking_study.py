@@ -1,4 +1,5 @@
-"""The paper's tracking study on the nonlinear ball-plate, then past it.
+"""The paper's tracking study on the nonlinear ball-plate, then past it
+====================================================================
 
 1. Circle of radius 0.5 m, ball starting 5 cm outside: closed loop (NL and L),
    open loop, the heavy weights of eq. (84) and measurement noise.

@@ -102,25 +102,6 @@ def test_bad_closed_loop_requests(setup):
         design(horizon=1.003)
 
 
-def test_cli_track_writes_everything(tmp_path, capsys):
-    from ballctl.cli import main
-
-    cfg = tmp_path / "cfg.toml"
-    cfg.write_text("[track]\nduration = 2.0\ndt = 0.02\n")
-    assert main(["track", "--config", str(cfg), "--out", str(tmp_path / "out")]) == 0
-    out = capsys.readouterr().out
-    assert "closed loop NL" in out and "controllability rank 6 of 6" in out
-    for name in ("tracking.png", "reference.png", "gain_schedule.npz", "gain_schedule.h", "summary.md",
-                 "summary.json"):
-        assert (tmp_path / "out" / name).stat().st_size > 0
-    sched = ballctl.GainSchedule.load(tmp_path / "out" / "gain_schedule.npz")
-    assert sched.gains.shape == (100, 2, 6)
-    bad = tmp_path / "bad.toml"
-    bad.write_text("[track]\nspeeed = 2.0\n")
-    assert main(["track", "--config", str(bad)]) == 2  # one line on stderr, no traceback
-    assert "unknown key 'speeed'" in capsys.readouterr().err
-
-
 def test_periodic_terminal_weight_gives_periodic_gains(setup):
     # with the periodic Riccati solution as terminal weight, the finite-horizon gains are periodic:
     # the gains one period apart agree (to the periodic solution's convergence tolerance)

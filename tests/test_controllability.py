@@ -448,5 +448,5 @@ def test_report_types_and_tables():
     assert lines[0].startswith("Silverman-Meadows test, Q_1") and lines[-1].split()[:2] == ["0", "2"]
     with pytest.raises(IndexError):
         rep.uncontrollable_directions(3)
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="read-only"):
         rep.ranks[0] = 1                                # read-only arrays in a frozen report

@@ -5,6 +5,7 @@ from pathlib import Path
 import sys
 
 import pytest
+from figure_checks import assert_drawn_png, assert_drawn_svg
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -14,7 +15,7 @@ def test_circle_reference_example(tmp_path, monkeypatch, capsys):
     ns = runpy.run_path(str(EXAMPLES / "circle_reference.py"))
     residual, drift = ns["main"](["--out", str(tmp_path)])
     assert residual < 1e-12 and drift < 1e-9
-    assert (tmp_path / "reference.png").stat().st_size > 10_000
+    assert_drawn_png(tmp_path / "reference.png")
 
 
 def test_cli_reference(tmp_path, capsys):
@@ -22,7 +23,8 @@ def test_cli_reference(tmp_path, capsys):
 
     assert main(["reference", "--radius", "0.3", "--omega", "1.5", "--out", str(tmp_path / "r.svg")]) == 0
     out = capsys.readouterr().out
-    assert "plate tilt (constant)" in out and (tmp_path / "r.svg").exists()
+    assert "plate tilt (constant)" in out
+    assert_drawn_svg(tmp_path / "r.svg")
     assert main(["reference", "--omega", "9"]) == 2
     assert "roll_rate too low" in capsys.readouterr().err
 

@@ -4,6 +4,7 @@ import runpy
 from pathlib import Path
 
 import pytest
+from figure_checks import assert_drawn_png
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -19,7 +20,7 @@ def test_rolling_disk_control_example(tmp_path):
     assert res["closed_loop_final_position_error_m"] < 2e-3
     assert res["closed_loop_max_position_error_after_8s_m"] < 2.5e-3
     assert res["open_loop_final_position_error_m"] > 0.05
-    assert (tmp_path / "disk_control.png").stat().st_size > 10_000
+    assert_drawn_png(tmp_path / "disk_control.png")
 
 
 @pytest.mark.slow
@@ -27,10 +28,11 @@ def test_rolling_ball_tracking_example(tmp_path):
     """The paper's ball, 7.1 cm off at the start, tracked by the LQR on the rail accelerations (10 s)."""
     ns = runpy.run_path(str(EXAMPLES / "rolling_ball_tracking.py"))
     res = ns["run"](tmp_path)
-    assert res["closed_loop_final_error_m"] < 0.1 * res["initial_error_m"]
-    assert res["open_loop_final_error_m"] > 2 * res["initial_error_m"]
+    # measured: 70.7 mm -> 6.6 mm after 10 s closed loop, 459 mm open loop
+    assert res["closed_loop_final_error_m"] < 0.15 * res["initial_error_m"]
+    assert res["open_loop_final_error_m"] > 4 * res["initial_error_m"]
     assert "controllable" in res["layout_table"]
-    assert (tmp_path / "ball_tracking.png").stat().st_size > 10_000
+    assert_drawn_png(tmp_path / "ball_tracking.png")
 
 
 def test_every_example_is_run_by_a_test():
@@ -39,3 +41,11 @@ def test_every_example_is_run_by_a_test():
     for example in sorted(EXAMPLES.glob("*.py")):
         stem = example.stem
         assert f'"{stem}.py"' in tests or f"import {stem} " in tests, f"examples/{example.name} is not run by any test"
+
+
+def test_the_figure_check_rejects_a_blank_image(tmp_path):
+    from PIL import Image
+
+    Image.new("RGB", (640, 480), "white").save(tmp_path / "blank.png")
+    with pytest.raises(AssertionError, match="dark pixels"):
+        assert_drawn_png(tmp_path / "blank.png")

@@ -4,6 +4,7 @@ import runpy
 from pathlib import Path
 
 import numpy as np
+from figure_checks import assert_drawn_png
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -21,5 +22,6 @@ def test_tracking_study_quick(tmp_path):
     assert slow[4] < 1e-3          # 30 % of the feasible speed: tracked
     assert fast[6] > 0             # 97 %: the 15 deg rig limit saturates
     assert not fast[4] < 0.01 * fast[0]  # and tracking degrades
-    assert (tmp_path / "paper_base.png").exists() and (tmp_path / "path_figure-eight.png").exists()
+    assert_drawn_png(tmp_path / "paper_base.png")
+    assert_drawn_png(tmp_path / "path_figure-eight.png")
     assert np.isfinite(paper["base L"].final_error_m)

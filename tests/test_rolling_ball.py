@@ -14,6 +14,7 @@ from ballctl.plants.paper import (PAPER_KINK_TIMES, paper_ball_initial_state, pa
 from ballctl.plants.rolling_ball import PointMass, RollingBall, RollingBallParameters
 from ballctl.plants.rails import CircleRail, SegmentRail
 from ballctl.system import check_system
+from figure_checks import assert_drawn_png
 
 RNG = np.random.default_rng(2018)
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,4 +246,4 @@ def test_example_script_quick(tmp_path):
                            str(tmp_path)], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
     for name in ("disk_paths.png", "ball_paths.png"):
-        assert (tmp_path / name).stat().st_size > 0
+        assert_drawn_png(tmp_path / name)

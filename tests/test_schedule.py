@@ -137,11 +137,11 @@ def test_wrong_version_and_format_raise(tmp_path, sched, suffix):
     path = sched.save(tmp_path / f"s{suffix}")
     if suffix == ".json":
         doc = json.loads(path.read_text())
-        doc["format_version"] = 2
+        doc["format_version"] = 3
         path.write_text(json.dumps(doc))
     else:
-        _rewrite_npz(path, path, format_version=np.array(2))
-    with pytest.raises(ScheduleFileError, match="format version 2 is not supported; this ballctl reads version 1"):
+        _rewrite_npz(path, path, format_version=np.array(3))
+    with pytest.raises(ScheduleFileError, match="format version 3 is not supported; this ballctl reads versions 1, 2"):
         GainSchedule.load(path)
     if suffix == ".json":
         doc["format_version"], doc["format"] = 1, "something-else"
@@ -154,7 +154,7 @@ def test_wrong_version_and_format_raise(tmp_path, sched, suffix):
 
 def test_inconsistent_but_checksummed_content_raises(tmp_path, sched):
     # a writer with a bug could produce a self-consistent checksum over bad data
-    from ballctl.schedule import _checksum
+    from ballctl.schedule.data import _checksum
 
     doc = json.loads(sched._json_bytes())
     doc["metadata"]["state_names"] = ["a", "b", "c", "d"]

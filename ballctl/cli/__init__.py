@@ -13,13 +13,13 @@ import warnings
 from collections.abc import Sequence
 
 from .._errors import BallctlError, BallctlWarning, ConfigError
-from . import partitions, reference, simulate_ball, track
+from . import partitions, plan, reference, simulate_ball, track
 from ._common import load_config
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: The subcommands, in the order ``ballctl --help`` lists them.
-COMMANDS = (reference, partitions, simulate_ball, track)
+COMMANDS = (reference, partitions, simulate_ball, track, plan)
 
 
 class _UsageError(Exception):

@@ -1,25 +1,50 @@
-"""``ballctl track``: the main job, LQR tracking of a reference on the nonlinear ball-plate."""
+"""``ballctl track``: the main job -- a tracking controller that works on the rig, verified before export.
+
+For a path on the plate and a rig (:class:`~ballctl.RigProfile`: the exact
+servo plate as truth, actuation limits, sensors), the job
+
+1. builds the references (quasi-static and exact inversion),
+2. designs every requested design (:data:`ballctl.tracking.RIG_DESIGNS`) with
+   the rig's Kalman filter (output feedback) or state feedback,
+3. **verifies** each on the truth plant (sensor rate, latency, noise, limits,
+   from the initial offset) and tabulates converged or not, RMS contact error
+   over the last period, peak tilt and estimator error,
+4. exports the best passing design (gains, feedforward, estimator) -- and
+   refuses to export a design that diverges or saturates persistently unless
+   ``--force`` (the failure is then written into the summary),
+5. reruns the exported design with noise and latency set to zero, and writes
+   the observability of each design per sensor set.
+
+Files: ``summary.md``, ``summary.json`` (strict JSON; layout in
+``docs/tracking.md``), ``tracking.png``, and when a design is exported
+``gain_schedule.npz``/``.json``/``.h``, ``estimator.npz`` and ``c_controller/``
+(the C step function with its generated data header).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from .._errors import ParameterError
-from .._io import atomic_write_text
-from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle, integer, number, output_dir
+from .._io import atomic_write, atomic_write_text
+from ._common import integer, number, output_dir
 
-__all__ = ["NAME", "HELP", "add_arguments", "run"]
+__all__ = ["NAME", "HELP", "PATHS", "add_arguments", "run", "verdict"]
 
 NAME = "track"
-HELP = "the main job: LQR tracking of the circle on the nonlinear ball-plate"
+HELP = "the main job: design, verify on the rig's truth plant, export the best passing controller"
 
-DEFAULT_MAX_STATE_ERRORS = {"contact_x": 0.01, "contact_y": 0.01, "yaw": 0.5,
-                            "contact_x_rate": 0.1, "contact_y_rate": 0.1, "yaw_rate": 5.0}
-DEFAULT_MAX_INPUT_ERRORS_DEG = 3.0
+#: paths the job tracks (size set by --radius in m, speed by --omega in rad/s)
+PATHS = ("circle", "ellipse", "figure8", "lissajous", "waypoints")
+#: sensor sets of the observability table
+SENSOR_SETS = {"contact point": ("contact_x", "contact_y"),
+               "contact point + plate angles": ("contact_x", "contact_y", "alpha", "beta"),
+               "plate angles": ("alpha", "beta")}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,131 +56,338 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         The subcommand's parser.
     """
     p.add_argument("--config", default=None, help="TOML file whose keys (or [track] table) set any flag")
-    add_ball_arguments(p)
-    add_circle_arguments(p)
-    g = p.add_argument_group("controller")
-    pos = number(low=0, low_inclusive=False)
-    g.add_argument("--dt", type=number("s", low=0, low_inclusive=False), default=0.01,
-                   help="controller sample time in s (default 0.01)")
-    g.add_argument("--duration", type=number("s", low=0, low_inclusive=False), default=12.0,
-                   help="horizon and run length in s (default 12)")
-    g.add_argument("--weight-scale", type=pos, default=1.0,
+    g = p.add_argument_group("path")
+    g.add_argument("--path", choices=PATHS, default="circle", help="path on the plate (default circle)")
+    g.add_argument("--radius", type=number("m", low=0, low_inclusive=False), default=0.5,
+                   help="path size in m (circle radius; default 0.5)")
+    g.add_argument("--omega", type=number("rad/s", nonzero=True), default=1.0,
+                   help="path rate in rad/s (default 1.0)")
+    g.add_argument("--roll-rate", type=number("rad/s"), default=40.0,
+                   help="ball roll rate on the circle in rad/s (default 40; other paths roll without spin)")
+    g.add_argument("--center", type=number("m"), nargs=2, default=(0.0, 0.0), metavar=("X", "Y"),
+                   help="path centre in m (default 0 0)")
+    g = p.add_argument_group("rig and controller")
+    g.add_argument("--rig", default="tabletop", help="rig preset (tabletop, lab, ideal) or a TOML file")
+    g.add_argument("--design", default="auto",
+                   help="auto (verify all, export the best passing) or one of exact, qs-contact, qs-paper")
+    g.add_argument("--feedback", choices=("output", "state"), default="output",
+                   help="output feedback through the rig's Kalman filter (default) or full state feedback")
+    g.add_argument("--duration", type=number("s", low=0, low_inclusive=False), default=None,
+                   help="horizon and run length in s (default: two periods, or the path's length)")
+    g.add_argument("--weight-scale", type=number(low=0, low_inclusive=False), default=1.0,
                    help="multiply the Bryson state weights (default 1)")
-    g.add_argument("--max-input-error-deg", type=number("deg", low=0, high=90, low_inclusive=False),
-                   default=DEFAULT_MAX_INPUT_ERRORS_DEG,
+    g.add_argument("--max-input-error-deg", type=number("deg", low=0, high=90, low_inclusive=False), default=3.0,
                    help="Bryson limit on plate-angle corrections in deg (default 3)")
-    g.add_argument("--terminal-factor", type=number(low=0), default=1.0, help="Q_N = factor * Q (default 1)")
-    g = p.add_argument_group("scenario and rig")
+    g = p.add_argument_group("verification")
     g.add_argument("--offset", type=number("m"), nargs=2, default=(0.05, 0.0), metavar=("DX", "DY"),
-                   help="initial contact-point offset in m (default 0.05 0: outside the circle)")
-    g.add_argument("--noise", type=number("m", low=0), default=0.0, help="measurement noise std on x_C, y_C in m")
-    g.add_argument("--seed", type=integer(low=0), default=0, help="noise seed")
-    g.add_argument("--max-tilt-deg", type=number("deg", low=0, high=90, low_inclusive=False, high_inclusive=False),
-                   default=None, help="plate angle limit in deg")
-    g.add_argument("--max-rate-deg", type=number("deg/s", low=0, low_inclusive=False), default=None,
-                   help="servo slew limit in deg/s")
-    g.add_argument("--quantum-deg", type=number("deg", low=0, low_inclusive=False), default=None,
-                   help="command resolution in deg")
-    g.add_argument("--delay", type=number("s", low=0), default=0.0, help="input delay in s")
+                   help="initial contact-point offset in m (default 0.05 0)")
+    g.add_argument("--max-rms-error", type=number("m", low=0, low_inclusive=False), default=0.005,
+                   help="a design passes when its RMS contact error over the last period is below this, in m "
+                        "(default 0.005)")
+    g.add_argument("--seed", type=integer(low=0), default=0, help="sensor-noise seed")
+    g.add_argument("--force", action="store_true",
+                   help="export even a design that fails verification (the failure is written into the summary)")
     p.add_argument("--out", default="ballctl_out", help="output folder (default ballctl_out)")
+    p.add_argument("--animate", default=None, nargs="?", const="tracking.gif", metavar="FILE",
+                   help="also write an animation of the closed loop (ball on the tilting plate) into --out: "
+                        "FILE ending in .gif (pillow) or .mp4 (ffmpeg); default tracking.gif")
+
+
+def verdict(summary, *, max_rms_error: float, saturated_fraction: float) -> tuple[bool, bool, str]:
+    """``(converged, passed, reason)`` of a verification run.
+
+    Converged: not stopped for divergence and the RMS contact error over the
+    last period below ``max_rms_error`` m. Passed: converged and the tilt limit
+    active in less than 10 % of the steps of the last period.
+
+    Parameters
+    ----------
+    summary : ClosedLoopSummary
+        Of the verification run on the truth plant.
+    max_rms_error : float
+        Largest RMS contact error over the last period in m.
+    saturated_fraction : float
+        Fraction of the last period's steps with an input at the tilt limit.
+
+    Returns
+    -------
+    converged, passed : bool
+    reason : str
+    """
+    if summary.diverged:
+        return False, False, f"diverged at t = {summary.diverged_at_s:.3g} s"
+    rms = summary.rms_error_last_period_m
+    if rms is None:
+        rms = summary.steady_state_error_m
+    if not rms < max_rms_error:
+        return False, False, f"RMS error {rms:.3g} m >= {max_rms_error:g} m"
+    if saturated_fraction > 0.1:
+        return True, False, f"saturates persistently ({100 * saturated_fraction:.0f} % of the last period)"
+    return True, True, "passes"
+
+
+def _rig(spec: str):
+    from ..rig import PRESETS, RigProfile, rig_preset
+
+    if spec in PRESETS:
+        return rig_preset(spec)
+    if spec.endswith(".toml"):
+        return RigProfile.from_toml(spec)
+    return rig_preset(spec)  # raises with the list of presets
+
+
+def _path(args, center):
+    from ..references import CirclePath, EllipsePath, FigureEightPath, LissajousPath, WaypointPath
+
+    r, w = args.radius, args.omega
+    if args.path == "circle":
+        return CirclePath(r, w, center=center)
+    if args.path == "ellipse":
+        return EllipsePath(r, 0.6 * r, w, center=center)
+    if args.path == "figure8":
+        return FigureEightPath(r, w, center=center)
+    if args.path == "lissajous":
+        return LissajousPath(amplitude_x=r, amplitude_y=0.7 * r, omega_x=w, omega_y=1.5 * w, phase_x=0.4,
+                             center=center)
+    pts = np.array([[0, 0], [0.6, 0.2], [1.0, 0.8], [0.4, 1.2], [-0.2, 0.8]]) * r + np.asarray(center)
+    return WaypointPath(pts, speed=0.3 * r * w, ramp_time=1.0)
+
+
+def _references(args, rig, dt, with_exact: bool):
+    """Quasi-static and (if asked) exact references, the horizon in s and the period (None for open paths)."""
+    from ..references import CircularMotion, PathMotion
+    from ..references.moving_plate import MovingPlateMotion, exact_circular_motion
+
+    truth = rig.truth_plant()
+    quasi = truth.quasi_static()
+    center = tuple(args.center)
+    path = _path(args, center)
+    period = getattr(path, "period", None)
+    if args.duration is not None:
+        horizon = dt * int(round(args.duration / dt))
+    elif period is not None:
+        horizon = dt * int(np.ceil(2 * period / dt - 1e-9))
+    else:
+        horizon = dt * int((path.duration - 2 * dt) / dt)
+    if horizon <= 0:
+        raise ParameterError(f"duration must be at least one control period ({dt} s)")
+    exact = None
+    if args.path == "circle":
+        qs = CircularMotion(quasi, args.radius, args.omega, args.roll_rate, center=center)
+        if with_exact:
+            exact = exact_circular_motion(truth, args.radius, args.omega, args.roll_rate, center=center,
+                                          duration=horizon + 2 * dt)
+    else:
+        qs = PathMotion(quasi, path, duration=horizon + 2 * dt, spin=0.0)
+        if with_exact:
+            exact = MovingPlateMotion(truth, path, spin=0.0, duration=horizon + 2 * dt)
+    return truth, qs, exact, horizon, period
+
+
+def _initial_state(qs_ref, exact_ref, offset):
+    """Truth state at t = 0: the exact reference's, else the quasi-static one with the plate at its angles."""
+    if exact_ref is not None:
+        s = exact_ref(0.0)
+        x0, xd0 = s.x[0].copy(), s.xd[0].copy()
+    else:
+        s = qs_ref(0.0)
+        x0 = np.concatenate([s.x[0], s.u[0]])
+        xd0 = np.concatenate([s.xd[0], s.ud[0]])
+    x0[0] += offset[0]
+    x0[1] += offset[1]
+    return x0, xd0
 
 
 def run(args: argparse.Namespace) -> int:
-    """The main job: reference -> linearize -> controllability -> discretize -> LQR -> closed loop.
+    """The main job (see the module docstring).
 
     Parameters
     ----------
     args : argparse.Namespace
         Parsed arguments.
+
+    Returns
+    -------
+    int
+        Exit status.
     """
-    import json
+    from dataclasses import replace
 
-    from ..closed_loop import RigLimits, simulate_closed_loop
-    from ..partition import Partition
-    from ..plotting import plot_reference, plot_tracking, save_figure
-    from ..tracking import design_tracking_lqr
+    from ..closed_loop import simulate_closed_loop
+    from ..estimator import design_estimator
+    from ..observability import sensor_table
+    from ..plotting import plot_tracking, save_figure
+    from ..schedule import write_c_controller
+    from ..tracking import RIG_DESIGNS, design_for_rig
 
+    if args.design != "auto" and args.design not in RIG_DESIGNS:
+        raise ParameterError(f"--design must be auto or one of {', '.join(RIG_DESIGNS)}, got {args.design!r}")
+    if not args.max_rms_error > 0:
+        raise ParameterError(f"--max-rms-error must be > 0 m, got {args.max_rms_error}")
     out = output_dir(args.out, "--out")
-    steps = args.duration / args.dt
-    if abs(steps - round(steps)) > 1e-9 * max(1.0, steps) or round(steps) < 1:
-        raise ParameterError(f"--duration {args.duration:g} s must be a whole number (>= 1) of --dt {args.dt:g} s "
-                             f"steps, got {steps:.6g} steps")
-    if args.delay >= args.duration:
-        raise ParameterError(f"--delay {args.delay:g} s must be shorter than --duration {args.duration:g} s")
-    plant = ball_plate(args)
-    ref = circle(args, plant)
-    part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-    states = part.state_names[:6]
-    weight = args.weight_scale
-    max_inputs = np.deg2rad(args.max_input_error_deg)
-    print(f"[1/5] reference: circle r={ref.radius} m, omega={ref.omega} rad/s, tilt {np.rad2deg(ref.tilt):.3f} deg",
-          file=sys.stderr)
-    print(f"[2/5] linearize + discretize + LQR at dt = {args.dt} s over {args.duration} s", file=sys.stderr)
-    ctrl = design_tracking_lqr(
-        plant, ref, part, dt=args.dt, horizon=args.duration, states=states,
-        max_state_errors={k: v / np.sqrt(weight) for k, v in DEFAULT_MAX_STATE_ERRORS.items()},
-        max_input_errors={"alpha": max_inputs, "beta": max_inputs}, terminal_factor=args.terminal_factor)
-    print("[3/5] controllability of the 6-state dynamic subsystem", file=sys.stderr)
-    ctrb_rank = _controllability_rank(ctrl)
-    s0 = ref(0.0)
-    x0 = s0.x[0].copy()
-    x0[0] += args.offset[0]
-    x0[1] += args.offset[1]
-    limits = RigLimits(max_angle=np.deg2rad(args.max_tilt_deg) if args.max_tilt_deg is not None else None,
-                       max_rate=np.deg2rad(args.max_rate_deg) if args.max_rate_deg is not None else None,
-                       quantum=np.deg2rad(args.quantum_deg) if args.quantum_deg is not None else None,
-                       delay=args.delay)
-    noise = {"contact_x": args.noise, "contact_y": args.noise} if args.noise > 0 else None
-    print("[4/5] closed-loop runs", file=sys.stderr)
-    runs = {
-        "closed loop NL": simulate_closed_loop(ctrl, x0, s0.xd[0], limits=limits, noise_std=noise, seed=args.seed,
-                                               progress=True),
-        "closed loop L": simulate_closed_loop(ctrl, x0, s0.xd[0], model="linear", limits=limits),
-        "open loop NL": simulate_closed_loop(ctrl, x0, s0.xd[0], feedback=False, progress=True),
-    }
-    print("[5/5] figures, schedule, summary", file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
-    save_figure(plot_reference(ref, np.linspace(0, ref.period, 400)), out / "reference.png")
-    save_figure(plot_tracking(runs, title="ball-plate circle tracking"), out / "tracking.png")
-    schedule = ctrl.to_schedule()
-    schedule.save(out / "gain_schedule.npz")
-    schedule.to_c_header(out / "gain_schedule.h")
-    lines = ["# ballctl track: summary", "",
-             f"Circle radius {ref.radius} m, omega {ref.omega} rad/s, centre {ref.center}, roll rate "
-             f"{ref.roll_rate} rad/s; ball m = {plant.params.mass} kg, R = {plant.params.radius} m.",
-             f"Controller: finite-horizon LQR at dt = {args.dt} s on (contact_x, contact_y, yaw) and rates; "
-             f"controllability rank {ctrb_rank} of 6.", f"Initial offset {tuple(args.offset)} m.", "",
-             "| run | final error [m] | steady-state error [m] | settling time [s] | peak alpha [deg] | "
-             "peak beta [deg] | wall time [s] |", "|---|---|---|---|---|---|---|"]
-    summaries = {}
-    for label, r in runs.items():
+    rig = _rig(args.rig)
+    dt = rig.dt
+    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    say(f"[1/5] rig {rig.name!r}: {rig.description}")
+    designs = list(RIG_DESIGNS) if args.design == "auto" else [args.design]
+    truth, qs_ref, exact_ref, horizon, period = _references(args, rig, dt, "exact" in designs)
+    say(f"[2/5] references: {args.path}, horizon {horizon:.4g} s at dt = {dt} s"
+        + ("" if exact_ref is None else f" (exact inversion residual "
+           f"{exact_ref.residuals['contact_acceleration']:.1e} m/s^2)"))
+    x0, xd0 = _initial_state(qs_ref, exact_ref, args.offset)
+    period_window = period if period is not None else horizon
+    sim = dict(truth=truth, limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
+               divergence_error=max(0.2, 2 * args.radius), seed=args.seed)
+    controllers, runs, verification = {}, {}, {}
+    for i, name in enumerate(designs):
+        say(f"[3/5] design {i + 1}/{len(designs)}: {name} ({RIG_DESIGNS[name]})")
+        ctrl = design_for_rig(rig, exact_ref if name == "exact" else qs_ref, name, horizon=horizon,
+                              output_feedback=args.feedback == "output", weight_scale=args.weight_scale,
+                              max_input_error=float(np.deg2rad(args.max_input_error_deg)))
+        controllers[name] = ctrl
+        r = simulate_closed_loop(ctrl, x0, xd0, **sim)
+        runs[name] = r
         sm = r.summary()
-        summaries[label] = sm.as_dict()
-        settle = "never" if sm.settling_time_s is None else f"{sm.settling_time_s:.3f}"
-        lines.append(f"| {label} | {sm.final_error_m:.3e} | {sm.steady_state_error_m:.3e} | "
-                     f"{settle} | {np.rad2deg(sm.peak_input_rad['alpha']):.3f} | "
-                     f"{np.rad2deg(sm.peak_input_rad['beta']):.3f} | {sm.wall_time_s:.2f} |")
-        if r.limit_events:
-            lines.append(f"|  rig limits active: {r.limit_events} | | | | | | |")
-    lines += ["", "Files: reference.png, tracking.png, gain_schedule.npz, gain_schedule.h, summary.json."]
+        last = r.t >= r.t[-1] - period_window - 1e-9
+        sat = 0.0
+        if rig.limits.max_angle is not None and r.diverged_at is None:
+            sat = float(np.mean(np.any(np.abs(r.u[last]) >= rig.limits.max_angle * (1 - 1e-9), axis=1)))
+        converged, passed, reason = verdict(sm, max_rms_error=args.max_rms_error, saturated_fraction=sat)
+        rms = sm.rms_error_last_period_m if sm.rms_error_last_period_m is not None else sm.steady_state_error_m
+        verification[name] = {
+            "converged": converged, "passed": passed, "reason": reason,
+            "rms_error_m": None if sm.diverged else rms,
+            "peak_error_last_period_m": sm.peak_error_last_period_m,
+            "final_error_m": sm.final_error_m,
+            "peak_tilt_deg": float(np.rad2deg(sm.peak_tilt_rad)),
+            "estimator_rms_error_m": None if sm.diverged else sm.estimator_rms_error_m,
+            "saturated_fraction_last_period": sat,
+            "diverged_at_s": sm.diverged_at_s,
+            "zoh_reference_deviation_m": ctrl.zoh_deviation,
+            "feedback": r.feedback,
+            "wall_time_s": sm.wall_time_s,
+        }
+        say(f"      {reason}; RMS error {_fmt(verification[name]['rms_error_m'])} m, peak tilt "
+            f"{verification[name]['peak_tilt_deg']:.3g} deg")
+    passing = [n for n in designs if verification[n]["passed"]]
+    forced = False
+    if passing:
+        chosen = min(passing, key=lambda n: verification[n]["rms_error_m"])
+        why = (f"{chosen} passes with the smallest RMS error over the last period "
+               f"({verification[chosen]['rms_error_m']:.3g} m)")
+    elif args.force:
+        finite = [n for n in designs if verification[n]["rms_error_m"] is not None] or designs
+        chosen = min(finite, key=lambda n: verification[n]["rms_error_m"] or np.inf)
+        forced = True
+        why = f"no design passes; --force exports {chosen}: {verification[chosen]['reason']}"
+    else:
+        chosen = None
+        why = "no design passes verification on the truth plant: nothing exported (use --force to export anyway)"
+    say(f"[4/5] {why}")
+    ideal = None
+    files = ["summary.md", "summary.json", "tracking.png"]
+    if chosen is not None:
+        ctrl = controllers[chosen]
+        clean_rig = rig.without_imperfections()
+        clean_ctrl = ctrl
+        if ctrl.estimator is not None:
+            clean_ctrl = replace(ctrl, estimator=design_estimator(ctrl.ltv, ctrl.discrete,
+                                                                  ctrl.system.coordinate_names, clean_rig.sensors))
+        r_ideal = simulate_closed_loop(clean_ctrl, x0, xd0, **{**sim, "limits": clean_rig.limits})
+        si = r_ideal.summary()
+        ideal = {"rms_error_m": si.rms_error_last_period_m if si.rms_error_last_period_m is not None
+                 else si.steady_state_error_m, "diverged_at_s": si.diverged_at_s,
+                 "peak_tilt_deg": float(np.rad2deg(si.peak_tilt_rad))}
+        if period is not None and args.path == "circle":
+            ideal["rms_error_percent_of_radius"] = 100 * ideal["rms_error_m"] / args.radius
+        schedule = ctrl.to_schedule()
+        schedule.save(out / "gain_schedule.npz")
+        schedule.save(out / "gain_schedule.json")
+        schedule.to_c_header(out / "gain_schedule.h")
+        files += ["gain_schedule.npz", "gain_schedule.json", "gain_schedule.h"]
+        if ctrl.estimator is not None:
+            _save_estimator(out / "estimator.npz", ctrl)
+            write_c_controller(ctrl, out / "c_controller")
+            files += ["estimator.npz", "c_controller/"]
+    say("[5/5] observability per sensor set, figures, summary")
+    models = {n: (c.ltv, c.discrete, c.system.coordinate_names) for n, c in controllers.items()}
+    _, obs_table = sensor_table(models, SENSOR_SETS, steps=int(round(min(horizon, 2.0) / dt)))
+    plotted = {n: r for n, r in runs.items() if r.diverged_at is None} or runs
+    if args.animate:
+        from ..animation import animate_ball_plate
+
+        shown = chosen if chosen is not None else next(iter(plotted))
+        animate_ball_plate(runs[shown], out / args.animate, ball_radius=rig.ball.radius)
+        files.append(args.animate)
+    save_figure(plot_tracking(plotted, title=f"{args.path} on rig {rig.name!r} (truth: servo plate)"),
+                out / "tracking.png")
+    summary = {
+        "rig": rig.as_dict(),
+        "path": {"kind": args.path, "size_m": args.radius, "rate_rad_s": args.omega,
+                 "center_m": list(args.center), "period_s": period, "horizon_s": horizon,
+                 "initial_offset_m": list(args.offset)},
+        "verification": verification,
+        "exported_design": chosen,
+        "forced": forced,
+        "reason": why,
+        "max_rms_error_m": args.max_rms_error,
+        "noise_and_latency_zero": ideal,
+        "files": files,
+    }
+    atomic_write_text(out / "summary.json", json.dumps(_strict(summary), indent=2, allow_nan=False))
+    lines = ["# ballctl track: summary", "",
+             f"Rig **{rig.name}**: {rig.description}.", "",
+             f"Path: {args.path}, size {args.radius} m, rate {args.omega} rad/s, centre {tuple(args.center)} m; "
+             f"horizon {horizon:.4g} s at dt = {dt} s; initial offset {tuple(args.offset)} m. "
+             f"Truth: exact servo plate; {args.feedback} feedback.", "",
+             "## Verification on the truth plant", "",
+             "| design | converged | RMS error last period [m] | peak tilt [deg] | estimator RMS error [m] | "
+             "verdict |", "|---|---|---|---|---|---|"]
+    for n in designs:
+        v = verification[n]
+        lines.append(f"| {n} | {'yes' if v['converged'] else 'no'} | {_fmt(v['rms_error_m'])} | "
+                     f"{v['peak_tilt_deg']:.3g} | {_fmt(v['estimator_rms_error_m'])} | {v['reason']} |")
+    lines += ["", f"**Exported:** {chosen or 'nothing'} -- {why}."]
+    if ideal is not None:
+        lines.append(f"With noise and latency set to zero the exported design keeps an RMS error of "
+                     f"{ideal['rms_error_m']:.3g} m over the last period.")
+    lines += ["", "## Observability per sensor set (first 2 s)", "", obs_table, "",
+              "Files: " + ", ".join(files) + "."]
     text = "\n".join(lines) + "\n"
-    _atomic_text(out / "summary.md", text)
-    _atomic_text(out / "summary.json", json.dumps(summaries, indent=2, allow_nan=False))
+    atomic_write_text(out / "summary.md", text)
     print(text)
-    return 0
+    return 0 if chosen is not None else 1
 
 
-def _controllability_rank(ctrl) -> int:
-    """Rank of the discrete reachability Gramian over the first second of control samples."""
-    from ..controllability import discrete_gramian
-    from ..discretize import DiscreteLTVSystem
-
-    steps = min(len(ctrl.discrete.Ad), max(ctrl.ltv.n_states, int(round(1.0 / ctrl.dt))))
-    head = DiscreteLTVSystem.from_arrays(ctrl.discrete.Ad[:steps], ctrl.discrete.Bd[:steps], dt=ctrl.dt,
-                                         state_names=ctrl.state_names)
-    report = discrete_gramian(head, rank_rtol=1e-9)
-    return int(report.rank)
+def _fmt(value) -> str:
+    """A number for the tables ("-" for none)."""
+    return "-" if value is None else f"{value:.3g}"
 
 
-def _atomic_text(path: Path, text: str) -> None:
-    atomic_write_text(path, text)
+def _strict(value):
+    """Replace non-finite floats by None, numpy scalars by Python ones (strict JSON)."""
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    return value
+
+
+def _save_estimator(path: Path, ctrl) -> None:
+    """The Kalman filter a rig runs: gains, measurement and model matrices, sampling and latency."""
+    import io
+
+    est = ctrl.estimator
+    buf = io.BytesIO()
+    np.savez(buf, update_gains=est.kalman.update_gains, C=est.kalman.C, Ad=ctrl.discrete.Ad, Bd=ctrl.discrete.Bd,
+             sampled=est.sampled, latency_steps=np.array(est.latency_steps), dt=np.array(ctrl.dt),
+             signal_names=np.array(est.signal_names), state_names=np.array(ctrl.state_names),
+             noise_std=est.noise_std)
+    atomic_write(path, buf.getvalue())

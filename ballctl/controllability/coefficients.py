@@ -169,7 +169,7 @@ class Coefficients:
         elif isinstance(system, LTVCallables):
             self._init_callables(system, period, require_period)
         else:
-            raise ParameterError(f"system must be an LTVSystem or LTVCallables, got {type(system).__name__}")
+            raise ParameterTypeError(f"system must be an LTVSystem or LTVCallables, got {type(system).__name__}")
 
     # -- construction
     def _init_samples(self, ltv: LTVSystem, period, require_period) -> None:
@@ -249,7 +249,7 @@ class Coefficients:
         self.t_range = sys_.t_range
         self.t0 = sys_.t_range[0] if np.isfinite(sys_.t_range[0]) else 0.0
         if period is None and require_period:
-            raise ParameterTypeError("period is required (in s) for a system given by callables")
+            raise ParameterError("period is required (in s) for a system given by callables")
         self.period = None if period is None else check_positive(period, "period", "s")
         self.interpolation = "callables"
         self._complex_safe = {id(f): self._probe_complex(f) for f in (sys_.A_of_t, sys_.B_of_t)}

@@ -327,8 +327,8 @@ def discrete_gramian(sys: DiscreteLTVSystem, *deprecated_args, state_names: Sequ
     if deprecated_args or not isinstance(sys, DiscreteLTVSystem):
         import warnings
         if len(deprecated_args) > 1:
-            raise ParameterTypeError(f"discrete_gramian takes one system, got {1 + len(deprecated_args)} positional "
-                                     "arguments")
+            raise ParameterTypeError(
+                f"discrete_gramian takes one system, got {1 + len(deprecated_args)} positional arguments")
         Bd = deprecated_args[0] if deprecated_args else None
         if Bd is None:
             if not (hasattr(sys, "Ad") and hasattr(sys, "Bd")):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import ParameterError
+from .._errors import ParameterError, SampleIndexError
 from .._validation import as_times
 from ..ltv import LTVSystem
 from .coefficients import Coefficients, LTVCallables, format_direction, named_vector
@@ -74,7 +74,7 @@ class SilvermanMeadowsReport:
             Index of the time.
         """
         if not -len(self.times) <= i < len(self.times):
-            raise IndexError(f"time index {i} out of range for {len(self.times)} times")
+            raise SampleIndexError(f"time index {i} out of range for {len(self.times)} times")
         U = self.left_singular_vectors[i]
         return tuple(named_vector(U[:, j], self.state_names) for j in range(int(self.ranks[i]), self.n_states))
 

@@ -100,9 +100,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._errors import ParameterError, ParameterTypeError
+from .._errors import ParameterError, ParameterTypeError, ShapeError
 from .._quaternion import cross
-from .._validation import as_vector, check_finite_scalar, check_positive
+from .._validation import as_array, check_finite_scalar, check_positive
 from ..system import ConstrainedSystem
 from .ball_plate import BallPlate, BallPlateParameters
 
@@ -182,7 +182,11 @@ class ServoParameters:
     def __post_init__(self) -> None:
         check_positive(self.bandwidth, "bandwidth", "rad/s")
         check_positive(self.damping, "damping")
-        inertia = tuple(as_vector(self.plate_inertia, "plate_inertia (J_xx, J_yy, J_zz)", 3, unit="kg m^2"))
+        inertia = as_array(self.plate_inertia, "plate_inertia", unit="kg m^2", finite=False)
+        if inertia.shape != (3,):
+            raise ShapeError(f"plate_inertia must have 3 entries (J_xx, J_yy, J_zz) in kg m^2, got shape "
+                             f"{inertia.shape}")
+        inertia = tuple(float(v) for v in inertia)
         for i, value in enumerate(inertia):
             check_positive(value, f"plate_inertia[{i}]", "kg m^2")
         if 2.0 * max(inertia) > sum(inertia) * (1.0 + 1e-12):

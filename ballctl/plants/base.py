@@ -64,6 +64,7 @@ import json
 import numpy as np
 
 from .._derivatives import directional_derivative
+from .._errors import ParameterError
 from ..system import ConstrainedSystem, check_system
 
 __all__ = ["random_consistent_state", "check_plant", "is_ode_plant"]
@@ -117,7 +118,7 @@ def random_consistent_state(system: ConstrainedSystem, rng: np.random.Generator,
 
     Raises
     ------
-    RuntimeError
+    ParameterError
         If no draw in ``max_tries`` has the required chart margin.
     """
     n, nu = system.n_coordinates, system.n_inputs
@@ -128,7 +129,7 @@ def random_consistent_state(system: ConstrainedSystem, rng: np.random.Generator,
             continue
         xd = system.project_velocities(x, rng.uniform(-scale, scale, n))
         return x, xd, rng.uniform(-scale, scale, nu)
-    raise RuntimeError(f"no state with chart_margin > {min_chart_margin} in {max_tries} draws of scale {scale}")
+    raise ParameterError(f"no state with chart_margin > {min_chart_margin} in {max_tries} draws of scale {scale}")
 
 
 def _rel(a, b) -> float:

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import ParameterError, ParameterTypeError
 from .._derivatives import jacobian
+from .._errors import ParameterError, ParameterTypeError
 from .._validation import as_vector, check_bool, check_choice, check_instance, check_positive, checked_input
 from ..ode import ODETrajectory, integrate_piecewise
 from ..system import ConstrainedSystem

@@ -613,8 +613,6 @@ class RollingBallSystem(InternalMassesSystem):
     batched = False
 
     def __init__(self, ball: RollingBall, *, chart_rotation=None, singularity_margin: float = 1e-3) -> None:
-        if ball.params.external_force is not None:
-            raise ParameterError("RollingBallSystem needs external_force=None: ConstrainedSystem is autonomous")
         if not isinstance(ball, RollingBall):
             raise ParameterTypeError(f"ball must be a RollingBall, got {type(ball).__name__}")
         self.ball = ball

@@ -477,9 +477,6 @@ class RollingDiskSystem(InternalMassesSystem):
     def __init__(self, disk: RollingDisk, *, contact_at_zero_angle_m: float = 0.0) -> None:
         if not isinstance(disk, RollingDisk):
             raise ParameterTypeError(f"disk must be a RollingDisk, got {type(disk).__name__}")
-        if disk.params.external_force is not None:
-            raise ParameterError("RollingDiskSystem needs external_force=None: ConstrainedSystem is autonomous")
-            raise ParameterTypeError(f"disk must be a RollingDisk, got {type(disk).__name__}")
         z0 = float(contact_at_zero_angle_m)
         if not np.isfinite(z0):
             raise ParameterError(f"contact_at_zero_angle_m must be finite (m), got {contact_at_zero_angle_m!r}")

@@ -240,11 +240,11 @@ class MovingPlateMotion(Reference):
                  duration: float, t0: float = 0.0, initial_orientation: Sequence[float] | None = None,
                  n_collocation: int = 64, tol: float = 1e-11, max_iter: int = 30) -> None:
         if not isinstance(plant, (MovingPlateBallPlate, ServoPlateBallPlate)):
-            raise ParameterTypeError(f"plant must be a MovingPlateBallPlate or ServoPlateBallPlate, got "
-                                     f"{type(plant).__name__}")
+            raise ParameterTypeError(
+                f"plant must be a MovingPlateBallPlate or ServoPlateBallPlate, got {type(plant).__name__}")
         if plant.n_plate != 2:
-            raise ParameterError("the inversion needs a plant without plate spin "
-                                 "(MovingPlateParameters(with_spin=False))")
+            raise ParameterError(
+                "the inversion needs a plant without plate spin (MovingPlateParameters(with_spin=False))")
         if not callable(path):
             raise ParameterTypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
         period = getattr(path, "period", None)

@@ -3,8 +3,8 @@
 :func:`simulate_paper_ball` integrates the ball of eqs. (7.8)-(7.12) under the
 rail accelerations (7.11), saves the figure of the paths (like the paper's
 fig. 7.2: masses and total CM in the body and spatial frames about the GC,
-and the contact point) and returns the key numbers. ``ballctl simulate-ball``
-calls it; ``examples/rolling_ball_paper.py`` also makes a GIF and the disk.
+and the contact point), optionally an animation, and returns the key numbers.
+``ballctl simulate-ball`` calls it; ``examples/rolling_ball_paper.py`` also draws the disk.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from ..plants.rolling_ball import RollingBall
 __all__ = ["simulate_paper_ball"]
 
 
-def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, samples: int = 2001) -> dict:
+def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, samples: int = 2001,
+                        animation: str | None = None) -> dict:
     """Run the paper's ball example, save ``ball_paths.png`` and return the key numbers.
 
     Parameters
@@ -34,6 +35,9 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
         End time in s (the paper: 20 s).
     samples : int
         Output samples (>= 2).
+    animation : str, optional
+        Also write an animation of the ball (shell, rails, masses; :func:`ballctl.animation.animate_rolling_ball`)
+        to this file name in ``out_dir`` (``.gif`` or ``.mp4``).
 
     Returns
     -------
@@ -68,6 +72,11 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
     q = ball.split_state(run.x)[2]
     path = save_figure(plot_ball_paths(ball, run, f"Rolling ball, Putkaradze & Rogers (2018) section 7, "
                                                   f"t = 0..{t_final:g} s"), out / "ball_paths.png", dpi=110)
+    figures = [str(path)]
+    if animation:
+        from ..animation import animate_rolling_ball
+
+        figures.append(str(animate_rolling_ball(ball, run, out / animation)))
 
     return {
         "t_final_s": float(run.t[-1]),
@@ -78,5 +87,5 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
         "nfev": int(run.nfev),
         "wall_time_s": float(run.wall_time_s),
         "method": run.method,
-        "figures": [str(path)],
+        "figures": figures,
     }

@@ -16,7 +16,7 @@ attitude, rail positions and their rates) can be steered to zero over one
 revolution.
 
 Two first-order invariants of every straight roll
------------------------------------------------
+-------------------------------------------------
 No layout reaches rank N: along the roll about ``e1`` the linearized
 rolling constraint ``y_dot + r omega_1 = 0`` integrates to
 ``delta contact_y + r delta roll = const`` (the along-track position and the

@@ -43,19 +43,23 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ._errors import ParameterError, ParameterTypeError, ScheduleFileError, ShapeError
-from ._io import atomic_write
-from ._validation import check_finite_scalar, check_input_file, check_positive
-from .discretize import DiscreteLTVSystem
+from .._errors import ParameterError, ParameterTypeError, ScheduleFileError, ShapeError
+from .._io import atomic_write
+from .._validation import check_finite_scalar, check_input_file, check_positive
+from ..discretize import DiscreteLTVSystem
 
 __all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule"]
 
 #: Format name stored in every schedule file.
 SCHEDULE_FORMAT = "ballctl-gain-schedule"
 #: Version of the file layout and of the checksum's canonical serialization.
-SCHEDULE_FORMAT_VERSION = 1
+SCHEDULE_FORMAT_VERSION = 2
+#: versions this ballctl reads (version 1 files have no model or estimator arrays)
+_READABLE_VERSIONS = (1, 2)
 
 _ARRAY_FIELDS = ("times", "gains", "x0", "xd0", "u0", "Q", "R", "Q_N")
+#: optional arrays, stored when present: the discrete model (for prediction) and the Kalman filter
+_OPTIONAL_FIELDS = ("Ad", "Bd", "estimator_gains", "measurement_matrices", "sampled")
 _SPACING_RTOL = 1e-9  # as in ballctl.discretize
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _C_KEYWORDS = frozenset(
@@ -64,8 +68,6 @@ _C_KEYWORDS = frozenset(
     "while".split())
 
 
-# atomic writes: ballctl._io.atomic_write
-_atomic_write = atomic_write
 
 
 # ---------------------------------------------------------------- validation
@@ -95,7 +97,7 @@ def _array(value, label: str, shape: tuple[int, ...] | None = None) -> np.ndarra
     return arr
 
 
-def _float_text(x: float) -> str:
+def c_float_literal(x: float) -> str:
     """Shortest text that parses back to exactly ``x`` (Python repr, also a valid C double literal)."""
     return repr(float(x))
 
@@ -139,6 +141,18 @@ class GainSchedule:
         Input weight :math:`R_w`.
     Q_N : ndarray, shape (N, N)
         Terminal weight :math:`Q_{N_t}`.
+    Ad, Bd : ndarray, shape (Kt, N, N) and (Kt, N, nu), optional
+        The discrete model the design used (the estimator predicts with it).
+    estimator_gains : ndarray, shape (Kt, N, ny), optional
+        Kalman update gains :math:`M_k` (``X_post = X_prior + M_k (y - C_k X_prior)``).
+    measurement_matrices : ndarray, shape (Kt, ny, N), optional
+        :math:`C_k` (zero rows where a signal is not sampled).
+    sampled : ndarray, shape (Kt, ny), optional
+        1.0 where a signal is sampled at step k, else 0.0.
+    signal_names : tuple of str
+        The ny measured coordinates (empty without an estimator).
+    latency_steps : int
+        Control steps until a sample is used (the largest sensor latency, rounded up).
     """
 
     times: np.ndarray
@@ -158,6 +172,13 @@ class GainSchedule:
     Q: np.ndarray
     R: np.ndarray
     Q_N: np.ndarray
+    Ad: np.ndarray | None = None
+    Bd: np.ndarray | None = None
+    estimator_gains: np.ndarray | None = None
+    measurement_matrices: np.ndarray | None = None
+    sampled: np.ndarray | None = None
+    signal_names: tuple[str, ...] = ()
+    latency_steps: int = 0
 
     def __post_init__(self) -> None:
         gains = _array(self.gains, "gains")
@@ -219,11 +240,50 @@ class GainSchedule:
                             ("admissible_dependent", ad), ("dependent", d),
                             ("plant_parameters", MappingProxyType(params))):
             object.__setattr__(self, name, value)
+        self._check_optional(Kt, N, nu)
+
+    def _check_optional(self, Kt: int, N: int, nu: int) -> None:
+        """Model and estimator arrays: all of a group or none, with consistent shapes."""
+        if (self.Ad is None) != (self.Bd is None):
+            raise ParameterError("give both Ad and Bd (the discrete model) or neither")
+        if self.Ad is not None:
+            object.__setattr__(self, "Ad", _array(self.Ad, "Ad", (Kt, N, N)))
+            object.__setattr__(self, "Bd", _array(self.Bd, "Bd", (Kt, N, nu)))
+        est = (self.estimator_gains, self.measurement_matrices, self.sampled)
+        if all(a is None for a in est):
+            if self.signal_names:
+                raise ParameterError("signal_names are given without estimator arrays")
+            return
+        if any(a is None for a in est) or self.Ad is None:
+            raise ParameterError("an estimator needs estimator_gains, measurement_matrices, sampled and the model "
+                                 "Ad, Bd together")
+        signals = _names(self.signal_names, "signal_names")
+        ny = len(signals)
+        object.__setattr__(self, "signal_names", signals)
+        object.__setattr__(self, "estimator_gains", _array(self.estimator_gains, "estimator_gains", (Kt, N, ny)))
+        object.__setattr__(self, "measurement_matrices",
+                           _array(self.measurement_matrices, "measurement_matrices", (Kt, ny, N)))
+        sampled = _array(self.sampled, "sampled", (Kt, ny))
+        if not np.all((sampled == 0.0) | (sampled == 1.0)):
+            raise ParameterError("sampled must hold only 0.0 and 1.0")
+        object.__setattr__(self, "sampled", sampled)
+        lat = self.latency_steps
+        if isinstance(lat, bool) or not isinstance(lat, (int, np.integer)) or lat < 0:
+            raise ParameterError(f"latency_steps must be an integer >= 0 (control steps), got {lat!r}")
+        object.__setattr__(self, "latency_steps", int(lat))
+
+    @property
+    def has_estimator(self) -> bool:
+        """True when the schedule carries a Kalman filter."""
+        return self.estimator_gains is not None
+
+    def _present_optional(self) -> tuple[str, ...]:
+        return tuple(f for f in _OPTIONAL_FIELDS if getattr(self, f) is not None)
 
     # ------------------------------------------------------------- builders
     @classmethod
     def from_lqr(cls, lqr, system: DiscreteLTVSystem, *, x0, xd0, u0, plant_name: str,
-                 plant_parameters: Mapping[str, float]) -> "GainSchedule":
+                 plant_parameters: Mapping[str, float], estimator=None) -> "GainSchedule":
         """Build a schedule from a :class:`~ballctl.lqr.FiniteHorizonLQR` and the system it was designed on.
 
         Times, ``dt``, names and the partition come from ``system`` (whose
@@ -244,6 +304,9 @@ class GainSchedule:
             Registry name of the plant.
         plant_parameters : mapping of str to float
             The plant's parameters (SI units).
+        estimator : StateEstimator, optional
+            The design's Kalman filter (:mod:`ballctl.estimator`); stored with
+            the discrete model ``system.Ad``, ``system.Bd``, which is always stored.
 
         Returns
         -------
@@ -264,7 +327,12 @@ class GainSchedule:
                    input_names=system.input_names, coordinate_names=part.coordinate_names,
                    independent=part.independent_names, admissible_dependent=part.admissible_dependent_names,
                    dependent=part.dependent_names, dt=system.dt, plant_name=plant_name,
-                   plant_parameters=plant_parameters, Q=collapse(lqr.Q), R=collapse(lqr.R), Q_N=lqr.Q_N)
+                   plant_parameters=plant_parameters, Q=collapse(lqr.Q), R=collapse(lqr.R), Q_N=lqr.Q_N,
+                   Ad=system.Ad, Bd=system.Bd,
+                   **({} if estimator is None else dict(
+                       estimator_gains=estimator.kalman.update_gains, measurement_matrices=estimator.kalman.C,
+                       sampled=estimator.sampled.astype(float), signal_names=estimator.signal_names,
+                       latency_steps=estimator.latency_steps)))
 
     # ---------------------------------------------------------- properties
     @property
@@ -300,8 +368,11 @@ class GainSchedule:
             return False
         if self._metadata() != other._metadata():
             return False
+        if self._present_optional() != other._present_optional():
+            return False
         return all(getattr(self, f).shape == getattr(other, f).shape
-                   and getattr(self, f).tobytes() == getattr(other, f).tobytes() for f in _ARRAY_FIELDS)
+                   and getattr(self, f).tobytes() == getattr(other, f).tobytes()
+                   for f in _ARRAY_FIELDS + self._present_optional())
 
     # -------------------------------------------------------------- lookup
     def index_at(self, t: float) -> int:
@@ -364,7 +435,7 @@ class GainSchedule:
 
     # ------------------------------------------------- canonical serialization
     def _metadata(self) -> dict:
-        return {
+        meta = {
             "plant_name": self.plant_name,
             "plant_parameters": dict(self.plant_parameters),
             "dt": self.dt,
@@ -375,9 +446,15 @@ class GainSchedule:
                           "admissible_dependent": list(self.admissible_dependent),
                           "dependent": list(self.dependent)},
         }
+        optional = self._present_optional()
+        if optional:  # absent keys keep the checksum of schedules without them (version 1) unchanged
+            meta["optional_arrays"] = list(optional)
+        if self.has_estimator:
+            meta["estimator"] = {"signal_names": list(self.signal_names), "latency_steps": self.latency_steps}
+        return meta
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        return {f: getattr(self, f) for f in _ARRAY_FIELDS}
+        return {f: getattr(self, f) for f in _ARRAY_FIELDS + self._present_optional()}
 
     @property
     def checksum(self) -> str:
@@ -387,7 +464,9 @@ class GainSchedule:
     @classmethod
     def _from_parts(cls, metadata: dict, arrays: dict[str, np.ndarray]) -> "GainSchedule":
         part = metadata["partition"]
-        return cls(**arrays, plant_name=metadata["plant_name"], plant_parameters=metadata["plant_parameters"],
+        est = metadata.get("estimator")
+        extra = {} if est is None else {"signal_names": est["signal_names"], "latency_steps": est["latency_steps"]}
+        return cls(**arrays, **extra, plant_name=metadata["plant_name"], plant_parameters=metadata["plant_parameters"],
                    dt=metadata["dt"], state_names=metadata["state_names"], input_names=metadata["input_names"],
                    coordinate_names=metadata["coordinate_names"], independent=part["independent"],
                    admissible_dependent=part["admissible_dependent"], dependent=part["dependent"])
@@ -410,7 +489,7 @@ class GainSchedule:
         path = Path(path)
         kind = _kind(path)
         data = self._npz_bytes() if kind == "npz" else self._json_bytes()
-        _atomic_write(path, data)
+        atomic_write(path, data)
         return path
 
     @classmethod
@@ -474,7 +553,8 @@ class GainSchedule:
 
     # -------------------------------------------------------------- exports
     def to_csv(self, path) -> Path:
-        """Write one row per sample (atomically): ``t``, ``u0_*``, ``x0_*``, ``xd0_*``, ``K_<input>_<state>``.
+        """Write one row per sample (atomically): ``t``, ``u0_*``, ``x0_*``, ``xd0_*``, ``K_<input>_<state>``
+        (and with an estimator ``M_<state>_<signal>``, ``sampled_<signal>``).
 
         Values are written with ``repr`` (exact). This is an export for
         spreadsheets and plots; there is no CSV reader, use :meth:`save`.
@@ -490,11 +570,16 @@ class GainSchedule:
         header = (["t"] + [f"u0_{s}" for s in self.input_names] + [f"x0_{s}" for s in self.coordinate_names]
                   + [f"xd0_{s}" for s in self.coordinate_names]
                   + [f"K_{i}_{j}" for i in self.input_names for j in self.state_names])
+        if self.has_estimator:
+            header += ([f"M_{i}_{j}" for i in self.state_names for j in self.signal_names]
+                       + [f"sampled_{j}" for j in self.signal_names])
         writer.writerow(header)
         for k in range(self.n_samples):
             row = np.concatenate(([self.times[k]], self.u0[k], self.x0[k], self.xd0[k], self.gains[k].ravel()))
-            writer.writerow([_float_text(v) for v in row])
-        _atomic_write(path, buf.getvalue().encode("utf-8"))
+            if self.has_estimator:
+                row = np.concatenate((row, self.estimator_gains[k].ravel(), self.sampled[k]))
+            writer.writerow([c_float_literal(v) for v in row])
+        atomic_write(path, buf.getvalue().encode("utf-8"))
         return path
 
     def to_c_header(self, path, *, name: str = "ballctl_schedule") -> Path:
@@ -524,7 +609,7 @@ class GainSchedule:
         if not isinstance(name, str) or not _C_IDENTIFIER.fullmatch(name) or name in _C_KEYWORDS:
             raise ParameterError(f"name must be a C identifier, got {name!r}")
         path = Path(path)
-        _atomic_write(path, self._c_header_text(name).encode("ascii"))
+        atomic_write(path, self._c_header_text(name).encode("ascii"))
         return path
 
     def _c_header_text(self, name: str) -> str:
@@ -537,7 +622,7 @@ class GainSchedule:
 
         def initializer(arr: np.ndarray, indent: str = "    ") -> str:
             if arr.ndim == 1:
-                vals = [_float_text(v) for v in arr]
+                vals = [c_float_literal(v) for v in arr]
                 if len(vals) <= 6:
                     return "{" + ", ".join(vals) + "}"
                 lines = [", ".join(vals[i:i + 6]) for i in range(0, len(vals), 6)]
@@ -546,13 +631,13 @@ class GainSchedule:
             return "{\n" + ",\n".join(indent + s for s in inner) + "\n" + indent[:-4] + "}"
 
         guard = f"{up}_H_"
-        params = ", ".join(f"{k}={_float_text(v)}" for k, v in self.plant_parameters.items())
+        params = ", ".join(f"{k}={c_float_literal(v)}" for k, v in self.plant_parameters.items())
         out = [
             f"/* {comment(name)}: ballctl gain schedule, format version {SCHEDULE_FORMAT_VERSION}, "
             f"sha256 {self.checksum}.",
             f" * Plant {comment(self.plant_name)} ({comment(params)}).",
-            f" * {Kt} samples, dt = {_float_text(self.dt)} s, covering [{_float_text(self.times[0])}, "
-            f"{_float_text(self.end_time)}) s.",
+            f" * {Kt} samples, dt = {c_float_literal(self.dt)} s, covering [{c_float_literal(self.times[0])}, "
+            f"{c_float_literal(self.end_time)}) s.",
             " * Feedback (Aguendez et al. 2024, eqs. 27 and 30): du = -K[k] X, u = u0[k] + du,",
             f" * X = ({comment(', '.join(self.state_names))}),",
             f" * u = ({comment(', '.join(self.input_names))}),",
@@ -566,7 +651,7 @@ class GainSchedule:
             f"#define {up}_N_INPUTS {nu}",
             f"#define {up}_N_COORDINATES {n}",
             "",
-            f"static const double {name}_dt = {_float_text(self.dt)};",
+            f"static const double {name}_dt = {c_float_literal(self.dt)};",
             f"static const double {name}_times[{up}_N_SAMPLES] = {initializer(self.times)};",
             f"static const double {name}_gains[{up}_N_SAMPLES][{up}_N_INPUTS][{up}_N_STATES] = "
             f"{initializer(self.gains)};",
@@ -631,7 +716,7 @@ def _checksum(metadata: dict, arrays: Mapping[str, np.ndarray]) -> str:
     h.update(f"{SCHEDULE_FORMAT}\0{SCHEDULE_FORMAT_VERSION}\0".encode())
     h.update(json.dumps(metadata, sort_keys=True, separators=(",", ":"), allow_nan=False,
                         ensure_ascii=True).encode())
-    for f in _ARRAY_FIELDS:
+    for f in _ARRAY_FIELDS + tuple(f for f in _OPTIONAL_FIELDS if f in arrays):
         a = np.ascontiguousarray(arrays[f], dtype="<f8")
         h.update(f"\0{f}:{','.join(str(s) for s in a.shape)}\0".encode())
         h.update(a.tobytes())
@@ -644,9 +729,9 @@ def _check_header(fmt, version, path: Path) -> None:
                                 f"expected {SCHEDULE_FORMAT!r})")
     if isinstance(version, bool) or not isinstance(version, int):
         raise ScheduleFileError(f"{path}: format_version must be an integer, got {version!r}")
-    if version != SCHEDULE_FORMAT_VERSION:
+    if version not in _READABLE_VERSIONS:
         raise ScheduleFileError(f"{path}: format version {version} is not supported; this ballctl reads "
-                                f"version {SCHEDULE_FORMAT_VERSION}")
+                                f"versions {', '.join(str(v) for v in _READABLE_VERSIONS)}")
 
 
 def _check_metadata(metadata, path: Path) -> dict:
@@ -663,6 +748,18 @@ def _check_metadata(metadata, path: Path) -> dict:
     if missing:
         raise ScheduleFileError(f"{path}: metadata is missing {missing}")
     return metadata
+
+
+def _optional_listed(metadata: dict, path: Path) -> tuple[str, ...]:
+    """The optional arrays a file's metadata lists (checked against the known ones)."""
+    listed = metadata.get("optional_arrays", [])
+    if not isinstance(listed, list) or not set(listed) <= set(_OPTIONAL_FIELDS):
+        raise ScheduleFileError(f"{path}: optional_arrays must list some of {_OPTIONAL_FIELDS}, got {listed!r}")
+    if "estimator" in metadata:
+        est = metadata["estimator"]
+        if not isinstance(est, dict) or not {"signal_names", "latency_steps"} <= set(est):
+            raise ScheduleFileError(f"{path}: estimator metadata must hold signal_names and latency_steps")
+    return tuple(f for f in _OPTIONAL_FIELDS if f in listed)
 
 
 def _read_json(raw: bytes, path: Path) -> tuple[dict, dict, str]:
@@ -693,7 +790,7 @@ def _read_json(raw: bytes, path: Path) -> tuple[dict, dict, str]:
     if not isinstance(arrays_doc, dict):
         raise ScheduleFileError(f"{path}: arrays must be an object")
     arrays = {}
-    for f in _ARRAY_FIELDS:
+    for f in _ARRAY_FIELDS + _optional_listed(metadata, path):
         entry = arrays_doc.get(f)
         if not isinstance(entry, dict) or "shape" not in entry or "data" not in entry:
             raise ScheduleFileError(f"{path}: array {f!r} is missing or lacks 'shape'/'data'")
@@ -707,7 +804,7 @@ def _read_json(raw: bytes, path: Path) -> tuple[dict, dict, str]:
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in data):
             raise ScheduleFileError(f"{path}: array {f!r} contains values that are not numbers")
         arrays[f] = np.array(data, dtype=np.float64).reshape(shape)
-    unknown = sorted(set(arrays_doc) - set(_ARRAY_FIELDS))
+    unknown = sorted(set(arrays_doc) - set(arrays))
     if unknown:
         raise ScheduleFileError(f"{path}: unexpected arrays {unknown}")
     return metadata, arrays, checksum["value"]
@@ -727,8 +824,7 @@ def _read_npz(raw: bytes, path: Path) -> tuple[dict, dict, str]:
     fmt = str(fmt[()]) if fmt.dtype.kind == "U" and fmt.ndim == 0 else repr(fmt)
     version = int(version[()]) if version.dtype.kind == "i" and version.ndim == 0 else repr(version)
     _check_header(fmt, version, path)
-    missing = [k for k in ("checksum", "metadata") + tuple(f"array_{f}" for f in _ARRAY_FIELDS)
-               if k not in members]
+    missing = [k for k in ("checksum", "metadata") if k not in members]
     if missing:
         raise ScheduleFileError(f"{path}: missing members {missing}")
     try:
@@ -736,8 +832,12 @@ def _read_npz(raw: bytes, path: Path) -> tuple[dict, dict, str]:
     except (json.JSONDecodeError, ValueError) as exc:
         raise ScheduleFileError(f"{path}: metadata member is not valid JSON: {exc}") from exc
     metadata = _check_metadata(metadata, path)
+    fields = _ARRAY_FIELDS + _optional_listed(metadata, path)
+    missing = [f"array_{f}" for f in fields if f"array_{f}" not in members]
+    if missing:
+        raise ScheduleFileError(f"{path}: missing members {missing}")
     arrays = {}
-    for f in _ARRAY_FIELDS:
+    for f in fields:
         a = members[f"array_{f}"]
         if a.dtype != np.dtype("<f8"):
             raise ScheduleFileError(f"{path}: array {f!r} has dtype {a.dtype}, expected float64")

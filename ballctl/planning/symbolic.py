@@ -1,0 +1,252 @@
+r"""CasADi form of the internal-mass ball and disk equations (written once, for the planner).
+
+The plants' equations (:mod:`ballctl.plants.rolling_ball`,
+:mod:`ballctl.plants.rolling_disk`) are numpy code built on ``einsum``,
+``stack`` and ``linalg.solve`` over stacked arrays; they cannot take CasADi
+symbols without rewriting them. So the symbolic form lives here, once, and
+``tests/test_planning_symbolic.py`` proves it equal to the plants' numpy
+equations at random states and inputs to 1e-12 (both input kinds, every rail
+kind). Nothing here is evaluated numerically by the planner except through
+CasADi's automatic differentiation.
+
+Ball (eq. 7.2, state of eq. 7.1)::
+
+    A = sum_i m_i (s_i s_i^T - |s_i|^2 1) - I,   s_i = r Gamma + zeta_i
+    A Omega_dot = b0 + sum_i m_i theta_ddot_i (s_i x zeta_i')          (7.4)
+    q_dot = q (0, Omega) / 2,  z_dot = r (omega_2, -omega_1),  omega = Lambda Omega
+
+Disk (eq. 5.40 / 6.2, state of eq. 6.1)::
+
+    phi_ddot = (num0 + sum_i m_i k_i theta_ddot_i) / (d2 + sum_i m_i |s_i|^2)
+
+With force inputs the rail equations are appended and the joint symmetric
+system is solved, as in the plants' ``_force_solve``.
+
+References
+----------
+V. Putkaradze, S.M. Rogers, "On the dynamics of a rolling ball actuated by
+internal point masses", Meccanica 53 (2018) 3839-3868, eqs. (5.27), (5.38)-(5.41),
+(7.1)-(7.4), appendix 2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._errors import ParameterError
+from ..plants.rails import CircleRail, EllipseRail, FigureEightRail, Rail, SegmentRail
+from ..plants.rolling_ball import RollingBall
+from ..plants.rolling_disk import RollingDisk
+from ._casadi import require_casadi
+
+__all__ = ["ball_rhs_function", "disk_rhs_function", "quat_to_matrix_casadi", "rail_casadi"]
+
+
+def _cols(ca, rotation, center, local):
+    """``rotation @ local + center`` for a casadi 3-vector ``local``."""
+    R = ca.DM(np.asarray(rotation, dtype=float))
+    return ca.mtimes(R, local) + ca.DM(np.asarray(center, dtype=float))
+
+
+def rail_casadi(rail: Rail, theta):
+    """``(zeta, zeta', zeta'')`` of a rail at a scalar CasADi symbol ``theta``, each a 3x1 expression.
+
+    Parameters
+    ----------
+    rail : Rail
+        A :class:`~ballctl.plants.rails.CircleRail`, ``EllipseRail``,
+        ``FigureEightRail`` or ``SegmentRail`` (the closed-form rails).
+    theta : casadi.SX or casadi.MX
+        Rail parameter (rad, or m for a segment).
+
+    Returns
+    -------
+    zeta, dzeta, ddzeta : casadi expression, shape (3, 1)
+        Position in m (body frame about the GC) and its derivatives in ``theta`` (eq. 5.27).
+
+    Raises
+    ------
+    ValueError
+        For a :class:`~ballctl.plants.rails.CallableRail` or an unknown rail,
+        whose formula is not known symbolically.
+    """
+    ca = require_casadi()
+    c, s = ca.cos(theta), ca.sin(theta)
+    zero = 0.0 * theta
+    if isinstance(rail, CircleRail):
+        rho = rail.radius_m
+        loc = (ca.vertcat(rho * c, zero, rho * s), ca.vertcat(-rho * s, zero, rho * c),
+               ca.vertcat(-rho * c, zero, -rho * s))
+    elif isinstance(rail, EllipseRail):
+        a, b = rail.semi_axis_first_m, rail.semi_axis_third_m
+        loc = (ca.vertcat(a * c, zero, b * s), ca.vertcat(-a * s, zero, b * c), ca.vertcat(-a * c, zero, -b * s))
+    elif isinstance(rail, FigureEightRail):
+        a, b = rail.half_width_m, 0.5 * rail.half_height_m
+        s2, c2 = ca.sin(2 * theta), ca.cos(2 * theta)
+        loc = (ca.vertcat(a * s, zero, b * s2), ca.vertcat(a * c, zero, 2 * b * c2),
+               ca.vertcat(-a * s, zero, -4 * b * s2))
+    elif isinstance(rail, SegmentRail):
+        d = (rail.end_m - rail.start_m) / rail.length_m
+        D = ca.DM(d)
+        return ca.DM(rail.start_m) + theta * D, D + zero, 0.0 * D + zero
+    else:
+        raise ParameterError(f"the planner knows the closed-form rails (CircleRail, EllipseRail, FigureEightRail, "
+                         f"SegmentRail); got {type(rail).__name__}, whose formula is not available symbolically")
+    zeros = np.zeros(3)
+    return (_cols(ca, rail.rotation, rail.center_m, loc[0]), _cols(ca, rail.rotation, zeros, loc[1]),
+            _cols(ca, rail.rotation, zeros, loc[2]))
+
+
+def quat_to_matrix_casadi(q):
+    """Rotation matrix ``Lambda`` (body -> spatial) of a quaternion, eq. (2.15), 3x3.
+
+    Parameters
+    ----------
+    q : casadi.SX or casadi.MX, shape (4,)
+        Quaternion, scalar first.
+
+    Returns
+    -------
+    casadi.SX or casadi.MX, shape (3, 3)
+    """
+    ca = require_casadi()
+    q0, q1, q2, q3 = q[0], q[1], q[2], q[3]
+    return ca.vertcat(
+        ca.horzcat(1 - 2 * (q2 * q2 + q3 * q3), 2 * (q1 * q2 - q0 * q3), 2 * (q1 * q3 + q0 * q2)),
+        ca.horzcat(2 * (q1 * q2 + q0 * q3), 1 - 2 * (q1 * q1 + q3 * q3), 2 * (q2 * q3 - q0 * q1)),
+        ca.horzcat(2 * (q1 * q3 - q0 * q2), 2 * (q2 * q3 + q0 * q1), 1 - 2 * (q1 * q1 + q2 * q2)))
+
+
+def _check_autonomous(plant) -> None:
+    if plant.parameters.external_force is not None:
+        raise ParameterError("the planner needs external_force=None (the transcribed equations are autonomous)")
+
+
+def ball_rhs_function(ball: RollingBall):
+    """CasADi function ``f(x, u) -> x_dot`` of the ball's ODE (7.2).
+
+    Parameters
+    ----------
+    ball : RollingBall
+        Without external force; inputs ``"acceleration"`` or ``"force"`` as the plant.
+
+    Returns
+    -------
+    casadi.Function
+        ``f(x (2n+9), u (n)) -> (2n+9)``, built on SX; equal to
+        :meth:`RollingBall.rhs` to rounding.
+    """
+    ca = require_casadi()
+    _check_autonomous(ball)
+    p = ball.parameters
+    n = ball.n_masses
+    x = ca.SX.sym("x", 2 * n + 9)
+    u = ca.SX.sym("u", n)
+    theta, thd = x[:n], x[n:2 * n]
+    q, Om = x[2 * n:2 * n + 4], x[2 * n + 4:2 * n + 7]
+    Lam = quat_to_matrix_casadi(q)
+    Gam = Lam[2, :].T
+    g, r = p.gravity_mps2, p.radius_m
+    masses = [p.mass_kg] + [pm.mass_kg for pm in p.point_masses]
+    inertia = np.asarray(p.principal_inertia_kgm2, dtype=float)
+    rails = [rail_casadi(pm.rail, theta[i]) for i, pm in enumerate(p.point_masses)]
+    zeta_all = [ca.DM(np.asarray(p.cm_offset_m, dtype=float))] + [rz[0] for rz in rails]
+    s = [r * Gam + zi for zi in zeta_all]
+    A = -ca.DM(np.diag(inertia))
+    for m, si in zip(masses, s):
+        A = A + m * (ca.mtimes(si, si.T) - ca.dot(si, si) * ca.DM.eye(3))
+    IOm = ca.DM(inertia) * Om
+    b0 = ca.cross(Om, IOm)
+    c_moving = []
+    for i, (m, si, zi) in enumerate(zip(masses, s, zeta_all)):
+        ci = g * Gam + ca.cross(Om, ca.cross(Om, zi))
+        if i > 0:
+            _, dz, ddz = rails[i - 1]
+            ci = ci + 2.0 * thd[i - 1] * ca.cross(Om, dz) + thd[i - 1] ** 2 * ddz
+            c_moving.append(ci)
+        b0 = b0 + m * ca.cross(si, ci)
+    k = [ca.cross(s[i + 1], rails[i][1]) for i in range(n)]
+    if ball.inputs == "acceleration":
+        b = b0
+        for i in range(n):
+            b = b + masses[i + 1] * u[i] * k[i]
+        Omd = ca.solve(A, b)
+        thdd = u
+    else:
+        K = ca.SX.zeros(3 + n, 3 + n)
+        K[:3, :3] = -A
+        rhs = ca.SX.zeros(3 + n, 1)
+        rhs[:3] = -b0
+        for i in range(n):
+            m, dz = masses[i + 1], rails[i][1]
+            K[:3, 3 + i] = m * k[i]
+            K[3 + i, :3] = (m * k[i]).T
+            K[3 + i, 3 + i] = m * ca.dot(dz, dz)
+            rhs[3 + i] = u[i] - m * ca.dot(dz, c_moving[i])
+        sol = ca.solve(K, rhs)
+        Omd, thdd = sol[:3], sol[3:]
+    qd = 0.5 * ca.vertcat(-ca.dot(q[1:], Om), q[0] * Om + ca.cross(q[1:], Om))
+    omega = ca.mtimes(Lam, Om)
+    zd = ca.vertcat(r * omega[1], -r * omega[0])
+    return ca.Function("ball_rhs", [x, u], [ca.vertcat(thd, thdd, qd, Omd, zd)], ["x", "u"], ["x_dot"])
+
+
+def disk_rhs_function(disk: RollingDisk):
+    """CasADi function ``f(x, u) -> x_dot`` of the disk's ODE (6.2), eq. (5.40).
+
+    Parameters
+    ----------
+    disk : RollingDisk
+        Without external force.
+
+    Returns
+    -------
+    casadi.Function
+        ``f(x (2n+2), u (n)) -> (2n+2)``; equal to :meth:`RollingDisk.rhs` to rounding.
+    """
+    ca = require_casadi()
+    _check_autonomous(disk)
+    p = disk.parameters
+    n = disk.n_masses
+    x = ca.SX.sym("x", 2 * n + 2)
+    u = ca.SX.sym("u", n)
+    theta, thd, phi, pd = x[:n], x[n:2 * n], x[2 * n], x[2 * n + 1]
+    g, r = p.gravity_mps2, p.radius_m
+    masses = [p.mass_kg] + [pm.mass_kg for pm in p.point_masses]
+    chi0 = np.asarray(p.cm_offset_m, dtype=float)
+    bodies = [(chi0[0], chi0[1], 0.0, 0.0, 0.0, 0.0, 0.0)]
+    for i, pm in enumerate(p.point_masses):
+        z, dz, ddz = rail_casadi(pm.rail, theta[i])
+        bodies.append((z[0], z[2], dz[0], dz[2], ddz[0], ddz[2], thd[i]))
+    sphi, cphi = ca.sin(phi), ca.cos(phi)
+    num0, den = 0.0, p.inertia_kgm2
+    ks, zcs, dds = [], [], []
+    for m, (z1, z3, d1, d3, dd1, dd3, td) in zip(masses, bodies):
+        s1, s3 = r * sphi + z1, r * cphi + z3
+        K0 = ((g + r * pd ** 2) * (z3 * sphi - z1 * cphi) + s3 * (-2 * pd * td * d3 + td ** 2 * dd1)
+              - s1 * (2 * pd * td * d1 + td ** 2 * dd3))
+        num0 = num0 + m * K0
+        den = den + m * (s1 ** 2 + s3 ** 2)
+        ks.append(s3 * d1 - s1 * d3)
+        zcs.append(g * (d1 * sphi + d3 * cphi) - pd ** 2 * (d1 * z1 + d3 * z3) + td ** 2 * (d1 * dd1 + d3 * dd3))
+        dds.append(d1 ** 2 + d3 ** 2)
+    if disk.inputs == "acceleration":
+        phidd = num0
+        for i in range(n):
+            phidd = phidd + masses[i + 1] * ks[i + 1] * u[i]
+        phidd = phidd / den
+        thdd = u
+    else:
+        K = ca.SX.zeros(n + 1, n + 1)
+        rhs = ca.SX.zeros(n + 1, 1)
+        K[0, 0] = den
+        rhs[0] = num0
+        for i in range(n):
+            m = masses[i + 1]
+            K[0, 1 + i] = -m * ks[i + 1]
+            K[1 + i, 0] = -m * ks[i + 1]
+            K[1 + i, 1 + i] = m * dds[i + 1]
+            rhs[1 + i] = u[i] - m * zcs[i + 1]
+        sol = ca.solve(K, rhs)
+        phidd, thdd = sol[0], sol[1:]
+    return ca.Function("disk_rhs", [x, u], [ca.vertcat(thd, thdd, pd, phidd)], ["x", "u"], ["x_dot"])

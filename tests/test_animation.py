@@ -1,0 +1,87 @@
+"""Animations: the drawn geometry is the plant's (plate angles, ball orientation), files are whole and 0644."""
+
+import os
+import stat
+
+import numpy as np
+import pytest
+
+import ballctl
+from ballctl import animation
+
+PIL = pytest.importorskip("PIL.Image")
+
+
+def test_plate_rotation_is_the_plants_gravity_map():
+    # eq. 33: gravity in the plate frame is R_2^T (0, 0, -g); BallPlate.gravity_in_plate is an independent formula
+    plant = ballctl.BallPlate()
+    rng = np.random.default_rng(1)
+    u = rng.uniform(-0.6, 0.6, size=(20, 2))
+    g = np.einsum("kji,j->ki", animation.plate_rotation(u), [0.0, 0.0, -plant.params.gravity])
+    expected = np.array([plant.gravity_in_plate(uk) for uk in u])
+    assert np.allclose(g, expected, rtol=0, atol=1e-12)  # same closed form, rounding only
+
+
+def test_ball_orientation_rotates_with_the_plants_angular_velocity():
+    # d/dt R(x(t)) R^T = hat(omega) with omega from BallPlate.angular_velocity (plate frame); central differences,
+    # step 1e-5 s: truncation error ~ h^2 |x'''| ~ 1e-9, so 1e-7 is a safe bound
+    plant = ballctl.BallPlate()
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        x = np.concatenate([rng.uniform(-0.3, 0.3, 2), rng.uniform(-1.2, 1.2, 3)])
+        xd = rng.uniform(-2.0, 2.0, 5)
+        h = 1e-5
+        rp, rm = animation.ball_orientation(x + h * xd), animation.ball_orientation(x - h * xd)
+        w_hat = (rp - rm) / (2 * h) @ animation.ball_orientation(x).T
+        omega = np.array([w_hat[2, 1], w_hat[0, 2], w_hat[1, 0]])
+        assert np.allclose(w_hat, -w_hat.T, atol=1e-7)
+        assert np.allclose(omega, plant.angular_velocity(x, xd), rtol=0, atol=1e-7)
+
+
+@pytest.fixture(scope="module")
+def ball_plate_run():
+    plant = ballctl.BallPlate()
+    ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
+    part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.05, horizon=0.5, states=part.state_names[:6],
+                                       Q=np.eye(6), R=np.eye(2))
+    s = ref(0.0)
+    return plant, ballctl.simulate_closed_loop(ctrl, s.x[0] + np.array([0.02, 0, 0, 0, 0]), s.xd[0])
+
+
+def test_ball_plate_gif(ball_plate_run, tmp_path):
+    plant, run = ball_plate_run
+    path = animation.animate_ball_plate(run, tmp_path / "ball.gif", ball_radius=plant.params.radius, max_frames=4)
+    with PIL.open(path) as im:
+        assert im.n_frames == 4 and im.size[0] > 200
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~_umask()
+    assert [p.name for p in tmp_path.iterdir()] == ["ball.gif"]  # no temporary left
+
+
+def test_bad_arguments_name_the_parameter(ball_plate_run, tmp_path):
+    plant, run = ball_plate_run
+    with pytest.raises(ValueError, match="path must end in one of"):
+        animation.animate_ball_plate(run, tmp_path / "ball.avi", ball_radius=0.02, max_frames=2)
+    with pytest.raises(ValueError, match="ball_radius must be > 0 m"):
+        animation.animate_ball_plate(run, tmp_path / "ball.gif", ball_radius=-1.0)
+    with pytest.raises(ValueError, match="max_frames must be an integer >= 2"):
+        animation.animate_ball_plate(run, tmp_path / "ball.gif", ball_radius=0.02, max_frames=1)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rolling_ball_gif(tmp_path):
+    from ballctl.plants.rolling_ball import (RollingBall, paper_ball_initial_state, paper_ball_parameters,
+                                             paper_rail_acceleration)
+
+    ball = RollingBall(paper_ball_parameters())
+    run = ball.simulate(paper_ball_initial_state(), (0.0, 0.5), lambda t: paper_rail_acceleration(t) * np.ones(3),
+                        t_eval=np.linspace(0.0, 0.5, 11))
+    path = animation.animate_rolling_ball(ball, run, tmp_path / "sub" / "ball.gif", max_frames=3)
+    with PIL.open(path) as im:
+        assert im.n_frames == 3
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,66 @@
+"""``ballctl plan`` with a TOML problem file, and the example script (small meshes; issue 13)."""
+
+import json
+import runpy
+
+import numpy as np
+import pytest
+
+pytest.importorskip("casadi")
+
+from ballctl.cli import main
+from ballctl.cli.plan import load_problem
+
+SMALL = """
+[maneuver]
+duration_s = 6.0
+target_contact_m = [0.0, 1.2]
+clearance_margin_m = 0.05
+max_rail_speed = 1.5
+[[obstacles]]
+center_m = [0.15, 0.6]
+radius_m = 0.25
+[solver]
+intervals = 16
+obstacle_continuation = [0.5, 1.0]
+[closed_loop]
+enabled = false
+"""
+
+
+def test_cli_plan_writes_plan_json_with_checked_numbers(tmp_path):
+    problem = tmp_path / "small.toml"
+    problem.write_text(SMALL)
+    out = tmp_path / "out"
+    assert main(["plan", str(problem), "--out", str(out)]) == 0
+    data = json.loads((out / "plan.json").read_text())
+    assert data["converged"] is True and data["solve_time_s"] > 0 and data["iterations"] > 0
+    assert data["max_constraint_violation"] < 1e-8
+    # 16 intervals: the plan and the tight re-simulation agree to < 1 mm; the clearance holds on the
+    # re-simulated path sampled 40 times per interval, not only at the collocation points
+    assert data["resimulation_error_m"] < 1e-3
+    assert data["min_obstacle_clearance_m"] >= 0.05 - 1e-9
+    assert data["max_rail_speed_used"] <= 1.5 + 1e-7
+    assert (out / "plan.png").stat().st_size > 0
+    with np.load(out / "plan.npz") as arrays:
+        assert arrays["x"].shape == (33, 15) and arrays["u"].shape == (33, 3)
+
+
+def test_cli_plan_rejects_unknown_keys_and_bad_requests(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[maneuver]\nduration = 3.0\n")
+    with pytest.raises(ValueError, match="unknown key 'duration' in \\[maneuver\\]"):
+        load_problem(str(bad))
+    covered = tmp_path / "covered.toml"
+    covered.write_text(SMALL.replace("center_m = [0.15, 0.6]", "center_m = [0.0, 0.1]"))
+    assert main(["plan", str(covered), "--out", str(tmp_path / "o")]) == 2
+    assert "covers the start" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_example_plan_maneuver(tmp_path):
+    ns = runpy.run_path("examples/plan_maneuver.py")
+    numbers = ns["run"](tmp_path, intervals=30, closed_loop=False)
+    assert numbers["min_obstacle_clearance_m"] >= 0.05 - 1e-9
+    assert numbers["resimulation_error_m"] < 1e-3
+    assert (tmp_path / "plan.png").exists()

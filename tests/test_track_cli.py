@@ -1,0 +1,60 @@
+"""``ballctl track``: verification on the truth plant, refusal to export a failing design, strict summary.json."""
+
+import json
+
+import numpy as np
+import pytest
+
+import ballctl
+from ballctl.cli import main
+
+
+def _reject(token):
+    raise ValueError(f"non-strict JSON constant {token}")
+
+
+def test_track_verifies_exports_and_writes_strict_json(tmp_path, capsys):
+    out = tmp_path / "out"
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text('[track]\nrig = "ideal"\ndesign = "qs-contact"\nduration = 1.0\noffset = [0.0, 0.0]\n'
+                   'max_rms_error = 0.05\n')
+    assert main(["track", "--config", str(cfg), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Verification on the truth plant" in text and "Observability per sensor set" in text
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=_reject)
+    assert summary["exported_design"] == "qs-contact" and summary["forced"] is False
+    v = summary["verification"]["qs-contact"]
+    assert v["converged"] is True and isinstance(v["rms_error_m"], float) and v["peak_tilt_deg"] < 15.0 + 1e-9
+    assert summary["rig"]["name"] == "ideal" and summary["rig"]["dt_s"] == 0.02
+    for name in ("gain_schedule.npz", "gain_schedule.json", "gain_schedule.h", "estimator.npz", "summary.md",
+                 "tracking.png", "c_controller/ballctl_controller.c", "c_controller/ballctl_controller_data.h"):
+        assert (out / name).stat().st_size > 0, name
+    sched = ballctl.GainSchedule.load(out / "gain_schedule.npz")
+    assert sched.gains.shape == (50, 2, 4)
+    est = np.load(out / "estimator.npz")
+    assert est["update_gains"].shape == (50, 4, 2) and int(est["latency_steps"]) == 0
+
+
+def test_track_refuses_to_export_a_failing_design_unless_forced(tmp_path, capsys):
+    args = ["track", "--rig", "ideal", "--design", "qs-contact", "--duration", "0.6", "--max-rms-error", "1e-9"]
+    out = tmp_path / "refused"
+    assert main(args + ["--out", str(out)]) == 1
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=_reject)
+    assert summary["exported_design"] is None
+    assert summary["verification"]["qs-contact"]["passed"] is False
+    assert not (out / "gain_schedule.npz").exists()
+    forced = tmp_path / "forced"
+    assert main(args + ["--out", str(forced), "--force"]) == 0
+    summary = json.loads((forced / "summary.json").read_text(), parse_constant=_reject)
+    assert summary["exported_design"] == "qs-contact" and summary["forced"] is True
+    assert "RMS error" in summary["reason"] and (forced / "gain_schedule.npz").exists()
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--design", "lqg9"], "--design must be auto or one of"),
+    (["--rig", "desk"], "unknown rig preset 'desk'"),
+])
+def test_track_bad_input_is_one_line(tmp_path, capsys, argv, match):
+    assert main(["track", "--out", str(tmp_path)] + argv) == 2
+    assert match in capsys.readouterr().err
