@@ -11,7 +11,7 @@ chain), ``closed_loop`` (sampled control of the nonlinear plant),
 from .plants import rails
 from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, ConfigError, ConstraintProjectionWarning,
                       ConstraintViolationError, FileArgumentError, InfeasiblePlanError, InfeasibleReferenceError,
-                      IntegrationBudgetError, IntegrationError, LargeTiltWarning, MissingExtraError,
+                      IntegrationBudgetError, IntegrationError, LargeTiltWarning, MissingExtraError, MissingFileError,
                       NonFiniteStateError, NumericalError, ParameterError,
                       ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
                       SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
@@ -46,6 +46,7 @@ __all__ = [
     # errors
     "BallctlError", "ParameterError", "ShapeError", "ParameterTypeError", "ConstraintViolationError",
     "InfeasibleReferenceError", "ChartSingularityError", "PartitionError", "ConfigError", "FileArgumentError",
+    "MissingFileError",
     "ScheduleFileError", "SampleIndexError", "NumericalError", "SingularMatrixError", "RiccatiConvergenceError",
     "IntegrationError", "NonFiniteStateError", "IntegrationBudgetError", "InfeasiblePlanError", "MissingExtraError",
     # warnings

@@ -15,6 +15,7 @@ style (``except ValueError``, ``except TypeError``, ``except RuntimeError``,
     ├── PartitionError (ValueError)          a malformed or singular coordinate partition
     ├── ConfigError (ValueError)             a missing, unreadable or malformed config file
     ├── FileArgumentError (ValueError)       a path argument that cannot be used as asked
+    │   └── MissingFileError (+ FileNotFoundError) an input file that does not exist
     ├── ScheduleFileError (ValueError)       a gain-schedule file that cannot be trusted
     ├── SampleIndexError (IndexError)        a sample/time index out of range
     ├── NumericalError (RuntimeError)        a numerical computation failed
@@ -45,6 +46,7 @@ __all__ = [
     "PartitionError",
     "ConfigError",
     "FileArgumentError",
+    "MissingFileError",
     "ScheduleFileError",
     "SampleIndexError",
     "NumericalError",
@@ -104,6 +106,10 @@ class ConfigError(BallctlError, ValueError):
 
 class FileArgumentError(BallctlError, ValueError):
     """A path argument cannot be used as asked (a directory where a file is expected, a parent that is a file...)."""
+
+
+class MissingFileError(FileArgumentError, FileNotFoundError):
+    """An input file does not exist (also a ``FileNotFoundError``)."""
 
 
 class ScheduleFileError(BallctlError, ValueError):

@@ -15,6 +15,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from ._validation import check_output_path
+
 __all__ = ["atomic_write", "atomic_write_text", "atomic_path"]
 
 
@@ -68,7 +70,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     pathlib.Path
         The temporary file to write.
     """
-    path = Path(path)
+    path = check_output_path(path, "path")
     fd, tmp = _temporary(path)
     os.close(fd)
     try:
@@ -96,8 +98,13 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> Path:
     -------
     pathlib.Path
         ``path``.
+
+    Raises
+    ------
+    FileArgumentError
+        If ``path`` is a directory, an ancestor is a file, or its directory is missing.
     """
-    path = Path(path)
+    path = check_output_path(path, "path")
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)

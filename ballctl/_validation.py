@@ -22,14 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ._errors import (FileArgumentError, IntegrationBudgetError, NonFiniteStateError, ParameterError,
-                      ParameterTypeError, ShapeError)
+from ._errors import (FileArgumentError, IntegrationBudgetError, MissingFileError, NonFiniteStateError,
+                      ParameterError, ParameterTypeError, ShapeError)
 
-__all__ = ["as_array", "as_vector", "as_matrix", "as_stack", "as_times", "check_uniform_spacing", "check_integer",
+__all__ = ["as_array", "as_vector", "as_matrix", "as_stack", "as_system_stacks", "as_times", "check_uniform_spacing",
+           "check_integer",
            "check_finite_scalar", "check_positive", "check_nonnegative", "check_in_range", "check_choice",
-           "check_callable", "check_instance", "check_bool", "names_tuple", "ProblemCollector",
-           "check_output_path", "check_input_file", "check_finite_at", "guard_rhs", "StepBudget",
-           "SPACING_RTOL"]
+           "check_callable", "check_instance", "check_bool", "check_stabilization", "check_tolerances",
+           "check_ivp_method", "IVP_METHODS", "names_tuple", "ProblemCollector",
+           "check_output_path", "check_output_dir", "check_input_file", "check_finite_at", "guard_rhs",
+           "checked_input", "StepBudget", "SPACING_RTOL"]
 
 #: Relative tolerance of a uniform time grid: times built with ``np.arange`` or
 #: ``np.linspace`` differ from ``k * dt`` by a few ulps of ``max|t|``; anything
@@ -208,7 +210,9 @@ def as_stack(value, name: str, shape: Sequence[int | None], *, unit: str = "",
     shape = tuple(shape)
     arr = as_array(value, name, unit=unit)
     if allow_constant and shape[0] is not None and arr.ndim == len(shape) - 1:
-        as_array(arr, name, shape=shape[1:], unit=unit)
+        if any(s is not None and s != a for s, a in zip(shape[1:], arr.shape)):
+            raise ShapeError(f"{name} must have shape {_shape_text(shape[1:])} or {_shape_text(shape)}, "
+                             f"got shape {arr.shape}")
         return np.broadcast_to(arr, (shape[0],) + arr.shape)
     if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
         alt = f" or {_shape_text(shape[1:])}" if allow_constant else ""
@@ -217,6 +221,36 @@ def as_stack(value, name: str, shape: Sequence[int | None], *, unit: str = "",
         raise ShapeError(f"{name} must hold at least {min_length} sample{'s' if min_length != 1 else ''}, "
                          f"got {arr.shape[0]}")
     return arr
+
+
+def as_system_stacks(A, B, names: tuple[str, str] = ("A", "B"), *, min_length: int = 1
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Return finite state and input matrix stacks ``A (K, N, N)``, ``B (K, N, nu)`` (conventions point 4).
+
+    Parameters
+    ----------
+    A, B : array_like
+        The user's stacks.
+    names : (str, str)
+        Parameter names used in error messages.
+    min_length : int
+        Smallest accepted number of samples K.
+
+    Returns
+    -------
+    A : ndarray, shape (K, N, N)
+    B : ndarray, shape (K, N, nu)
+    """
+    a, b = names
+    A = as_array(A, a, ndim=3)
+    if A.shape[1] != A.shape[2]:
+        raise ShapeError(f"{a} must have shape (K, N, N), got shape {A.shape}")
+    B = as_array(B, b, ndim=3)
+    if B.shape[:2] != A.shape[:2]:
+        raise ShapeError(f"{b} must have shape (K, N, nu) = ({A.shape[0]}, {A.shape[1]}, nu), got shape {B.shape}")
+    if A.shape[0] < min_length:
+        raise ShapeError(f"{a} must hold at least {min_length} step{'s' if min_length != 1 else ''}, got {A.shape[0]}")
+    return A, B
 
 
 def as_times(value, name: str = "t", *, increasing: bool = False, min_size: int = 1) -> np.ndarray:
@@ -524,6 +558,78 @@ def check_instance(value, name: str, types, what: str | None = None):
     return value
 
 
+def check_stabilization(value, name: str = "stabilization") -> tuple[float, float] | None:
+    """Return Baumgarte gains ``(a, b)`` in 1/s as floats, or None; both must be finite and >= 0.
+
+    Negative gains make the constraint drift grow instead of decay.
+
+    Parameters
+    ----------
+    value : (float, float) or None
+        The user's gains.
+    name : str
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    (float, float) or None
+    """
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)) or len(value) != 2:
+        raise ParameterTypeError(f"{name} must be None or a pair (a, b) of Baumgarte gains in 1/s, "
+                                 f"got {_short(value)}")
+    a = check_nonnegative(value[0], f"{name}[0]", "1/s")
+    b = check_nonnegative(value[1], f"{name}[1]", "1/s")
+    return a, b
+
+
+def check_tolerances(rtol, atol, *, rtol_name: str = "rtol", atol_name: str = "atol") -> tuple[float, float]:
+    """Return integration tolerances after checking ``100 eps <= rtol < 1`` and ``atol > 0`` (never clipped).
+
+    ``solve_ivp`` would silently raise an ``rtol`` below ``100 eps`` (2.2e-14)
+    with a warning; here it is an error. ``atol`` must be a normal float
+    (>= 2.2e-308).
+
+    Parameters
+    ----------
+    rtol, atol : float
+        Relative and absolute tolerances (atol in the units of the state).
+    rtol_name, atol_name : str
+        Parameter names used in error messages.
+
+    Returns
+    -------
+    (float, float)
+    """
+    rtol = check_in_range(rtol, rtol_name, 100 * np.finfo(float).eps, 1.0, high_inclusive=False)
+    atol = check_in_range(atol, atol_name, np.finfo(float).tiny, np.inf)
+    return rtol, atol
+
+
+#: The methods of ``scipy.integrate.solve_ivp``.
+IVP_METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
+
+
+def check_ivp_method(value, name: str = "method", extra: Sequence[str] = ()) -> str:
+    """Return ``value`` if it names a ``solve_ivp`` method (or one of ``extra``), else raise.
+
+    Parameters
+    ----------
+    value : str
+        The user's method.
+    name : str
+        Parameter name used in error messages.
+    extra : sequence of str
+        Further accepted names (e.g. ``"rk4"``).
+
+    Returns
+    -------
+    str
+    """
+    return check_choice(value, name, IVP_METHODS + tuple(extra))
+
+
 def names_tuple(names: Sequence[str] | None, count: int, default_prefix: str, name: str) -> tuple[str, ...]:
     """Validate a sequence of unique names of the given length (or build defaults).
 
@@ -618,11 +724,19 @@ class ProblemCollector:
 
 
 # ------------------------------------------------------------------ paths
-def check_output_path(path, name: str) -> Path:
+def _file_ancestor(p: Path) -> Path | None:
+    """The nearest existing ancestor of ``p`` if it is not a directory, else None."""
+    for parent in p.parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def check_output_path(path, name: str, *, create_parents: bool = False) -> Path:
     """Return ``path`` as a :class:`~pathlib.Path` a file can be written to, else raise.
 
-    The path must not be an existing directory, and its parent must be an
-    existing directory (nothing is created).
+    The path must not be an existing directory, and no ancestor may be a
+    file; its parent must exist unless ``create_parents`` (the caller creates it).
 
     Parameters
     ----------
@@ -630,6 +744,8 @@ def check_output_path(path, name: str) -> Path:
         The user's output file.
     name : str
         Parameter (or flag) name used in error messages.
+    create_parents : bool
+        Accept a missing parent folder (the caller creates it).
 
     Returns
     -------
@@ -640,11 +756,36 @@ def check_output_path(path, name: str) -> Path:
     p = Path(path)
     if p.is_dir():
         raise FileArgumentError(f"{name} {str(p)!r} is a directory; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if parent.exists() and not parent.is_dir():
-        raise FileArgumentError(f"{name} {str(p)!r}: its parent {str(parent)!r} is a file, not a directory")
-    if not parent.exists():
-        raise FileArgumentError(f"{name} {str(p)!r}: the directory {str(parent)!r} does not exist")
+    bad = _file_ancestor(p)
+    if bad is not None:
+        raise FileArgumentError(f"{name} {str(p)!r}: {str(bad)!r} is a file, not a directory")
+    if not create_parents and not p.parent.exists():
+        raise FileArgumentError(f"{name} {str(p)!r}: the directory {str(p.parent)!r} does not exist")
+    return p
+
+
+def check_output_dir(path, name: str) -> Path:
+    """Return ``path`` as a :class:`~pathlib.Path` to a folder that exists or can be created, else raise.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The user's output folder.
+    name : str
+        Parameter (or flag) name used in error messages.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+        raise ParameterTypeError(f"{name} must name a folder, got {_short(path)}")
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise FileArgumentError(f"{name} {str(p)!r} is a file; give a folder")
+    bad = _file_ancestor(p)
+    if bad is not None:
+        raise FileArgumentError(f"{name} {str(p)!r}: {str(bad)!r} is a file, not a directory")
     return p
 
 
@@ -668,7 +809,7 @@ def check_input_file(path, name: str) -> Path:
     if p.is_dir():
         raise FileArgumentError(f"{name} {str(p)!r} is a directory, not a file")
     if not p.exists():
-        raise FileArgumentError(f"{name} {str(p)!r} does not exist")
+        raise MissingFileError(f"{name} {str(p)!r} does not exist")
     return p
 
 
@@ -693,6 +834,10 @@ def check_finite_at(values, *, time: float, quantity: str, names: Sequence[str] 
     arr = np.asarray(values)
     if arr.dtype.kind in "fc" and np.all(np.isfinite(arr)):
         return
+    try:
+        time = float(np.real(np.ravel(np.asarray(time, dtype=complex))[0]))
+    except (TypeError, ValueError, IndexError):
+        time = float("nan")
     if arr.dtype.kind not in "fcbiu":
         try:
             arr = np.asarray(arr, dtype=complex)
@@ -796,3 +941,39 @@ def guard_rhs(fun: Callable, *, context: str, names: Sequence[str] | None = None
         return out
 
     return guarded
+
+
+def checked_input(fun: Callable, name: str, size: int, *, context: str = "") -> Callable:
+    """Wrap a user's input function ``u(t)`` so a wrong shape or a NaN names the time and the input.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(t) -> (size,)``.
+    name : str
+        Parameter name used in error messages.
+    size : int
+        Number of inputs.
+    context : str
+        Name of the run, used in messages.
+
+    Returns
+    -------
+    callable
+        ``u(t) -> ndarray, shape (size,)``.
+    """
+    check_callable(fun, name, f"u(t) -> ({size},)")
+
+    def u(t):
+        value = fun(t)
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ParameterTypeError(f"{name} returned a non-numeric value at t = {t:.6g} s: {_short(value)}") from exc
+        if arr.shape != (size,):
+            raise ShapeError(f"{name} must return shape ({size},), got shape {arr.shape} at t = {t:.6g} s")
+        if not np.all(np.isfinite(arr)):
+            check_finite_at(arr, time=t, quantity=name, context=context)
+        return arr
+
+    return u

@@ -28,18 +28,21 @@ from __future__ import annotations
 
 import sys
 import time as _time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import BallctlError, IntegrationError, NonFiniteStateError, ParameterError
+from ._errors import (BallctlError, ChartSingularityError, ConstraintViolationError, IntegrationError,
+                      NonFiniteStateError, ParameterError, ParameterTypeError)
+from ._validation import (as_vector, check_bool, check_choice, check_finite_at, check_instance, check_integer,
+                          check_nonnegative, check_positive, check_stabilization, check_tolerances, guard_rhs)
 from .engine import kernel_code, run_closed_loop
-from ._validation import as_vector, check_positive
 from .loop_step import (control_law, delay_segments, effective_input, kalman_predict, kalman_update, measure,
                         shape_command)
 from .rig import RigLimits
-from .simulate import rk4
+from .simulate import CONSTRAINT_TOL, MAX_STEPS, rk4
 from .system import ConstrainedSystem
 from .tracking import TrackingController
 
@@ -383,6 +386,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     ClosedLoopResult or ClosedLoopBatchResult
         One run for ``x0`` of shape (n,); B runs for shape (B, n).
     """
+    check_instance(controller, "controller", TrackingController, "TrackingController (from design_tracking_lqr)")
     if backend not in ("auto", "compiled", "python"):
         raise ParameterError(f"backend must be 'auto', 'compiled' or 'python', got {backend!r}")
     if np.ndim(x0) == 2:
@@ -391,8 +395,8 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
                                limits=limits, integrator=integrator, rtol=rtol, atol=atol, substeps=substeps,
                                stabilization=stabilization, divergence_error=divergence_error,
                                progress=progress, backend=backend)
-    if truth is not None and not isinstance(truth, ConstrainedSystem):
-        raise ParameterError("truth must be one ConstrainedSystem for a single run (x0 of shape (n,))")
+    if truth is not None:
+        check_instance(truth, "truth", ConstrainedSystem)
     system = controller.system
     plant = system if truth is None else truth
     nu = system.n_inputs
@@ -406,10 +410,31 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
                          f"{system.coordinate_names}") from None
     x = as_vector(x0, "x0", n).copy()
     xd = as_vector(xd0, "xd0", n).copy()
+    check_choice(model, "model", ("nonlinear", "linear"))
+    feedback = check_bool(feedback, "feedback")
+    progress = check_bool(progress, "progress")
+    if output_feedback is not None:
+        output_feedback = check_bool(output_feedback, "output_feedback")
+    if limits is not None:
+        check_instance(limits, "limits", RigLimits)
+    check_choice(integrator, "integrator", INTEGRATORS)
+    rtol, atol = check_tolerances(rtol, atol)
+    substeps = check_integer(substeps, "substeps", minimum=1)
+    stabilization = check_stabilization(stabilization)
+    if seed is not None:
+        seed = check_integer(seed, "seed", minimum=0)
+    if model == "nonlinear" and plant.n_holonomic:
+        pos = np.asarray(plant.holonomic(x), dtype=float).reshape(-1)
+        if np.max(np.abs(pos)) > CONSTRAINT_TOL:
+            raise ConstraintViolationError(
+                f"x0 violates the position constraints: residual {np.max(np.abs(pos)):.3g} m or rad exceeds "
+                f"{CONSTRAINT_TOL:g}; project it with system.project_positions(x0) first")
+    margin = getattr(plant, "chart_margin", None)
+    if margin is not None and float(np.real(margin(x))) <= 0.0:
+        raise ChartSingularityError("x0 lies beyond the edge of the plant's coordinate chart (for the ball-plate: "
+                                    "|lean| at or beyond the chart limit near 90 deg)")
     if truth is None:
         xd = controller.partition.complete_velocities(system, x, xd)
-    if model not in ("nonlinear", "linear"):
-        raise ParameterError(f"model must be 'nonlinear' or 'linear', got {model!r}")
     if model == "linear" and truth is not None:
         raise ParameterError("model='linear' integrates the design's linear model; it takes no truth plant")
     limits = limits or RigLimits()
@@ -420,9 +445,14 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     else:
         duration = check_positive(duration, "duration", "s")
         steps = int(round(duration / dt))
+        if steps < 1:
+            raise ParameterError(f"duration must be at least one control step dt = {dt:g} s, got {duration!r} s")
         if steps > steps_available:
-            raise ParameterError(f"duration {duration} s exceeds the controller's horizon "
-                             f"{steps_available * dt:.6g} s")
+            raise ParameterError(f"duration = {duration!r} s exceeds the controller's horizon "
+                                 f"{steps_available * dt:.6g} s (allowed: dt = {dt:g} s up to the horizon)")
+    if integrator == "rk4" and steps * substeps > MAX_STEPS:
+        raise ParameterError(f"substeps = {substeps} gives more than {MAX_STEPS:.0e} RK4 steps over the run; "
+                             f"lower substeps")
     est = controller.estimator
     if output_feedback is None:
         output_feedback = est is not None and feedback
@@ -432,20 +462,20 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         raise ParameterError("noise_std is for state feedback; with output feedback the sensors carry the noise")
     names = controller.state_names
     noise = np.zeros(len(names))
+    if noise_std is not None and not isinstance(noise_std, Mapping):
+        raise ParameterTypeError(f"noise_std must be a mapping of coordinate name to standard deviation "
+                                 f"(m, rad, m/s or rad/s), got {type(noise_std).__name__}")
     if noise_std:
         coord = set(system.coordinate_names)
         for key, value in noise_std.items():
-            base = key[:-5] if key.endswith("_rate") else key
+            base = key[:-5] if isinstance(key, str) and key.endswith("_rate") else key
             if base not in coord:
                 raise ParameterError(f"noise_std: unknown coordinate {key!r}; coordinates are "
                                      f"{system.coordinate_names}")
-            if value < 0:
-                raise ParameterError(f"noise_std[{key!r}] must be >= 0, got {value}")
+            value = check_nonnegative(value, f"noise_std[{key!r}]", "m, rad, m/s or rad/s")
             if key in names:
                 noise[names.index(key)] = value
     rng = np.random.default_rng(seed)
-    if integrator not in INTEGRATORS:
-        raise ParameterError(f"integrator must be one of {', '.join(INTEGRATORS)}; got {integrator!r}")
     if divergence_error is not None:
         divergence_error = check_positive(divergence_error, "divergence_error", "m")
     if not isinstance(substeps, (int, np.integer)) or substeps < 1:
@@ -503,16 +533,24 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     diverged_at = None
     start = _time.perf_counter()
 
+    state_names = tuple(plant.coordinate_names) + tuple(f"{c}_rate" for c in plant.coordinate_names)
+
     def rhs_for(u_const):
         def rhs(t, yy):
             xdd, _ = plant.accelerations(yy[:n], yy[n:], u_const, stabilization=stabilization)
             return np.concatenate([yy[n:], xdd])
-        return rhs
+        # the guard turns a NaN into an error naming its time instead of an endless step loop
+        return guard_rhs(rhs, context="simulate_closed_loop", names=state_names) if integrator != "rk4" else rhs
 
     def advance(yy, t_a, t_b, u_const):
         if integrator == "rk4":
             with np.errstate(all="ignore" if divergence_error is not None else "warn"):
-                return rk4(rhs_for(u_const), yy, t_a, t_b - t_a, substeps)
+                try:
+                    return rk4(rhs_for(u_const), yy, t_a, t_b - t_a, substeps)
+                except NonFiniteStateError:
+                    if divergence_error is None:
+                        raise
+                    return np.full_like(yy, np.nan)  # recorded as divergence at the next sample
         sol = solve_ivp(rhs_for(u_const), (t_a, t_b), yy, method=integrator, rtol=rtol, atol=atol)
         if not sol.success:
             raise IntegrationError(f"plant integration failed at t = {sol.t[-1]:.6g} s: {sol.message}")
@@ -560,6 +598,9 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
             break
         # 3: control law
         cmd = control_law(ref.u[k], gains[k], X_hat) if feedback else ref.u[k].copy()
+        if not np.all(np.isfinite(cmd)) and divergence_error is None:
+            check_finite_at(cmd, time=T[k], quantity="input command u", names=system.input_names,
+                            context="simulate_closed_loop")
         qcmd, (hq, ha, _) = shape_command(cmd, u_applied, 0.0, lim[0], None, lim[2])
         events["quantum"] += int(hq)
         events["max_angle"] += int(ha)
@@ -591,6 +632,9 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         out_u[k] = u_step
         if model == "nonlinear":
             x, xd = y[:n], y[n:]
+            if divergence_error is None and not np.all(np.isfinite(y)):
+                check_finite_at(y, time=T[k + 1], quantity="plant state", names=state_names,
+                                context="simulate_closed_loop")
         else:
             kk = min(k, steps_available - 1)
             X_lin = Ad[kk] @ X_lin + Bd[kk] @ du_eff[k]

@@ -40,7 +40,7 @@ import numpy as np
 from scipy.linalg import expm
 
 from ._errors import ParameterError, ParameterTypeError, SampleIndexError, ShapeError
-from ._validation import check_positive
+from ._validation import as_system_stacks, check_positive
 from .ltv import LTVSystem, StateReduction
 
 __all__ = [
@@ -63,18 +63,7 @@ _SPACING_RTOL = 1e-9
 
 
 def _check_stack(A: np.ndarray, B: np.ndarray, names: tuple[str, str] = ("A", "B")) -> tuple[np.ndarray, np.ndarray]:
-    a, b = names
-    A = np.asarray(A, dtype=float)
-    B = np.asarray(B, dtype=float)
-    if A.ndim != 3 or A.shape[1] != A.shape[2]:
-        raise ShapeError(f"{a} must have shape (K, N, N), got {A.shape}")
-    if B.ndim != 3 or B.shape[:2] != A.shape[:2]:
-        raise ShapeError(f"{b} must have shape (K, N, nu) = ({A.shape[0]}, {A.shape[1]}, nu), got {B.shape}")
-    if A.shape[0] < 1:
-        raise ParameterError(f"{a} must hold at least one step")
-    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
-        raise ParameterError(f"{a} and {b} must be finite")
-    return A, B
+    return as_system_stacks(A, B, names)
 
 
 def _check_order(order) -> int:
@@ -268,7 +257,7 @@ class DiscreteLTVSystem:
         >>> DiscreteLTVSystem.from_arrays(np.ones((3, 1, 1)), np.ones((3, 1, 1)), dt=0.1).t
         array([0. , 0.1, 0.2])
         """
-        Ad, Bd = _check_stack(np.array(Ad, dtype=float), np.array(Bd, dtype=float), ("Ad", "Bd"))
+        Ad, Bd = (np.array(a) for a in _check_stack(Ad, Bd, ("Ad", "Bd")))
         K, N, nu = Bd.shape
         dt = check_positive(dt, "dt", "s")
         return cls(t=float(t0) + dt * np.arange(K), dt=dt, Ad=Ad, Bd=Bd,
@@ -319,6 +308,8 @@ def _check_spacing(t: np.ndarray, dt: float) -> None:
     if uniform:
         ratio = dt / steps[0]
         hint = ""
+        if not np.isfinite(ratio) or ratio > 1e9:
+            ratio = 0.5  # no subsampling hint
         if abs(ratio - round(ratio)) < 1e-9 and round(ratio) >= 1:
             hint = f" (dt is {round(ratio)} samples: use ltv.subsample({round(ratio)}))"
         raise ParameterError(

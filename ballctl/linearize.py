@@ -50,7 +50,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ._derivatives import COMPLEX_STEP, central_difference
-from ._errors import PartitionError, ShapeError
+from ._errors import PartitionError
+from ._validation import as_times, as_vector, check_callable, check_instance
 from .ltv import LTVSystem
 from .partition import Partition
 from .references.base import Reference, ReferenceSample
@@ -242,10 +243,15 @@ def linearize_at(system: ConstrainedSystem, x, xd, xdd, u, partition: Partition,
     B : ndarray, shape (N, nu)
         For the state ``X = (dx_ai, dxd_ai, dx_ad)`` and input ``du``.
     """
-    x = np.asarray(x, dtype=float)
-    xd = np.asarray(xd, dtype=float)
-    xdd = np.asarray(xdd, dtype=float)
-    u = np.asarray(u, dtype=float).reshape(system.n_inputs)
+    check_instance(system, "system", ConstrainedSystem)
+    check_instance(partition, "partition", Partition)
+    n, nu = system.n_coordinates, system.n_inputs
+    x = as_vector(x, "x", n)
+    xd = as_vector(xd, "xd", n)
+    xdd = as_vector(xdd, "xdd", n)
+    u = as_vector(u, "u", nu) if nu else np.zeros(0)
+    if lam is not None:
+        lam = as_vector(lam, "lam", system.n_constraints) if system.n_constraints else np.zeros(0)
     if lam is None:
         D = system.constraint_jacobian(x)
         rhs = system.forces(x, xd, u) - system.mass_matrix(x, u) @ xdd
@@ -275,12 +281,12 @@ def linearize(system: ConstrainedSystem, reference: Reference, times, partition:
     -------
     LTVSystem
     """
-    times = np.atleast_1d(np.asarray(times, dtype=float))
-    if times.ndim != 1 or times.size == 0 or np.any(np.diff(times) <= 0):
-        raise ShapeError("times must be a non-empty, strictly increasing 1-D array of times in s")
+    check_instance(system, "system", ConstrainedSystem)
+    check_callable(reference, "reference", "reference(times) -> ReferenceSample")
+    times = as_times(times, "times", increasing=True)
+    if partition is not None and not isinstance(partition, Partition):
+        raise PartitionError(f"partition must be a Partition, got {type(partition).__name__}")
     sample = reference(times)
     if partition is None:
         partition = Partition.automatic(system, sample.x[0])
-    if not isinstance(partition, Partition):
-        raise PartitionError(f"partition must be a Partition, got {type(partition).__name__}")
     return linearize_samples(system, sample, partition)

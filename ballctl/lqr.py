@@ -36,7 +36,7 @@ import numpy as np
 
 from ._errors import (ParameterError, ParameterTypeError, RiccatiConditioningWarning, RiccatiConvergenceError,
                       ShapeError, SingularMatrixError)
-from ._validation import check_positive
+from ._validation import as_array, as_stack, check_positive
 from .discretize import DiscreteLTVSystem
 
 __all__ = [
@@ -134,14 +134,7 @@ def bryson(state_names: Sequence[str], input_names: Sequence[str], max_state_err
 # ------------------------------------------------------------------ helpers
 def _as_stack(value, name: str, Kt: int, shape: tuple[int, int]) -> np.ndarray:
     """Return a weight as a (Kt, *shape) stack, accepting a constant (shape) matrix."""
-    arr = np.asarray(value, dtype=float)
-    if arr.shape == shape:
-        arr = np.broadcast_to(arr, (Kt,) + shape)
-    elif arr.shape != (Kt,) + shape:
-        raise ShapeError(f"{name} must have shape {shape} or {(Kt,) + shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ParameterError(f"{name} must be finite")
-    return arr
+    return as_stack(value, name, (Kt,) + tuple(shape), allow_constant=True)
 
 
 def _check_weights(Q: np.ndarray, R: np.ndarray, Q_N: np.ndarray | None) -> None:
@@ -517,7 +510,7 @@ def finite_horizon_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, Q_N=None,
     Kt, N, nu = Bd.shape
     Qs = _as_stack(Q, "Q", Kt, (N, N))
     Rs = _as_stack(R, "R", Kt, (nu, nu))
-    Q_N = np.array(Qs[-1]) if Q_N is None else np.asarray(Q_N, dtype=float)
+    Q_N = np.array(Qs[-1]) if Q_N is None else as_array(Q_N, "Q_N", finite=False)
     if Q_N.shape != (N, N) or not np.all(np.isfinite(Q_N)):
         raise ShapeError(f"Q_N must be a finite ({N}, {N}) matrix, got shape {Q_N.shape}")
     _check_weights(Qs, Rs, Q_N)

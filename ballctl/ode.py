@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import IntegrationError, ParameterError
+from ._errors import IntegrationError, ParameterError, ShapeError
+from ._validation import as_times, as_vector, check_callable, check_ivp_method, check_tolerances, guard_rhs
 
 __all__ = ["ODETrajectory", "integrate_piecewise"]
 
@@ -60,7 +61,9 @@ class ODETrajectory:
 def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_span, *,
                         breakpoints: Sequence[float] = (), method: str = "DOP853", rtol: float = 1e-10,
                         atol: float = 1e-10, t_eval=None,
-                        jac: Callable[[float, np.ndarray], np.ndarray] | None = None) -> ODETrajectory:
+                        jac: Callable[[float, np.ndarray], np.ndarray] | None = None,
+                        event: Callable[[float, np.ndarray], float] | None = None,
+                        event_error: Callable[[float, np.ndarray], str] | None = None) -> ODETrajectory:
     """Integrate ``x_dot = fun(t, x)`` with ``solve_ivp``, restarting at every breakpoint.
 
     Parameters
@@ -84,6 +87,12 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
     jac : callable, optional
         ``jac(t, x) -> (nx, nx)``, passed to the implicit methods
         (``Radau``, ``BDF``, ``LSODA``) only.
+    event : callable, optional
+        ``event(t, x) -> float``, positive while the state is admissible; the
+        run stops with an error when it crosses zero (and is refused if it is
+        not positive at ``t0``).
+    event_error : callable, optional
+        ``event_error(t, x) -> str``: the message of that error.
 
     Returns
     -------
@@ -91,17 +100,37 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
 
     Raises
     ------
-    ValueError
-        If ``t_span`` is not increasing.
+    ParameterError
+        If ``t_span``, ``t_eval``, ``breakpoints``, ``method`` or the tolerances
+        are invalid, or ``event`` is crossed.
+    NonFiniteStateError
+        If the state or its derivative becomes NaN or infinite (the message
+        gives the time and the entry); without this check the adaptive step
+        becomes NaN and the solver never returns.
     IntegrationError
-        If ``solve_ivp`` fails on a piece (the message names the piece).
+        If ``solve_ivp`` fails on a piece (the message names the piece and the time).
     """
+    check_callable(fun, "fun", "fun(t, x) -> (nx,)")
+    t_span = as_times(t_span, "t_span", increasing=True)
+    if t_span.shape != (2,):
+        raise ShapeError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
     t0, t1 = (float(v) for v in t_span)
-    if not t1 > t0:
-        raise ParameterError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
+    method = check_ivp_method(method)
+    rtol, atol = check_tolerances(rtol, atol)
+    x0 = as_vector(x0, "x0")
+    breakpoints = as_times(breakpoints, "breakpoints") if np.size(breakpoints) else ()
     cuts = [t0] + sorted(float(b) for b in breakpoints if t0 < float(b) < t1) + [t1]
     if t_eval is not None:
-        t_eval = np.asarray(t_eval, dtype=float)
+        t_eval = as_times(t_eval, "t_eval", increasing=True)
+        if t_eval[0] < t0 or t_eval[-1] > t1:
+            raise ParameterError(f"t_eval must lie within t_span = [{t0:g}, {t1:g}] s, got "
+                                 f"[{t_eval[0]:g}, {t_eval[-1]:g}] s")
+    if event is not None:
+        event.terminal = True
+        event.direction = -1
+        if event(t0, x0) <= 0.0:
+            raise ParameterError(f"x0 is not admissible: {event_error(t0, x0) if event_error else 'event <= 0'}")
+    fun = guard_rhs(fun, context="simulate")
     ts, xs = [np.array([t0])], [np.asarray(x0, dtype=float)[None, :]]
     nfev = 0
     x = np.asarray(x0, dtype=float)
@@ -114,9 +143,15 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
                 piece_eval = np.append(piece_eval, b)
         else:
             piece_eval = None
-        sol = solve_ivp(fun, (a, b), x, method=method, rtol=rtol, atol=atol, t_eval=piece_eval, **kwargs)
+        sol = solve_ivp(fun, (a, b), x, method=method, rtol=rtol, atol=atol, t_eval=piece_eval, events=event,
+                        **kwargs)
         if not sol.success:
-            raise IntegrationError(f"{method} failed on [{a}, {b}] s: {sol.message}")
+            raise IntegrationError(f"{method} failed on [{a}, {b}] s at t = {sol.t[-1]:.6g} s: {sol.message}",
+                                   time=float(sol.t[-1]))
+        if sol.status == 1:
+            t_hit, x_hit = float(sol.t_events[0][0]), sol.y_events[0][0]
+            raise ParameterError(event_error(t_hit, x_hit) if event_error else
+                                 f"the state left its admissible region at t = {t_hit:.6g} s")
         nfev += sol.nfev
         ts.append(sol.t)
         xs.append(sol.y.T)

@@ -30,6 +30,8 @@ _COND_LIMIT = 1e10
 
 def _resolve(system: ConstrainedSystem, items: Sequence[int | str], label: str) -> tuple[int, ...]:
     names = system.coordinate_names
+    if isinstance(items, (str, bytes)) or not isinstance(items, (Sequence, np.ndarray)):
+        raise PartitionError(f"{label} must be a sequence of coordinate names or indices, got {items!r}")
     out = []
     for item in items:
         if isinstance(item, str):

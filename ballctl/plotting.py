@@ -29,7 +29,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ._errors import ParameterError
 from ._io import atomic_path
+from ._validation import check_output_path
 
 __all__ = ["REFERENCE_STYLE", "RUN_COLORS", "OPEN_LOOP_COLOR", "run_styles", "label_for", "save_figure",
            "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs", "plot_error",
@@ -122,7 +124,10 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 120) -> Path
     -------
     pathlib.Path
     """
-    path = Path(path)
+    path = check_output_path(path, "path", create_parents=True)
+    if path.suffix.lower().lstrip(".") not in fig.canvas.get_supported_filetypes():
+        formats = ", ".join(sorted(fig.canvas.get_supported_filetypes()))
+        raise ParameterError(f"path must end in a figure format ({formats}), got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi)

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from ._errors import ConfigError
-from ._validation import ProblemCollector, check_finite_scalar, check_positive
+from ._validation import ProblemCollector, check_finite_scalar, check_nonnegative, check_positive
 from .plants.ball_plate import BallPlateParameters
 from .plants.ball_plate_moving import MovingPlateParameters, ServoParameters, ServoPlateBallPlate
 
@@ -95,8 +95,7 @@ class RigLimits:
             value = getattr(self, name)
             if value is not None:
                 check.attempt(lambda value=value, name=name, unit=unit: check_positive(value, name, unit))
-        if not np.isfinite(self.delay) or self.delay < 0:
-            check.add(f"delay must be >= 0 s, got {self.delay!r}")
+        check.attempt(lambda: check_nonnegative(self.delay, "delay", "s"))
         check.raise_if_any()
 
     @property

@@ -27,11 +27,26 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
-from ._validation import as_stack, as_times, as_vector
+from ._errors import (ChartSingularityError, ConstraintProjectionWarning, ConstraintViolationError,
+                      IntegrationError, ParameterError, ParameterTypeError, ShapeError)
+from ._validation import (as_array, as_stack, as_times, as_vector, check_bool, check_callable, check_finite_at,
+                          check_finite_scalar, check_instance,
+                          check_integer, check_ivp_method, check_nonnegative, check_positive, check_stabilization,
+                          check_tolerances, guard_rhs)
 from .system import ConstrainedSystem
 
-__all__ = ["SimulationResult", "simulate", "input_function", "rk4"]
+__all__ = ["SimulationResult", "simulate", "input_function", "rk4", "check_initial_state", "CONSTRAINT_TOL",
+           "MAX_STEPS"]
+
+#: Default tolerance on the constraint residuals of an initial state: ``|C(x0)|``
+#: (m or rad) and ``|D(x0) xd0|`` (m/s or rad/s). A consistent state built from
+#: the plant's own formulas meets it by ~8 orders of magnitude; a state off by
+#: more is a user error, not rounding.
+CONSTRAINT_TOL = 1e-6
+
+#: Largest number of integration steps a run may need at its ``max_step``
+#: (an endless loop otherwise looks like a hang).
+MAX_STEPS = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -140,20 +155,66 @@ def input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
     if feedback is not None:
         if inputs is not None:
             raise ParameterError("pass either inputs (u(t) or a constant) or feedback (u(t, x, xd)), not both")
-        if not callable(feedback):
-            raise ParameterTypeError(f"feedback must be a callable u(t, x, xd), got {feedback!r}")
-        return lambda t, x, xd: np.asarray(feedback(t, x, xd), dtype=float).reshape(n_inputs)
+        check_callable(feedback, "feedback", "u(t, x, xd) -> (nu,)")
+        return lambda t, x, xd: _input_value(feedback(t, x, xd), n_inputs, t, "feedback")
     if inputs is None:
         zero = np.zeros(n_inputs)
         return lambda t, x, xd: zero
+    if isinstance(inputs, (str, bytes)):
+        raise ParameterTypeError(f"inputs must be None, an array of shape ({n_inputs},) or a callable u(t), "
+                                 f"got {inputs!r}")
     if not callable(inputs):
         const = as_vector(inputs, "inputs", n_inputs) if n_inputs else np.zeros(0)
         return lambda t, x, xd: const
-    if _required_positional(inputs) == 3:   # the 0.1 spelling of state feedback
+    nargs = _required_positional(inputs)
+    if nargs == 3:   # the 0.1 spelling of state feedback
         warnings.warn("simulate(..., inputs=u(t, x, xd)) is deprecated: pass state feedback as feedback=u",
                       DeprecationWarning, stacklevel=3)
-        return lambda t, x, xd: np.asarray(inputs(t, x, xd), dtype=float).reshape(n_inputs)
-    return lambda t, x, xd: np.asarray(inputs(t), dtype=float).reshape(n_inputs)
+        return lambda t, x, xd: _input_value(inputs(t, x, xd), n_inputs, t, "inputs")
+    if nargs not in (None, 0, 1):
+        raise ParameterTypeError(f"inputs must be a callable u(t) of time only (state feedback: feedback=u(t, x, "
+                                 f"xd)), got a callable with {nargs} required arguments")
+    return lambda t, x, xd: _input_value(inputs(t), n_inputs, t, "inputs")
+
+
+def _input_value(value, n_inputs: int, t: float, name: str) -> np.ndarray:
+    """The value of a user's input callable as shape (nu,), with an error naming the time if it is not."""
+    try:
+        u = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ParameterTypeError(f"{name} returned a non-numeric value at t = {t:.6g} s: {value!r}") from exc
+    if u.size != n_inputs:
+        raise ShapeError(f"{name} must return shape ({n_inputs},), got shape {u.shape} at t = {t:.6g} s")
+    return u.reshape(n_inputs)
+
+
+def check_initial_state(system: ConstrainedSystem, x0: np.ndarray, xd0: np.ndarray, *,
+                        tol: float = CONSTRAINT_TOL, where: str = "") -> None:
+    """Raise :class:`ConstraintViolationError` unless ``(x0, xd0)`` satisfies the constraints within ``tol``.
+
+    Parameters
+    ----------
+    system : ConstrainedSystem
+        The system.
+    x0, xd0 : ndarray, shape (n,)
+        Initial coordinates and velocities.
+    tol : float
+        Largest accepted ``|C(x0)|`` (m or rad) and ``|D(x0) xd0|`` (m/s or rad/s).
+    where : str
+        Name of the calling function, used in the message.
+    """
+    prefix = f"{where}: " if where else ""
+    pos = np.asarray(system.holonomic(x0), dtype=float).reshape(-1) if system.n_holonomic else np.zeros(0)
+    vel = np.asarray(system.constraint_jacobian(x0), dtype=float) @ xd0
+    for label, res, unit, arg in (("position", pos, "m or rad", "x0"), ("velocity", vel, "m/s or rad/s", "xd0")):
+        if res.size and not np.all(np.isfinite(res)):
+            raise ConstraintViolationError(f"{prefix}the {label} constraint residual of {arg} is not finite")
+        if res.size and np.max(np.abs(res)) > tol:
+            i = int(np.argmax(np.abs(res)))
+            raise ConstraintViolationError(
+                f"{prefix}{arg} violates the {label} constraints: residual {res[i]:.3g} ({unit}) in constraint "
+                f"{i} exceeds the tolerance {tol:g}; pass project_initial=True to project it onto the "
+                f"constraints (reported with a ConstraintProjectionWarning), or fix {arg}")
 
 
 def _required_positional(fn) -> int | None:
@@ -183,7 +244,8 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
              rtol: float = 1e-10, atol: float = 1e-12, max_step: float = np.inf,
              stabilization: tuple[float, float] | None = (10.0, 10.0),
              projection_interval: float | None = None, project_initial: bool = False,
-             rechart: bool = False, raise_on_failure: bool = True) -> SimulationResult:
+             rechart: bool = False, raise_on_failure: bool = True,
+             constraint_tol: float = CONSTRAINT_TOL) -> SimulationResult:
     """Integrate the constrained equations of motion forward in time.
 
     Parameters
@@ -231,6 +293,9 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
 
     max_step : float
         Largest integrator step in s.
+    constraint_tol : float
+        Largest accepted constraint residual of the initial state, ``|C(x0)|``
+        (m or rad) and ``|D(x0) xd0|`` (m/s or rad/s); see :data:`CONSTRAINT_TOL`.
 
     Returns
     -------
@@ -239,10 +304,24 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
 
     Raises
     ------
+    ConstraintViolationError
+        When ``(x0, xd0)`` violates the constraints by more than
+        ``constraint_tol`` and ``project_initial`` is False.
     ChartSingularityError
         When the system reports that its angle chart became singular (the
-        ball-plate's lean reaching ``LEAN_LIMIT``).
+        ball-plate's lean reaching ``LEAN_LIMIT``), or ``x0`` lies beyond the
+        chart's limit and ``rechart`` is False.
+    NonFiniteStateError
+        When the state, its derivative or the input becomes NaN or infinite;
+        the message says at what time and which quantity.
+
+    Warns
+    -----
+    ConstraintProjectionWarning
+        When ``project_initial`` moved the initial state by more than
+        ``constraint_tol`` (the residual before projection is reported).
     """
+    check_instance(system, "system", ConstrainedSystem, "ConstrainedSystem")
     if np.ndim(x0) == 2:
         if rechart or projection_interval is not None or project_initial or feedback is not None:
             raise ParameterError("feedback, rechart, projection_interval and project_initial apply to one run; "
@@ -255,28 +334,66 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
     xd0 = as_vector(xd0, "xd0", n)
     t_span = as_times(t_span, "t_span", increasing=True)
     if t_span.shape != (2,):
-        raise ParameterError(f"t_span must be (t_start, t_end), got {t_span}")
+        raise ShapeError(f"t_span must be (t_start, t_end) in s, got {t_span}")
     if t_eval is None:
         t_eval = np.linspace(t_span[0], t_span[1], 501)
     t_eval = as_times(t_eval, "t_eval", increasing=True)
     if t_eval[0] < t_span[0] - 1e-12 or t_eval[-1] > t_span[1] + 1e-12:
-        raise ParameterError("t_eval must lie within t_span")
-    if not (0 < rtol < 1) or not (0 < atol):
-        raise ParameterError(f"rtol must be in (0, 1) and atol > 0, got rtol={rtol}, atol={atol}")
+        raise ParameterError(f"t_eval must lie within t_span = [{t_span[0]:g}, {t_span[1]:g}] s, got "
+                             f"[{t_eval[0]:g}, {t_eval[-1]:g}] s")
+    method = check_ivp_method(method)
+    rtol, atol = check_tolerances(rtol, atol)
+    if not (isinstance(max_step, (float, np.floating)) and max_step == np.inf):
+        max_step = check_positive(max_step, "max_step", "s")
+    if (t_span[1] - t_span[0]) / max_step > MAX_STEPS:
+        raise ParameterError(f"max_step = {max_step:g} s needs more than {MAX_STEPS:.0e} steps over t_span "
+                             f"({t_span[1] - t_span[0]:g} s); raise max_step")
+    stabilization = check_stabilization(stabilization)
+    project_initial = check_bool(project_initial, "project_initial")
+    rechart = check_bool(rechart, "rechart")
+    raise_on_failure = check_bool(raise_on_failure, "raise_on_failure")
+    constraint_tol = check_nonnegative(constraint_tol, "constraint_tol")
     ufun = input_function(inputs, nu, feedback=feedback)
+    margin = getattr(system, "chart_margin", None)
+    if margin is not None and float(np.real(margin(x0))) <= 0.0:
+        if not (rechart and hasattr(system, "rechart")):
+            raise ChartSingularityError(
+                "x0 lies beyond the edge of the system's coordinate chart (for the ball-plate: |lean| at or "
+                "beyond the chart limit near 90 deg); pass rechart=True to start in a fresh chart")
+        x0, xd0 = system.rechart(x0, xd0)
+    u_start = ufun(t_span[0], x0, xd0)
+    check_finite_at(u_start, time=t_span[0], quantity="input u", names=system.input_names, context="simulate")
     if project_initial:
-        x0 = system.project_positions(x0)
-        xd0 = system.project_velocities(x0, xd0, ufun(t_span[0], x0, xd0))
+        pos = np.asarray(system.holonomic(x0), dtype=float).reshape(-1) if system.n_holonomic else np.zeros(0)
+        x0p = system.project_positions(x0)
+        xd0p = system.project_velocities(x0p, xd0, ufun(t_span[0], x0p, xd0))
+        vel = np.asarray(system.constraint_jacobian(x0), dtype=float) @ xd0
+        moved = max(float(np.max(np.abs(x0p - x0), initial=0.0)), float(np.max(np.abs(xd0p - xd0), initial=0.0)))
+        if moved > constraint_tol:
+            warnings.warn(
+                f"simulate projected the initial state onto the constraints (residuals before: position "
+                f"{np.max(np.abs(pos), initial=0.0):.3g} m or rad, velocity {np.max(np.abs(vel), initial=0.0):.3g} "
+                f"m/s or rad/s; largest change {moved:.3g})", ConstraintProjectionWarning, stacklevel=2)
+        x0, xd0 = x0p, xd0p
+    else:
+        check_initial_state(system, x0, xd0, tol=constraint_tol, where="simulate")
 
-    def rhs(t, y):
+    def rhs_bare(t, y):
         x, xd = y[:n], y[n:]
-        xdd, _ = system.accelerations(x, xd, ufun(t, x, xd), stabilization=stabilization)
+        u = ufun(t, x, xd)
+        check_finite_at(u, time=t, quantity="input u", names=system.input_names, context="simulate")
+        xdd, _ = system.accelerations(x, xd, u, stabilization=stabilization)
         return np.concatenate([xd, xdd])
+
+    state_names = tuple(system.coordinate_names) + tuple(f"{c}_rate" for c in system.coordinate_names)
+    rhs = guard_rhs(rhs_bare, context="simulate", names=state_names)
 
     events = _chart_event(system)
     if projection_interval is not None:
-        if projection_interval <= 0:
-            raise ParameterError(f"projection_interval must be > 0 s, got {projection_interval}")
+        projection_interval = check_positive(projection_interval, "projection_interval", "s")
+        if (t_span[1] - t_span[0]) / projection_interval > MAX_STEPS:
+            raise ParameterError(f"projection_interval = {projection_interval:g} s gives more than {MAX_STEPS:.0e} "
+                                 f"restarts over t_span; raise it")
         edges = np.arange(t_span[0], t_span[1], projection_interval)
         edges = np.append(edges, t_span[1])
     else:
@@ -434,11 +551,17 @@ def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, s
     -------
     ndarray
         The state at ``t + h``.
+
+    Raises
+    ------
+    NonFiniteStateError
+        When a sub-step produces a NaN or infinite state (the message gives its time).
     """
-    if steps < 1:
-        raise ParameterError(f"steps must be >= 1, got {steps}")
+    steps = check_integer(steps, "steps", minimum=1)
+    t = check_finite_scalar(t, "t", "s")
+    h = check_finite_scalar(h, "h", "s")
+    y = as_array(y, "y")
     hs = h / steps
-    y = np.asarray(y, dtype=float)
     for _ in range(steps):
         k1 = fun(t, y)
         k2 = fun(t + hs / 2, y + hs / 2 * k1)
@@ -446,4 +569,6 @@ def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, s
         k4 = fun(t + hs, y + hs * k3)
         y = y + hs / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
         t = t + hs
+        if not np.all(np.isfinite(y)):
+            check_finite_at(y, time=t, quantity="state", context="rk4")
     return y

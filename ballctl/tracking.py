@@ -49,7 +49,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ._errors import IntegrationError, ParameterError
-from ._validation import check_positive
+from ._validation import check_positive, guard_rhs
 from .discretize import DiscreteLTVSystem, discretize
 from .estimator import StateEstimator, design_estimator
 from .linearize import linearize_samples
@@ -318,7 +318,8 @@ def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, 
         if integrator == "rk4":
             y = rk4(rhs, y0, samples.t[k], samples.t[k + 1] - samples.t[k], substeps)
         else:
-            sol = solve_ivp(rhs, (samples.t[k], samples.t[k + 1]), y0, method=integrator, rtol=1e-10, atol=1e-13)
+            sol = solve_ivp(guard_rhs(rhs, context="zero-order-hold reference"), (samples.t[k], samples.t[k + 1]), y0,
+                            method=integrator, rtol=1e-10, atol=1e-13)
             if not sol.success:
                 raise IntegrationError(f"zero-order-hold reference failed at t = {sol.t[-1]:.6g} s: {sol.message}")
             y = sol.y[:, -1]

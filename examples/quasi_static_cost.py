@@ -50,6 +50,7 @@ from ballctl.plotting import OPEN_LOOP_COLOR, RUN_COLORS, save_figure
 from ballctl.plants.ball_plate_moving import (MovingPlateBallPlate, MovingPlateParameters, ServoParameters,
                                               ServoPlateBallPlate)
 from ballctl.references.moving_plate import _Fourier, exact_circular_motion
+from ballctl import NonFiniteStateError
 from ballctl.simulate import rk4
 
 __all__ = ["Case", "CaseResult", "run_case", "study", "main"]
@@ -117,8 +118,11 @@ def _closed_loop(truth, ref_exact, samples, gains, reduce, x0, xd0, steps):
             xdd, _ = truth.accelerations(yy[:n], yy[n:], u, stabilization=(10.0, 10.0))
             return np.concatenate([yy[n:], xdd])
 
-        with np.errstate(all="ignore"):  # a diverging loop overflows; detected at the next sample
-            y = rk4(rhs, y, t[k], t[k + 1] - t[k], SUBSTEPS)
+        try:
+            with np.errstate(all="ignore"):  # a diverging loop overflows
+                y = rk4(rhs, y, t[k], t[k + 1] - t[k], SUBSTEPS)
+        except NonFiniteStateError:  # diverged: detected at the next sample
+            y = np.full_like(y, np.nan)
     return err, U
 
 

@@ -128,3 +128,148 @@ def test_step_budget_stops_an_endless_loop():
     with pytest.raises(ballctl.IntegrationBudgetError, match="loop: step budget of 100 steps exhausted at t = 100"):
         for k in range(10**9):
             budget.tick(float(k))
+
+
+# ------------------------------------------------------------------ integration paths: NaN stops, never hangs
+@pytest.fixture(scope="module")
+def ball_plate_circle():
+    plant = ballctl.BallPlate()
+    ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
+    return plant, ref
+
+
+def test_simulate_stops_on_an_input_that_turns_nan(ball_plate_circle):
+    plant, ref = ball_plate_circle
+    s = ref(0.0)
+
+    def u(t):
+        return np.array([np.nan, 0.0]) if t > 0.05 else s.u[0]
+
+    with pytest.raises(ballctl.NonFiniteStateError, match=r"simulate: input u became non-finite at t = 0.05\d* s "
+                                                           r"\(alpha = nan"):
+        ballctl.simulate(plant, s.x[0], s.xd[0], u, (0.0, 0.2))
+
+
+@pytest.mark.parametrize("stabilization, match", [
+    ((-1.0, 10.0), r"stabilization\[0\] must be >= 0 1/s, got -1.0"),
+    ((10.0, np.nan), r"stabilization\[1\] must be finite \(1/s\)"),
+    ("10", "stabilization must be None or a pair"),
+])
+def test_simulate_rejects_bad_stabilization(ball_plate_circle, stabilization, match):
+    plant, ref = ball_plate_circle
+    s = ref(0.0)
+    with pytest.raises(ballctl.BallctlError, match=match):
+        ballctl.simulate(plant, s.x[0], s.xd[0], s.u[0], (0.0, 0.1), stabilization=stabilization)
+
+
+def test_simulate_checks_the_initial_velocity_constraint(ball_plate_circle):
+    """A 0.3 m/s rolling-constraint violation is refused; projecting it is explicit and reported."""
+    plant, ref = ball_plate_circle
+    s = ref(0.0)
+    xd = s.xd[0].copy()
+    xd[0] += 0.3
+    with pytest.raises(ballctl.ConstraintViolationError, match=r"xd0 violates the velocity constraints: "
+                                                               r"residual -?0.3 \(m/s or rad/s\)"):
+        ballctl.simulate(plant, s.x[0], xd, s.u[0], (0.0, 0.1))
+    with pytest.warns(ballctl.ConstraintProjectionWarning, match="velocity 0.3 m/s"):
+        run = ballctl.simulate(plant, s.x[0], xd, s.u[0], (0.0, 0.1), project_initial=True)
+    assert run.max_constraint_residual < 1e-9  # projected onto D xd = 0, then held by Baumgarte
+
+
+def test_simulate_refuses_a_start_beyond_the_chart(ball_plate_circle):
+    plant, ref = ball_plate_circle
+    s = ref(0.0)
+    x = s.x[0].copy()
+    x[3] = np.deg2rad(89.5)  # beyond LEAN_LIMIT = 89 deg
+    with pytest.raises(ballctl.ChartSingularityError, match="x0 lies beyond the edge"):
+        ballctl.simulate(plant, x, plant.project_velocities(x, s.xd[0]), s.u[0], (0.0, 0.1))
+
+
+def test_rolling_ball_stops_on_nan_rail_input():
+    from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters
+
+    ball = ballctl.RollingBall(paper_ball_parameters())
+    with pytest.raises(ballctl.NonFiniteStateError, match=r"rail_input became non-finite at t = 0.1\d* s"):
+        ball.simulate(paper_ball_initial_state(), (0.0, 0.5),
+                      lambda t: np.array([1.0, np.nan, 0.0]) if t > 0.1 else np.ones(3), breakpoints=(0.1,))
+
+
+def test_rolling_ball_stops_a_mass_leaving_the_ball():
+    from ballctl.plants.rails import SegmentRail
+
+    params = ballctl.RollingBallParameters(
+        mass_kg=1.0, radius_m=0.5, principal_inertia_kgm2=[0.1, 0.1, 0.1],
+        point_masses=(ballctl.PointMass(mass_kg=0.2, rail=SegmentRail(start_m=[0, 0, 0], end_m=[0.2, 0, 0])),))
+    ball = ballctl.RollingBall(params)
+    x0 = np.concatenate([[0.1, 0.0], [1, 0, 0, 0], [0, 0, 0], [0, 0]])
+    # constant acceleration 1 m/s^2 along the rail: |zeta| = 0.1 + t^2/2 reaches the 0.5 m shell at t = sqrt(0.8)
+    with pytest.raises(ballctl.ParameterError, match=r"drives mass 0 out of the body at t = 0.894"):
+        ball.simulate(x0, (0.0, 2.0), lambda t: np.array([1.0]), breakpoints=())
+
+
+def test_rigid_body_inertia_must_satisfy_the_triangle_inequality():
+    with pytest.raises(ballctl.ParameterError, match="triangle inequality"):
+        ballctl.RollingBallParameters(mass_kg=1.0, radius_m=1.0, principal_inertia_kgm2=[0.1, 0.1, 0.5])
+
+
+def test_overflowing_ball_parameters_are_refused():
+    with pytest.raises(ballctl.ParameterError, match="overflow"):
+        ballctl.BallPlateParameters(mass=1e300, radius=1e200)
+    with pytest.raises(ballctl.ParameterTypeError, match="params must be a BallPlateParameters"):
+        ballctl.BallPlate({"mass": 0.1})
+
+
+# ------------------------------------------------------------------ reference feasibility
+def test_circle_reports_the_binding_limit_first():
+    plant = ballctl.BallPlate()
+    with pytest.raises(ballctl.InfeasibleReferenceError,
+                       match=r"^the plate cannot supply .* need \|omega\| < 3.74\d* rad/s; also: roll_rate too low"):
+        ballctl.CircularMotion(plant, 0.5, 5.0, 40.0)
+
+
+def test_large_tilt_warns_with_the_tilt():
+    plant = ballctl.BallPlate()
+    with pytest.warns(ballctl.LargeTiltWarning, match=r"plate tilt of 7\d(\.\d)? deg"):
+        ballctl.CircularMotion(plant, 0.5, 3.65, 200.0)  # k = sin(tilt) = rho w^2 / (k_b g) = 0.95
+
+
+# ------------------------------------------------------------------ CLI: one line, exit 2, no traceback
+@pytest.mark.parametrize("argv, match", [
+    ([], "a command is required"),
+    (["nope"], "invalid choice: 'nope'"),
+    (["partitions", "--dt", "0"], "argument --dt: must be > 0 s, got 0"),
+    (["partitions", "--dt", "nan"], "argument --dt: must be a finite number in s"),
+    (["track", "--max-rms-error", "-0.01"], "argument --max-rms-error: must be > 0 m"),
+    (["track", "--max-input-error-deg", "-5"], "argument --max-input-error-deg: must be > 0 deg, got -5"),
+    (["reference", "--ball-radius", "0"], "argument --ball-radius: must be > 0 m"),
+    (["reference", "--omega", "abc"], "argument --omega: must be a number in rad/s"),
+    (["track", "--seed", "1.5"], "argument --seed: must be an integer"),
+    (["track", "--duration", "0"], "argument --duration: must be > 0 s, got 0"),
+    (["track", "--config", "{missing}"], "does not exist"),
+    (["track", "--config", "{dir}"], "is a directory, not a TOML file"),
+    (["track", "--config", "{malformed}"], "is not valid TOML"),
+    (["track", "--config", "{badvalue}"],
+     r"argument --duration: must be a number in s, got 'x' .*a value from --config"),
+    (["track", "--out", "{file}"], "is a file; give a folder"),
+    (["track", "--out", "{file}/sub"], "is a file, not a directory"),
+    (["reference", "--out", "{dir}"], "is a directory; give a file name"),
+    (["reference", "--out", "{file}/x.png"], "is a file, not a directory"),
+    (["reference", "--omega", "5", "--out", ""], "plate cannot supply"),
+    (["simulate-ball", "--t-final", "inf"], "argument --t-final: must be a finite number in s"),
+])
+def test_cli_user_errors_are_one_line_with_status_2(tmp_path, capsys, argv, match):
+    from ballctl.cli import main
+
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "malformed.toml").write_text("dt = \n")
+    (tmp_path / "badvalue.toml").write_text('[track]\nduration = "x"\n')
+    paths = {"missing": tmp_path / "missing.toml", "dir": tmp_path, "malformed": tmp_path / "malformed.toml",
+             "badvalue": tmp_path / "badvalue.toml", "file": tmp_path / "file"}
+    argv = [a.format(**{k: str(v) for k, v in paths.items()}) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("ballctl")
+    import re
+
+    assert re.search(match, err), err

@@ -161,8 +161,10 @@ def test_energy_conserved_with_free_masses_on_rails():
     ball = RollingBall(_mixed_rail_ball(), inputs="force")
     x0 = _random_state(ball, np.random.default_rng(3))
     x0[0:2] = [0.5, 0.2]
+    # the segment mass slides along its extrapolated line beyond the shell (at 0.44 s): the equations stay
+    # conservative, so the rail-exit check is switched off for this check of the force mapping
     run = ball.simulate(x0, (0.0, 10.0), lambda t: np.zeros(2), rtol=1e-11, atol=1e-11,
-                        t_eval=np.linspace(0, 10, 101), breakpoints=())
+                        t_eval=np.linspace(0, 10, 101), breakpoints=(), check_rails=False)
     energy = ball.energy(run.x)
     assert np.max(np.abs(energy - energy[0])) / np.max(np.abs(energy)) < 1e-8
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 
+from .._errors import BallctlError, BallctlWarning, ConfigError
 from . import montecarlo, partitions, plan, reference, simulate_ball, track
 from ._common import load_config
 
@@ -20,11 +22,27 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 COMMANDS = (reference, partitions, simulate_ball, track, plan, montecarlo)
 
 
+class _UsageError(Exception):
+    """A command-line usage error, reported by :func:`main` as one line with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``ballctl track: error: ...``), not usage + error."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``ballctl`` argument parser with one subparser per entry of :data:`COMMANDS`."""
-    parser = argparse.ArgumentParser(
+    """The ``ballctl`` argument parser with one subparser per entry of :data:`COMMANDS`.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
+    parser = _Parser(
         prog="ballctl", description="Control design for nonholonomic rolling systems (ball-plate, rolling balls).")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in COMMANDS:
         p = sub.add_parser(command.NAME, help=command.HELP)
         command.add_arguments(p)
@@ -32,8 +50,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    args = parser.parse_args(argv)
+    if args.command is None:
+        names = ", ".join(c.NAME for c in COMMANDS)
+        raise _UsageError(f"ballctl: error: a command is required, one of {names} (see ballctl --help)")
+    return args
+
+
+def _apply_config(parser: argparse.ArgumentParser, argv: list[str], args: argparse.Namespace) -> argparse.Namespace:
+    if getattr(args, "config", None):
+        # config values become flags placed before the user's own, so the command line wins
+        config = load_config(args.config)
+        known = vars(args)
+        tokens: list[str] = []
+        for key, value in config.items():
+            attr = str(key).replace("-", "_")
+            if attr not in known or attr in ("func", "command", "config"):
+                raise ConfigError(f"--config {args.config!r}: unknown key {key!r}; keys are the long flags of "
+                                  f"'ballctl {args.command}' (see its --help)")
+            values = value if isinstance(value, (list, tuple)) else [value]
+            tokens += [f"--{attr.replace('_', '-')}", *map(str, values)]
+        pos = argv.index(args.command) + 1
+        try:
+            args = parser.parse_args(argv[:pos] + tokens + argv[pos:])
+        except _UsageError as exc:
+            raise _UsageError(f"{exc} (a value from --config {args.config!r})") from None
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ballctl`` console script.
+
+    Every user error (bad flag, missing or malformed ``--config``, unusable
+    path, a request the library rejects with a :class:`~ballctl.BallctlError`)
+    is one line on stderr and exit status 2, without a traceback. Other
+    exceptions are bugs and keep their traceback.
 
     Parameters
     ----------
@@ -43,26 +99,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit status: 0 on success, 2 for a user error (one line on stderr).
+        Exit status: 0 on success, 2 for a user error (one line on stderr),
+        130 when interrupted.
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "config", None):
-        # config values become flags placed before the user's own, so the command line wins
-        config = load_config(args.config)
-        known = vars(args)
-        tokens: list[str] = []
-        for key, value in config.items():
-            attr = key.replace("-", "_")
-            if attr not in known or attr in ("func", "command", "config"):
-                parser.error(f"unknown key {key!r} in {args.config}")
-            values = value if isinstance(value, (list, tuple)) else [value]
-            tokens += [f"--{attr.replace('_', '-')}", *map(str, values)]
-        argv = list(sys.argv[1:] if argv is None else argv)
-        pos = argv.index(args.command) + 1
-        args = parser.parse_args(argv[:pos] + tokens + argv[pos:])
+    command = "ballctl"
+    show = warnings.showwarning
+
+    def one_line_warning(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, BallctlWarning):
+            print(f"{command}: warning: {_one_line(message)}", file=sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+
     try:
-        return int(args.func(args) or 0)
-    except ValueError as exc:  # bad input: a clear message, no traceback
-        print(f"ballctl {args.command}: error: {exc}", file=sys.stderr)
+        with warnings.catch_warnings():
+            warnings.showwarning = one_line_warning
+            args = _parse(parser, argv)
+            command = f"ballctl {args.command}"
+            args = _apply_config(parser, argv, args)
+            return int(args.func(args) or 0)
+    except _UsageError as exc:
+        print(_one_line(exc), file=sys.stderr)
         return 2
+    except BallctlError as exc:  # bad input: a clear message, no traceback
+        print(f"{command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the file system refused (permissions, disk full, ...): the user's environment
+        where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+        print(f"{command}: error: cannot write or read{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return 130

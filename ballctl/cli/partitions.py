@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle
+from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle, number
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -24,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """
     add_ball_arguments(p)
     add_circle_arguments(p)
-    p.add_argument("--dt", type=float, default=0.01, help="sample time of the Gramians in s (default 0.01)")
+    p.add_argument("--dt", type=number("s", low=0, low_inclusive=False), default=0.01,
+                   help="sample time of the Gramians in s (default 0.01)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle
+from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle, output_file
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     """
     from ..plotting import plot_reference, save_figure
 
+    if args.out:
+        output_file(args.out, "--out")
     plant = ball_plate(args)
     ref = circle(args, plant)
     info = ref.summary()

@@ -32,6 +32,7 @@ import numpy as np
 
 from .._errors import ParameterError
 from .._io import atomic_write, atomic_write_text
+from ._common import integer, number, output_dir
 
 __all__ = ["NAME", "HELP", "PATHS", "add_arguments", "run", "verdict"]
 
@@ -57,11 +58,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default=None, help="TOML file whose keys (or [track] table) set any flag")
     g = p.add_argument_group("path")
     g.add_argument("--path", choices=PATHS, default="circle", help="path on the plate (default circle)")
-    g.add_argument("--radius", type=float, default=0.5, help="path size in m (circle radius; default 0.5)")
-    g.add_argument("--omega", type=float, default=1.0, help="path rate in rad/s (default 1.0)")
-    g.add_argument("--roll-rate", type=float, default=40.0,
+    g.add_argument("--radius", type=number("m", low=0, low_inclusive=False), default=0.5,
+                   help="path size in m (circle radius; default 0.5)")
+    g.add_argument("--omega", type=number("rad/s", nonzero=True), default=1.0,
+                   help="path rate in rad/s (default 1.0)")
+    g.add_argument("--roll-rate", type=number("rad/s"), default=40.0,
                    help="ball roll rate on the circle in rad/s (default 40; other paths roll without spin)")
-    g.add_argument("--center", type=float, nargs=2, default=(0.0, 0.0), metavar=("X", "Y"),
+    g.add_argument("--center", type=number("m"), nargs=2, default=(0.0, 0.0), metavar=("X", "Y"),
                    help="path centre in m (default 0 0)")
     g = p.add_argument_group("rig and controller")
     g.add_argument("--rig", default="tabletop", help="rig preset (tabletop, lab, ideal) or a TOML file")
@@ -69,18 +72,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="auto (verify all, export the best passing) or one of exact, qs-contact, qs-paper")
     g.add_argument("--feedback", choices=("output", "state"), default="output",
                    help="output feedback through the rig's Kalman filter (default) or full state feedback")
-    g.add_argument("--duration", type=float, default=None,
+    g.add_argument("--duration", type=number("s", low=0, low_inclusive=False), default=None,
                    help="horizon and run length in s (default: two periods, or the path's length)")
-    g.add_argument("--weight-scale", type=float, default=1.0, help="multiply the Bryson state weights (default 1)")
-    g.add_argument("--max-input-error-deg", type=float, default=3.0,
+    g.add_argument("--weight-scale", type=number(low=0, low_inclusive=False), default=1.0,
+                   help="multiply the Bryson state weights (default 1)")
+    g.add_argument("--max-input-error-deg", type=number("deg", low=0, high=90, low_inclusive=False), default=3.0,
                    help="Bryson limit on plate-angle corrections in deg (default 3)")
     g = p.add_argument_group("verification")
-    g.add_argument("--offset", type=float, nargs=2, default=(0.05, 0.0), metavar=("DX", "DY"),
+    g.add_argument("--offset", type=number("m"), nargs=2, default=(0.05, 0.0), metavar=("DX", "DY"),
                    help="initial contact-point offset in m (default 0.05 0)")
-    g.add_argument("--max-rms-error", type=float, default=0.005,
+    g.add_argument("--max-rms-error", type=number("m", low=0, low_inclusive=False), default=0.005,
                    help="a design passes when its RMS contact error over the last period is below this, in m "
                         "(default 0.005)")
-    g.add_argument("--seed", type=int, default=0, help="sensor-noise seed")
+    g.add_argument("--seed", type=integer(low=0), default=0, help="sensor-noise seed")
     g.add_argument("--force", action="store_true",
                    help="export even a design that fails verification (the failure is written into the summary)")
     p.add_argument("--out", default="ballctl_out", help="output folder (default ballctl_out)")
@@ -220,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(f"--design must be auto or one of {', '.join(RIG_DESIGNS)}, got {args.design!r}")
     if not args.max_rms_error > 0:
         raise ParameterError(f"--max-rms-error must be > 0 m, got {args.max_rms_error}")
-    out = Path(args.out)
+    out = output_dir(args.out, "--out")
     out.mkdir(parents=True, exist_ok=True)
     rig = _rig(args.rig)
     dt = rig.dt

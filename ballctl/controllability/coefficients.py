@@ -15,7 +15,7 @@ from scipy.integrate import solve_ivp
 from scipy.interpolate import CubicSpline
 
 from .._errors import IntegrationError, ParameterError, ParameterTypeError, ShapeError
-from .._validation import check_finite_scalar, check_positive, names_tuple
+from .._validation import check_finite_scalar, check_positive, guard_rhs, names_tuple
 from ..ltv import LTVSystem
 
 __all__ = ["LTVCallables", "Coefficients", "check_interval", "integrate_matrix_ode", "named_vector", "format_direction"]
@@ -421,9 +421,11 @@ def integrate_matrix_ode(rhs, t_span, y0, rtol, atol, what: str) -> np.ndarray:
     IntegrationError
         With the time where the integrator failed.
     """
-    sol = solve_ivp(rhs, t_span, y0, method="DOP853", rtol=rtol, atol=atol)
+    sol = solve_ivp(guard_rhs(rhs, context=f"integration of the {what}"), t_span, y0, method="DOP853",
+                    rtol=rtol, atol=atol)
     if not sol.success:
-        raise IntegrationError(f"integration of the {what} failed at t = {sol.t[-1]:.6g} s: {sol.message}")
+        raise IntegrationError(f"integration of the {what} failed at t = {sol.t[-1]:.6g} s: {sol.message}",
+                               time=float(sol.t[-1]))
     return sol.y[:, -1]
 
 

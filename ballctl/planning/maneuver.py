@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .._errors import InfeasiblePlanError, IntegrationError, ParameterError
+from .._errors import InfeasiblePlanError, IntegrationError, ParameterError, ShapeError
 from .._quaternion import quat_multiply, quat_to_matrix
 from .._validation import as_vector, check_positive
 from ..plants.rolling_ball import RollingBall
@@ -570,7 +570,7 @@ class _NLP:
         if problem.path is not None:
             ref = np.asarray(problem.path(tr.times), dtype=float).reshape(P, -1)
             if ref.shape[1] != model.dim or not np.all(np.isfinite(ref)):
-                raise ParameterError(f"path(t) must return finite (K, {model.dim}) contact points in m, got shape "
+                raise ShapeError(f"path(t) must return finite (K, {model.dim}) contact points in m, got shape "
                                  f"{ref.shape}")
             J = J + problem.tracking_weight * ca.sum2(wq * ca.sum1((C - ca.DM(ref.T)) ** 2))
         groups: list[tuple[str, object, np.ndarray, np.ndarray]] = []

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._errors import ParameterError
 from ..plants.rails import CircleRail, EllipseRail, FigureEightRail, Rail, SegmentRail
 from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
-from .._errors import ParameterError
 from ._casadi import require_casadi
 
 __all__ = ["ball_rhs_function", "disk_rhs_function", "quat_to_matrix_casadi", "rail_casadi"]

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._errors import ParameterError
-from .._validation import check_positive
+from .._validation import ProblemCollector, check_instance, check_positive
 from ..system import ConstrainedSystem
 from .kernels import ball_plate as _kernels
 from .kernels.batching import as_stacks, restore
@@ -107,13 +107,21 @@ class BallPlateParameters:
     _inertia: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        m = check_positive(self.mass, "mass", "kg")
-        r = check_positive(self.radius, "radius", "m")
-        check_positive(self.gravity, "gravity", "m/s^2")
-        if self.inertia is None:
+        check = ProblemCollector("BallPlateParameters")
+        m = check.attempt(lambda: check_positive(self.mass, "mass", "kg"))
+        r = check.attempt(lambda: check_positive(self.radius, "radius", "m"))
+        check.attempt(lambda: check_positive(self.gravity, "gravity", "m/s^2"))
+        inertia = None
+        if self.inertia is not None:
+            inertia = check.attempt(lambda: check_positive(self.inertia, "inertia", "kg m^2"))
+        elif m is not None and r is not None:
             inertia = 0.4 * m * r * r
-        else:
-            inertia = check_positive(self.inertia, "inertia", "kg m^2")
+        if m is not None and r is not None and inertia is not None:
+            mr2 = m * r * r
+            if not (np.isfinite(mr2) and np.isfinite(inertia) and mr2 > 0.0 and np.isfinite(inertia + mr2)):
+                check.add(f"mass * radius^2 = {mr2:.3g} kg m^2 and inertia = {inertia:.3g} kg m^2 must be finite "
+                          f"and > 0 (the parameters overflow or underflow double precision)")
+        check.raise_if_any()
         object.__setattr__(self, "_inertia", float(inertia))
 
     @property
@@ -176,6 +184,7 @@ class BallPlate(ConstrainedSystem):
             params = BallPlateParameters(**given)
         elif given:
             raise ParameterError("pass either params or keyword parameters to BallPlate, not both")
+        check_instance(params, "params", BallPlateParameters)
         self.params = params
         self._kernel_parameters = np.array([params.mass, params.radius, params.ball_inertia, params.gravity],
                                            dtype=float)

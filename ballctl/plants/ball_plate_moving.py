@@ -100,9 +100,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._errors import ParameterError, ParameterTypeError
+from .._errors import ParameterError, ParameterTypeError, ShapeError
 from .._quaternion import cross
-from .._validation import check_finite_scalar, check_positive
+from .._validation import as_array, check_finite_scalar, check_positive
 from ..system import ConstrainedSystem
 from .kernels import moving_plate as _kernels
 from .kernels.batching import as_stacks, restore
@@ -184,11 +184,16 @@ class ServoParameters:
     def __post_init__(self) -> None:
         check_positive(self.bandwidth, "bandwidth", "rad/s")
         check_positive(self.damping, "damping")
-        inertia = tuple(self.plate_inertia)
-        if len(inertia) != 3:
-            raise ParameterError(f"plate_inertia must have 3 entries (J_xx, J_yy, J_zz) in kg m^2, got {inertia}")
+        inertia = as_array(self.plate_inertia, "plate_inertia", unit="kg m^2", finite=False)
+        if inertia.shape != (3,):
+            raise ShapeError(f"plate_inertia must have 3 entries (J_xx, J_yy, J_zz) in kg m^2, got shape "
+                             f"{inertia.shape}")
+        inertia = tuple(float(v) for v in inertia)
         for i, value in enumerate(inertia):
             check_positive(value, f"plate_inertia[{i}]", "kg m^2")
+        if 2.0 * max(inertia) > sum(inertia) * (1.0 + 1e-12):
+            raise ParameterError(f"plate_inertia must satisfy the triangle inequality of a rigid body (each moment "
+                                 f"<= the sum of the other two, to 1e-12), got {list(inertia)} kg m^2")
         object.__setattr__(self, "plate_inertia", tuple(float(v) for v in inertia))
         if self.max_torque is not None:
             check_positive(self.max_torque, "max_torque", "N m")

@@ -37,12 +37,12 @@ import numpy as np
 
 from .._derivatives import jacobian
 from .._errors import ParameterError, ParameterTypeError
-from .._validation import as_vector, check_positive
+from .._validation import as_vector, check_bool, check_choice, check_instance, check_positive, checked_input
 from ..ode import ODETrajectory, integrate_piecewise
 from ..system import ConstrainedSystem
 from .rails import Rail
 
-__all__ = ["PointMass", "INPUT_MODES", "InternalMassesPlant", "InternalMassesSystem"]
+__all__ = ["PointMass", "INPUT_MODES", "InternalMassesPlant", "InternalMassesSystem", "rail_exit_event"]
 
 #: meanings of the input ``u`` of the internally actuated plants
 INPUT_MODES = ("acceleration", "force")
@@ -71,6 +71,50 @@ class PointMass:
     def as_dict(self) -> dict:
         """``{"mass_kg": ..., "rail": <the rail's repr>}`` (for files and reports)."""
         return {"mass_kg": float(self.mass_kg), "rail": repr(self.rail)}
+
+
+def rail_exit_event(point_masses, radius_m: float):
+    """Event of a mass on a non-periodic rail reaching the shell of the body.
+
+    Non-periodic rails (e.g. :class:`~ballctl.plants.rails.SegmentRail`) are
+    extrapolated beyond their parameter range (no end stops are modelled); a
+    mass driven that far would leave the ball or disk, which the model
+    cannot describe.
+
+    Parameters
+    ----------
+    point_masses : sequence of PointMass
+        The masses, whose rail parameters are the first entries of the state.
+    radius_m : float
+        Radius of the body in m.
+
+    Returns
+    -------
+    callable or None
+        ``event(t, x)``: ``radius_m - max |zeta_i|`` in m, negative once a mass
+        is outside, with ``event.describe(t, x)`` giving the error message;
+        None when every rail is periodic (those are checked over their whole
+        range when the parameters are built).
+    """
+    open_rails = [(i, pm.rail) for i, pm in enumerate(point_masses) if not pm.rail.periodic]
+    if not open_rails:
+        return None
+
+    def distances(x):
+        return [float(np.linalg.norm(np.real(rail.evaluate(np.asarray(x[i]))[0]))) for i, rail in open_rails]
+
+    def event(t, x):
+        return radius_m - max(distances(x))
+
+    def describe(t, x):
+        d, k = max(zip(distances(x), range(len(open_rails))))
+        i = open_rails[k][0]
+        return (f"rail_input drives mass {i} out of the body at t = {t:.6g} s: at rail parameter {x[i]:.6g} its "
+                f"extrapolated rail reaches {d:.6g} m from the centre (radius {radius_m:g} m); the plant models no "
+                f"end stops: keep the mass on its rail")
+
+    event.describe = describe
+    return event
 
 
 class InternalMassesPlant:
@@ -102,10 +146,8 @@ class InternalMassesPlant:
     default_tolerance: float = 1e-10
 
     def __init__(self, params, *, inputs: str = "acceleration") -> None:
-        if not isinstance(params, self.parameters_type):
-            raise ParameterTypeError(f"params must be {self.parameters_type.__name__}, got {type(params).__name__}")
-        if inputs not in INPUT_MODES:
-            raise ParameterError(f"inputs must be one of {INPUT_MODES}, got {inputs!r}")
+        check_instance(params, "params", self.parameters_type)
+        check_choice(inputs, "inputs", INPUT_MODES)
         self.params = params
         self.inputs = inputs
         self._n = params.n_masses
@@ -190,7 +232,7 @@ class InternalMassesPlant:
     def simulate(self, x0, t_span, rail_input: Callable[[float], Sequence[float]], *, method: str = "DOP853",
                  rtol: float | None = None, atol: float | None = None,
                  breakpoints: Sequence[float] | None = None, t_eval=None,
-                 use_jacobian: bool = True) -> ODETrajectory:
+                 use_jacobian: bool = True, check_rails: bool = True) -> ODETrajectory:
         """Integrate the ODE with ``solve_ivp``, restarting at each kink of the input.
 
         Parameters
@@ -213,6 +255,11 @@ class InternalMassesPlant:
             Output times (the end time is always included).
         use_jacobian : bool
             Pass the complex-step Jacobian to implicit methods.
+        check_rails : bool
+            Stop with an error when a mass on a non-periodic rail, extrapolated
+            beyond its parameter range, reaches the shell (see
+            :func:`rail_exit_event`); False integrates the extrapolated
+            equations regardless.
 
         Returns
         -------
@@ -220,8 +267,11 @@ class InternalMassesPlant:
 
         Raises
         ------
-        ValueError
-            Invalid initial state or bad shapes.
+        ParameterError
+            Invalid initial state, bad shapes, or a mass driven out of the body.
+        NonFiniteStateError
+            When ``rail_input``, the state or its derivative becomes NaN or
+            infinite (the message names the time).
         IntegrationError
             When ``solve_ivp`` fails.
         """
@@ -229,14 +279,18 @@ class InternalMassesPlant:
         tol = self.default_tolerance
         if breakpoints is None:
             breakpoints = self.default_breakpoints
+        u = checked_input(rail_input, "rail_input", self._n, context="simulate")
 
         def fun(t, x):
-            return self.rhs(t, x, np.asarray(rail_input(t), dtype=float))
+            return self.rhs(t, x, u(t))
 
-        jac = (lambda t, x: self.rhs_jacobian(t, x, np.asarray(rail_input(t), dtype=float))) if use_jacobian else None
+        jac = (lambda t, x: self.rhs_jacobian(t, x, u(t))) if check_bool(use_jacobian, "use_jacobian") else None
+        event = rail_exit_event(self.params.point_masses, self.params.radius_m) \
+            if check_bool(check_rails, "check_rails") else None
         return integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, method=method,
                                    rtol=tol if rtol is None else rtol, atol=tol if atol is None else atol,
-                                   t_eval=t_eval, jac=jac)
+                                   t_eval=t_eval, jac=jac, event=event,
+                                   event_error=None if event is None else event.describe)
 
     def to_constrained_system(self) -> "InternalMassesSystem":
         """This plant in the common interface (plant-specific)."""

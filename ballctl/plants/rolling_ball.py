@@ -129,6 +129,9 @@ class RollingBallParameters:
         if inertia is not None and np.any(inertia <= 0.0):
             check.add("principal_inertia_kgm2 must be positive definite: every principal moment "
                       f"(d1, d2, d3) must be > 0 kg m^2, got {inertia.tolist()}")
+        elif inertia is not None and 2.0 * np.max(inertia) > np.sum(inertia) * (1.0 + 1e-12):
+            check.add("principal_inertia_kgm2 must satisfy the triangle inequality of a rigid body "
+                      f"(each moment <= the sum of the other two, to 1e-12), got {inertia.tolist()} kg m^2")
         chi0 = check.attempt(lambda: as_vector(self.cm_offset_m, "cm_offset_m", 3))
         if chi0 is not None and radius is not None and np.linalg.norm(chi0) >= radius:
             check.add(f"cm_offset_m must lie inside the ball, |chi0| < radius_m = {radius}, "

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import ParameterError, ShapeError
+from .._errors import ParameterError
+from .._validation import as_times
 from ..system import ConstrainedSystem
 
 __all__ = ["Reference", "ReferenceSample"]
@@ -63,9 +64,7 @@ class Reference(ABC):
     t_range: tuple[float, float] = (-np.inf, np.inf)
 
     def __call__(self, t) -> ReferenceSample:
-        t = np.atleast_1d(np.asarray(t, dtype=float))
-        if t.ndim != 1 or not np.all(np.isfinite(t)):
-            raise ShapeError(f"t must be a finite scalar or 1-D array of times in s, got shape {t.shape}")
+        t = as_times(t, "t")
         lo, hi = self.t_range
         if t.size and (t.min() < lo - 1e-12 or t.max() > hi + 1e-12):
             raise ParameterError(f"t must lie in the reference's interval [{lo}, {hi}] s, got [{t.min()}, {t.max()}]")

@@ -28,10 +28,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import ChartSingularityError, InfeasibleReferenceError, ParameterError, ParameterTypeError
-from .._validation import check_finite_scalar, check_positive, as_vector
+from .._validation import as_vector, check_finite_scalar, check_in_range, check_positive
 from ..plants.ball_plate import LEAN_LIMIT, BallPlate
 from .base import Reference, ReferenceSample
-from .inversion import plate_angles_for_acceleration, rolling_multipliers
+from .inversion import plate_angles_for_acceleration, rolling_multipliers, warn_large_tilt
 
 __all__ = ["CircularMotion", "LEAN_LIMIT"]
 
@@ -87,40 +87,52 @@ class CircularMotion(Reference):
             raise ParameterTypeError(f"plant must be a BallPlate, got {type(plant).__name__}")
         self.system = plant
         self.radius = check_positive(radius, "radius", "m")
-        self.omega = check_finite_scalar(omega, "omega")
+        self.omega = check_finite_scalar(omega, "omega", "rad/s")
         if self.omega == 0.0:
             raise ParameterError("omega must be non-zero (rad/s); its sign sets the direction")
         self.roll_rate = check_positive(roll_rate, "roll_rate", "rad/s")
-        self.center = tuple(float(c) for c in as_vector(center, "center", 2))
-        self.phase = check_finite_scalar(phase, "phase")
-        self.roll0 = check_finite_scalar(roll0, "roll0")
+        self.center = tuple(float(c) for c in as_vector(center, "center", 2, unit="m"))
+        self.phase = check_finite_scalar(phase, "phase", "rad")
+        self.roll0 = check_finite_scalar(roll0, "roll0", "rad")
+        if max_tilt is not None:
+            max_tilt = check_in_range(max_tilt, "max_tilt", 0.0, np.pi / 2, unit="rad", low_inclusive=False,
+                                      high_inclusive=False)
         p = plant.params
         speed = self.radius * abs(self.omega)
-        if self.roll_rate * p.radius < speed * (1.0 - 1e-12):
-            raise InfeasibleReferenceError(
-                f"roll_rate too low for the speed: rolling needs roll_rate*R >= radius*|omega|, i.e. "
-                f"roll_rate >= {speed / p.radius:.6g} rad/s, got {self.roll_rate:.6g} rad/s")
-        self.k = self.radius * self.omega ** 2 / (p.rolling_gain * p.gravity)
+        # every limit is checked; they are reported together, the binding one (that no other argument can
+        # cure) first: the plate's acceleration, then the rig's tilt, then the roll rate's two bounds.
+        violated: list[tuple[type, str]] = []
+        self.k = self.radius * self.omega * self.omega / (p.rolling_gain * p.gravity)
+        omega_max = np.sqrt(p.rolling_gain * p.gravity / self.radius)
         if self.k >= 1.0:
-            omega_max = np.sqrt(p.rolling_gain * p.gravity / self.radius)
-            raise InfeasibleReferenceError(
-                f"the plate cannot supply the centripetal acceleration: radius*omega^2 = "
-                f"{self.radius * self.omega ** 2:.6g} m/s^2 >= k_b*g = {p.rolling_gain * p.gravity:.6g} m/s^2; "
-                f"for radius {self.radius} m need |omega| < {omega_max:.6g} rad/s")
-        self.tilt = float(np.arcsin(self.k))
-        if max_tilt is not None:
-            max_tilt = check_positive(max_tilt, "max_tilt", "rad")
-            if self.tilt > max_tilt:
-                raise InfeasibleReferenceError(
-                    f"the circle needs a plate tilt of {np.rad2deg(self.tilt):.4g} deg, above "
-                    f"max_tilt = {np.rad2deg(max_tilt):.4g} deg")
-        # the ratio exceeds 1 only by rounding here (checked above)
-        self.lean = float(np.arccos(min(1.0, speed / (self.roll_rate * p.radius))))
+            violated.append((InfeasibleReferenceError,
+                             f"the plate cannot supply the centripetal acceleration: radius*omega^2 = "
+                             f"{self.radius * self.omega * self.omega:.6g} m/s^2 >= k_b*g = "
+                             f"{p.rolling_gain * p.gravity:.6g} m/s^2; for radius {self.radius:g} m need "
+                             f"|omega| < {omega_max:.6g} rad/s"))
+        self.tilt = float(np.arcsin(min(self.k, 1.0)))
+        if max_tilt is not None and self.tilt > max_tilt:
+            violated.append((InfeasibleReferenceError,
+                             f"the circle needs a plate tilt of {np.rad2deg(self.tilt):.4g} deg, above max_tilt = "
+                             f"{np.rad2deg(max_tilt):.4g} deg; need |omega| <= "
+                             f"{omega_max * np.sqrt(np.sin(max_tilt)):.6g} rad/s"))
+        if self.roll_rate * p.radius < speed * (1.0 - 1e-12):
+            violated.append((InfeasibleReferenceError,
+                             f"roll_rate too low for the speed: rolling needs roll_rate*R >= radius*|omega|, i.e. "
+                             f"roll_rate >= {speed / p.radius:.6g} rad/s, got {self.roll_rate:.6g} rad/s"))
+            self.lean = 0.0
+        else:
+            self.lean = float(np.arccos(min(1.0, speed / (self.roll_rate * p.radius))))
         if self.lean > LEAN_LIMIT:
-            raise ChartSingularityError(
-                f"roll_rate too high for the speed: the lean would be {np.rad2deg(self.lean):.4g} deg, "
-                f"within 1 deg of the yaw-lean-roll chart's singularity at 90 deg; use "
-                f"roll_rate <= {speed / (p.radius * np.cos(LEAN_LIMIT)):.6g} rad/s")
+            violated.append((ChartSingularityError,
+                             f"roll_rate too high for the speed: the lean would be {np.rad2deg(self.lean):.4g} deg, "
+                             f"within 1 deg of the yaw-lean-roll chart's singularity at 90 deg; use "
+                             f"roll_rate <= {speed / (p.radius * np.cos(LEAN_LIMIT)):.6g} rad/s"))
+        if violated:
+            cls = violated[0][0]
+            more = "; also: " if len(violated) > 1 else ""
+            raise cls(violated[0][1] + more + "; also: ".join(msg for _, msg in violated[1:]))
+        warn_large_tilt(self.tilt, "CircularMotion", stacklevel=3)
         self.period = float(2.0 * np.pi / abs(self.omega))
         self.t_range = (-np.inf, np.inf)
 

@@ -17,12 +17,44 @@ the jerk :math:`j`:
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from .._errors import InfeasibleReferenceError
+from .._errors import InfeasibleReferenceError, LargeTiltWarning
 from ..plants.ball_plate import BallPlate
 
-__all__ = ["plate_angles_for_acceleration", "rolling_multipliers"]
+__all__ = ["plate_angles_for_acceleration", "rolling_multipliers", "warn_large_tilt", "LARGE_TILT"]
+
+#: Plate tilt (rad) above which a reference draws a :class:`~ballctl.LargeTiltWarning`: 20 deg, the upper end
+#: of typical rig limits (5-20 deg); beyond it the quasi-static plate model's error, which grows with the
+#: square of the path's angular rate, and rig saturation degrade the tracking design.
+LARGE_TILT = float(np.deg2rad(20.0))
+
+
+def warn_large_tilt(tilt, what: str, t=None, *, stacklevel: int = 3) -> None:
+    """Issue a :class:`~ballctl.LargeTiltWarning` when a plate tilt exceeds :data:`LARGE_TILT`.
+
+    Parameters
+    ----------
+    tilt : float or ndarray, shape (K,)
+        Plate tilt in rad (angle between the plate normal and the vertical).
+    what : str
+        The reference, used in the message.
+    t : ndarray, shape (K,), optional
+        Times in s of the tilts, to name when the largest occurs.
+    stacklevel : int
+        Passed to :func:`warnings.warn`.
+    """
+    tilt = np.atleast_1d(np.asarray(tilt, dtype=float))
+    k = int(np.argmax(tilt))
+    if tilt[k] > LARGE_TILT:
+        when = f" at t = {float(np.atleast_1d(t)[k]):.4g} s" if t is not None else ""
+        warnings.warn(
+            f"{what} needs a plate tilt of {np.rad2deg(tilt[k]):.3g} deg{when}, above "
+            f"{np.rad2deg(LARGE_TILT):.0f} deg: typical rigs saturate there and the quasi-static design "
+            f"degrades; slow down or enlarge the path (or plan it within the tilt limit)",
+            LargeTiltWarning, stacklevel=stacklevel)
 
 
 def plate_angles_for_acceleration(plant: BallPlate, acceleration, jerk, t=None) -> tuple[np.ndarray, np.ndarray]:

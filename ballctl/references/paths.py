@@ -37,11 +37,12 @@ from scipy.interpolate import make_interp_spline
 
 from .._derivatives import directional_derivative
 from .._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
-from .._validation import as_vector, check_finite_scalar, check_positive
+from .._validation import (as_array, as_vector, check_bool, check_finite_scalar, check_integer, check_nonnegative,
+                           check_positive, guard_rhs)
 from ..plants.ball_plate import BallPlate
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT
-from .inversion import plate_angles_for_acceleration, rolling_multipliers
+from .inversion import plate_angles_for_acceleration, rolling_multipliers, warn_large_tilt
 
 __all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion",
            "evaluate_path"]
@@ -204,13 +205,13 @@ class WaypointPath:
     """
 
     def __init__(self, waypoints, speed: float, *, ramp_time: float = 1.0, closed: bool = False) -> None:
-        pts = np.asarray(waypoints, dtype=float)
+        pts = as_array(waypoints, "waypoints", ndim=2, unit="m")
         if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < (3 if closed else 2):
             raise ShapeError(f"waypoints must have shape (P, 2) with P >= {3 if closed else 2}, got {pts.shape}")
         if not np.all(np.isfinite(pts)):
             raise ParameterError("waypoints must be finite")
         self.speed = check_positive(speed, "speed", "m/s")
-        self.closed = bool(closed)
+        self.closed = check_bool(closed, "closed")
         if closed:
             pts = np.vstack([pts, pts[:1]])
         seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
@@ -226,7 +227,8 @@ class WaypointPath:
         else:  # quintic with vanishing 3rd and 4th derivatives at the ends ("natural" for k = 5)
             zero = [(3, np.zeros(2)), (4, np.zeros(2))]
             self._spline = make_interp_spline(s, pts, k=5, bc_type=(zero, zero))
-        self.ramp_time = 0.0 if closed else float(max(0.0, check_finite_scalar(ramp_time, "ramp_time")))
+        ramp_time = check_nonnegative(ramp_time, "ramp_time", "s")
+        self.ramp_time = 0.0 if closed else ramp_time
         T = self.ramp_time
         if not closed and self.speed * T > self.length:
             raise ParameterError(f"ramp_time too long: the ramps would cover {self.speed * T:.4g} m of a "
@@ -380,13 +382,15 @@ class PathMotion(Reference):
         self.system = plant
         self.path = path
         self.duration = check_positive(duration, "duration", "s")
-        self.t0 = check_finite_scalar(t0, "t0")
-        self.spin = check_finite_scalar(spin, "spin")
+        self.t0 = check_finite_scalar(t0, "t0", "s")
+        self.spin = check_finite_scalar(spin, "spin", "rad/s")
         self.t_range = (self.t0, self.t0 + self.duration)
         self.period = getattr(path, "period", None)
-        grid = np.linspace(self.t0, self.t0 + self.duration, max(int(check_samples), 2))
+        grid = np.linspace(self.t0, self.t0 + self.duration, check_integer(check_samples, "check_samples", minimum=2))
         _, v, a, j = evaluate_path(path, grid)
-        plate_angles_for_acceleration(plant, a, j, grid)  # raises when infeasible
+        u_check, _ = plate_angles_for_acceleration(plant, a, j, grid)  # raises when infeasible
+        warn_large_tilt(np.arccos(np.clip(np.cos(u_check[:, 0]) * np.cos(u_check[:, 1]), -1.0, 1.0)),
+                        "PathMotion", grid)
         self.initial_orientation = initial_ball_orientation(initial_orientation, v[0])
         self._solution = self._integrate_orientation()
 
@@ -405,7 +409,9 @@ class PathMotion(Reference):
             return LEAN_LIMIT - abs(y[1])
 
         hit_limit.terminal = True
-        sol = solve_ivp(self._orientation_rates, self.t_range, np.array(self.initial_orientation),
+        rates = guard_rhs(self._orientation_rates, context="PathMotion orientation",
+                          names=("yaw", "lean", "roll"))
+        sol = solve_ivp(rates, self.t_range, np.array(self.initial_orientation),
                         method="DOP853", rtol=1e-12, atol=1e-12, dense_output=True, events=hit_limit)
         if sol.status == 1:
             t_hit = float(sol.t_events[0][0])
@@ -414,7 +420,8 @@ class PathMotion(Reference):
                 f"yaw-lean-roll chart's singularity (lean = 90 deg); on paths of varying curvature the lean "
                 f"drifts: shorten duration below {t_hit - self.t0:.4g} s or change spin/initial_orientation")
         if not sol.success:
-            raise IntegrationError(f"orientation integration failed: {sol.message}")
+            raise IntegrationError(f"orientation integration failed at t = {sol.t[-1]:.6g} s: {sol.message}",
+                                   time=float(sol.t[-1]))
         return sol
 
     def _evaluate(self, t: np.ndarray) -> ReferenceSample:

@@ -52,8 +52,9 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .._errors import InfeasibleReferenceError, IntegrationError, ParameterError, ParameterTypeError
-from .._validation import as_vector, check_positive
+from .._errors import InfeasibleReferenceError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
+from .._validation import (as_times, as_vector, check_finite_at, check_instance, check_ivp_method, check_positive,
+                           check_stabilization, check_tolerances, guard_rhs)
 from ..plants.paper import PAPER_KINK_TIMES, paper_ball_initial_state, paper_rail_acceleration
 from ..plants.rolling_ball import RollingBall, RollingBallSystem
 from ..plants.rolling_disk import RollingDiskSystem
@@ -390,12 +391,18 @@ class IntegratedReference(Reference):
                  t_span: tuple[float, float], *, breakpoints: Sequence[float] = (), method: str = "DOP853",
                  rtol: float = 1e-10, atol: float = 1e-12,
                  stabilization: tuple[float, float] | None = (10.0, 10.0)) -> None:
+        check_instance(system, "system", ConstrainedSystem)
         n, nu = system.n_coordinates, system.n_inputs
         x0 = as_vector(x0, "x0", n)
         xd0 = as_vector(xd0, "xd0", n)
+        t_span = as_times(t_span, "t_span", increasing=True)
+        if t_span.shape != (2,):
+            raise ShapeError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
         t0, t1 = (float(v) for v in t_span)
-        if not t1 > t0:
-            raise ParameterError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
+        method = check_ivp_method(method)
+        rtol, atol = check_tolerances(rtol, atol)
+        stabilization = check_stabilization(stabilization)
+        breakpoints = as_times(breakpoints, "breakpoints") if np.size(breakpoints) else ()
         if not callable(nominal_input):
             raise ParameterTypeError("nominal_input must be a callable u0(t) -> (n_inputs,)")
         self.system = system
@@ -404,13 +411,22 @@ class IntegratedReference(Reference):
         self.breakpoints = tuple(sorted(float(b) for b in breakpoints if t0 < float(b) < t1))
 
         def u_of(t):
-            return as_vector(nominal_input(t), "nominal_input(t)", nu) if nu else np.zeros(0)
+            if not nu:
+                return np.zeros(0)
+            u = np.asarray(nominal_input(t))
+            if u.dtype.kind in "fc" and not np.all(np.isfinite(u)):
+                check_finite_at(u, time=t, quantity="nominal_input", context="IntegratedReference")
+            return as_vector(u, "nominal_input(t)", nu)
 
         self._u = u_of
 
         def rhs(t, y):
-            xdd, _ = system.accelerations(y[:n], y[n:], u_of(t), stabilization=stabilization)
+            u = u_of(t)
+            check_finite_at(u, time=t, quantity="nominal_input", context="IntegratedReference")
+            xdd, _ = system.accelerations(y[:n], y[n:], u, stabilization=stabilization)
             return np.concatenate([y[n:], xdd])
+
+        rhs = guard_rhs(rhs, context="IntegratedReference")
 
         cuts = [t0, *self.breakpoints, t1]
         self._pieces = []
@@ -419,7 +435,8 @@ class IntegratedReference(Reference):
         for a, b in zip(cuts[:-1], cuts[1:]):
             sol = solve_ivp(rhs, (a, b), y, method=method, rtol=rtol, atol=atol, dense_output=True)
             if not sol.success:
-                raise IntegrationError(f"IntegratedReference: {method} failed on [{a}, {b}] s: {sol.message}")
+                raise IntegrationError(f"IntegratedReference: {method} failed on [{a}, {b}] s at "
+                                       f"t = {sol.t[-1]:.6g} s: {sol.message}", time=float(sol.t[-1]))
             nfev += sol.nfev
             self._pieces.append((a, b, sol.sol))
             y = sol.y[:, -1]

@@ -45,7 +45,7 @@ import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError, ScheduleFileError, ShapeError
 from .._io import atomic_write
-from .._validation import check_finite_scalar, check_positive
+from .._validation import check_finite_scalar, check_input_file, check_positive
 from ..discretize import DiscreteLTVSystem
 
 __all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule"]
@@ -511,10 +511,12 @@ class GainSchedule:
         ScheduleFileError
             If the file is truncated or corrupted, of another format or
             version, edited after writing (checksum mismatch) or inconsistent.
-        FileNotFoundError
-            If ``path`` does not exist.
+        MissingFileError
+            If ``path`` does not exist (also a ``FileNotFoundError``).
+        FileArgumentError
+            If ``path`` is a directory.
         """
-        path = Path(path)
+        path = check_input_file(path, "path")
         kind = _kind(path)
         raw = path.read_bytes()
         metadata, arrays, stored = (_read_npz if kind == "npz" else _read_json)(raw, path)
