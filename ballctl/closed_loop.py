@@ -346,7 +346,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     noise_std : dict, optional
         State feedback only: std of Gaussian measurement noise per coordinate
         name (m or rad) or ``"<name>_rate"`` (m/s or rad/s).
-    seed : int, optional
+    seed : int or numpy.random.SeedSequence, optional
         Seed of the noise generator; for a batch, one seed per run (a
         sequence of B) or one root seed whose ``SeedSequence(seed).spawn(B)``
         children seed the runs.
@@ -421,7 +421,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     rtol, atol = check_tolerances(rtol, atol)
     substeps = check_integer(substeps, "substeps", minimum=1)
     stabilization = check_stabilization(stabilization)
-    if seed is not None:
+    if seed is not None and not isinstance(seed, np.random.SeedSequence):   # a batch hands each run its own
         seed = check_integer(seed, "seed", minimum=0)
     if model == "nonlinear" and plant.n_holonomic:
         pos = np.asarray(plant.holonomic(x), dtype=float).reshape(-1)
