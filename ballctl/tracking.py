@@ -135,7 +135,8 @@ class TrackingController:
         """The gain schedule for an embedded controller (see :class:`GainSchedule`).
 
         It holds the feedforward, the gains, the discrete model and, for output
-        feedback, the Kalman filter.
+        feedback, the Kalman filter; the plant's parameters are recorded as
+        numbers (flags as 1.0 / 0.0).
 
         Parameters
         ----------
@@ -148,6 +149,8 @@ class TrackingController:
         """
         params = getattr(self.system, "params", None)
         values = params.as_dict() if params is not None and hasattr(params, "as_dict") else {}
+        # the file holds numbers: a plant's flags (e.g. with_spin) are recorded as 1.0 / 0.0
+        values = {key: float(v) if isinstance(v, (bool, np.bool_)) else v for key, v in values.items()}
         s = self.samples
         K = len(self.times)
         return GainSchedule.from_lqr(self.lqr, self.discrete, x0=s.x[:K], xd0=s.xd[:K], u0=s.u[:K],

@@ -109,3 +109,14 @@ def test_schedule_without_estimator_keeps_its_version_1_checksum(run):
     assert bare.checksum == _checksum(bare._metadata(), bare._arrays()) != plain.checksum
     with pytest.raises(ballctl.ParameterError, match="estimator needs"):
         replace(plain, estimator_gains=ctrl.estimator.kalman.update_gains)
+
+
+def test_schedule_records_a_plants_flags_as_numbers(run):
+    # the servo/moving plate's parameters carry a flag (with_spin); the exported file holds numbers only
+    from dataclasses import replace
+
+    ctrl, _ = run
+    truth = ballctl.rig_preset("tabletop").truth_plant()
+    sched = replace(ctrl, system=truth).to_schedule()
+    assert sched.plant_parameters["with_spin"] == 0.0
+    assert sched.plant_parameters["pivot_depth"] == truth.params.pivot_depth
