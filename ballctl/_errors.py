@@ -21,9 +21,11 @@ style (``except ValueError``, ``except TypeError``, ``except RuntimeError``,
     ├── NumericalError (RuntimeError)        a numerical computation failed
     │   ├── SingularMatrixError (+ numpy.linalg.LinAlgError)
     │   └── RiccatiConvergenceError
-    └── IntegrationError (RuntimeError)      a numerical integration failed
-        ├── NonFiniteStateError              a state/derivative/input became NaN or inf
-        └── IntegrationBudgetError           a step or wall-clock budget was exhausted
+    ├── IntegrationError (RuntimeError)      a numerical integration failed
+    │   ├── NonFiniteStateError              a state/derivative/input became NaN or inf
+    │   └── IntegrationBudgetError           a step or wall-clock budget was exhausted
+    ├── InfeasiblePlanError (ValueError)     a trajectory-optimization request that cannot be met
+    └── MissingExtraError (ImportError)      an optional dependency missing (names the extra)
 
 Warnings derive from :class:`BallctlWarning` (a ``UserWarning``).
 

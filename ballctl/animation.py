@@ -8,7 +8,7 @@
   show its rotation (``R_z(yaw) R_x(lean) R_y(roll)`` relative to the plate).
 * :func:`animate_rolling_ball`: the ball rolled by internal point masses
   (Putkaradze & Rogers 2018, section 7) from a
-  :class:`~ballctl.plants.rolling_ball.RollingBallTrajectory`: the shell with a
+  :class:`~ballctl.plants.rolling_ball.ODETrajectory`: the shell with a
   body-fixed stripe, each rail and its mass (one colour per mass, as in
   :func:`ballctl.plotting.plot_ball_paths`), and the contact point's trace on
   the floor.
@@ -22,7 +22,6 @@ is the first run colour.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ from matplotlib.animation import Animation, FFMpegWriter, FuncAnimation, PillowW
 from matplotlib.figure import Figure
 
 from ._errors import ParameterError, ParameterTypeError
+from ._io import atomic_path
 from ._quaternion import quat_to_matrix
 from ._validation import check_integer, check_positive
 from .plotting import OPEN_LOOP_COLOR, REFERENCE_STYLE, RUN_COLORS
@@ -49,12 +49,6 @@ _BALL_PLATE_COORDINATES = ("contact_x", "contact_y", "yaw", "lean", "roll")
 def available_formats() -> tuple[str, ...]:
     """The suffixes of :data:`FORMATS` whose writer is installed here (``.mp4`` needs ffmpeg on the PATH)."""
     return tuple(suffix for suffix, writer in FORMATS.items() if writers.is_available(writer))
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _check_path(path) -> tuple[Path, str]:
@@ -95,16 +89,8 @@ def save_animation(animation: Animation, path: str | os.PathLike, *, fps: float 
     fps = check_positive(fps, "fps", "frames/s")
     writer = PillowWriter(fps=fps) if suffix == ".gif" else FFMpegWriter(fps=fps)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=suffix)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         animation.save(tmp, writer=writer, dpi=dpi)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path
 
 
@@ -298,7 +284,7 @@ def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int 
     ----------
     ball : RollingBall
         The plant that produced ``run``.
-    run : RollingBallTrajectory
+    run : ODETrajectory
         From ``ball.simulate`` (states in the quaternion layout of :class:`~ballctl.RollingBall`).
     path : path-like
         Output file, ``.gif`` or ``.mp4`` (see :func:`save_animation`).
@@ -324,12 +310,12 @@ def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int 
     x = np.asarray(run.x, dtype=float)
     t = np.asarray(run.t, dtype=float)
     idx = _frame_indices(len(t), max_frames)
-    r = ball.parameters.radius_m
+    r = ball.params.radius_m
     rot = quat_to_matrix(ball.split_state(x[idx])[2])             # body -> spatial, (F, 3, 3)
     gc = ball.contact_point(x) + np.array([0.0, 0.0, r])          # geometric centre, (K, 3)
     masses = ball.mass_positions_body(x[idx])                     # (F, n, 3)
     rails = []
-    for pm in ball.parameters.point_masses:
+    for pm in ball.params.point_masses:
         lo, hi = pm.rail.parameter_range
         rails.append(np.asarray(pm.rail.evaluate(np.linspace(lo, hi, 73))[0], dtype=float))
     sphere, stripe = _sphere_lines(r), _stripe(r)

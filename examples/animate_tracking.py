@@ -28,16 +28,19 @@ import numpy as np
 
 import ballctl
 from ballctl.animation import animate_ball_plate, animate_rolling_ball
-from ballctl.plants.rolling_ball import (RollingBall, paper_ball_initial_state, paper_ball_parameters,
-                                         paper_rail_acceleration)
+from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
+from ballctl.plants.rolling_ball import RollingBall
 
 #: Bryson limits of the paper's tracking design (m, rad, m/s, rad/s)
 MAX_STATE_ERRORS = dict(contact_x=0.01, contact_y=0.01, yaw=0.5, contact_x_rate=0.1, contact_y_rate=0.1,
                         yaw_rate=5.0)
 
 
-def ball_plate_animation(out: Path, *, frames: int, dt: float) -> Path:
-    """Track one revolution of the circle and animate the closed loop on the nonlinear plant."""
+def ball_plate_animation(out: Path, *, frames: int, dt: float):
+    """Track one revolution of the circle and animate the closed loop on the nonlinear plant.
+
+    Returns the GIF's path and the closed-loop run.
+    """
     plant = ballctl.BallPlate()
     ref = ballctl.CircularMotion(plant, radius=0.5, omega=1.0, roll_rate=40.0)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
@@ -49,7 +52,7 @@ def ball_plate_animation(out: Path, *, frames: int, dt: float) -> Path:
     x0 = s0.x[0] + np.array([0.05, 0.0, 0.0, 0.0, 0.0])
     run = ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], integrator="rk4", substeps=4)
     print(f"ball-plate: final distance to the reference {run.position_error[-1]:.2e} m")
-    return animate_ball_plate(run, out / "ball_plate.gif", ball_radius=plant.params.radius, max_frames=frames)
+    return animate_ball_plate(run, out / "ball_plate.gif", ball_radius=plant.params.radius, max_frames=frames), run
 
 
 def rolling_ball_animation(out: Path, *, frames: int, t_final: float) -> Path:
@@ -68,7 +71,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     out = Path(args.out)
     frames = 30 if args.quick else 120
-    paths = [ball_plate_animation(out, frames=frames, dt=0.05 if args.quick else 0.01),
+    paths = [ball_plate_animation(out, frames=frames, dt=0.05 if args.quick else 0.01)[0],
              rolling_ball_animation(out, frames=frames, t_final=6.0 if args.quick else 20.0)]
     for p in paths:
         print(f"wrote {p}")

@@ -1,9 +1,10 @@
-"""Plan a maneuver of the rolling ball around obstacles, then track it with the LQR (issue 13).
+"""Plan a maneuver of the rolling ball around obstacles, then track it with the LQR
+================================================================================
 
 The paper's ball (Putkaradze & Rogers 2018, section 7: three unit masses on tilted circular rails,
 g = 1) starts at rest at the origin and must come to rest at (0, 4) m after 10 s, keeping its
 contact point 5 cm clear of two circular obstacles, with the rails limited to 2 rad/s and
-2 rad/s^2. The rail accelerations minimizing int |u|^2 dt are found by Hermite-Simpson
+2 rad/s^2. The rail accelerations minimizing ``int |u|^2 dt`` are found by Hermite-Simpson
 collocation and IPOPT (CasADi: ``pip install ballctl[optimal]``), re-simulated on the nonlinear
 ball, and tracked from a perturbed start by the finite-horizon LQR on the rail accelerations.
 
@@ -29,11 +30,8 @@ from ballctl.planning import (
     track_plan,
 )
 from ballctl.planning.plots import plot_plan, plot_plan_tracking
-from ballctl.plants.rolling_ball import (
-    RollingBall,
-    paper_ball_initial_state,
-    paper_ball_parameters,
-)
+from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters
+from ballctl.plants.rolling_ball import RollingBall
 from ballctl.plotting import save_figure
 
 __all__ = ["main", "run"]
@@ -71,7 +69,7 @@ def run(out: Path, *, intervals: int = 60, closed_loop: bool = True) -> dict:
 
 def main(argv=None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("out", nargs="?", default="out/plan_maneuver", help="output folder")
     parser.add_argument("--intervals", type=int, default=60, help="collocation intervals (default 60)")
     parser.add_argument("--no-closed-loop", action="store_true", help="skip the LQR tracking run")
@@ -85,4 +83,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

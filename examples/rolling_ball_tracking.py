@@ -25,12 +25,12 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-import ballctl  # noqa: E402
-from ballctl.plants.paper import paper_ball_parameters  # noqa: E402
-from ballctl.plants.rolling_ball import RollingBall  # noqa: E402
-from ballctl.plotting import REFERENCE_STYLE, run_styles, save_figure  # noqa: E402
-from ballctl.studies.rail_layouts import compare_rail_layouts  # noqa: E402
-from ballctl.references.rolling import paper_ball_reference  # noqa: E402
+import ballctl
+from ballctl.plotting import REFERENCE_STYLE, run_styles, save_figure
+from ballctl.plants.paper import paper_ball_parameters
+from ballctl.plants.rolling_ball import RollingBall
+from ballctl.studies.rail_layouts import compare_rail_layouts
+from ballctl.references.rolling import paper_ball_reference
 
 __all__ = ["run", "main"]
 

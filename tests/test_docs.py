@@ -19,24 +19,29 @@ DOCS_COMMAND = 'pip install -e ".[docs]" && python -m sphinx -W -b html docs doc
 TEST_COMMAND = 'pip install -e ".[test]" && python -m pytest -q'
 
 
-def _readme_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    table = text.split("## Commands", 1)[1].split("\n## ", 1)[0]
+def _table_commands(path: Path, heading: str) -> list[str]:
+    text = path.read_text()
+    table = text.split(heading, 1)[1].split("\n#", 1)[0]
     return re.findall(r"^\| `ballctl ([a-z-]+)` \|", table, flags=re.MULTILINE)
 
 
-def test_readme_command_table_lists_exactly_the_cli_subcommands():
-    listed = _readme_commands()
-    assert len(listed) == len(set(listed)), f"a command is listed twice: {listed}"
-    assert sorted(listed) == sorted(c.NAME for c in COMMANDS)
+@pytest.mark.parametrize("page, heading", [("README.md", "## Commands"),
+                                           ("docs/getting_started.md", "## The command line")])
+def test_command_tables_list_exactly_the_cli_subcommands(page, heading):
+    listed = _table_commands(ROOT / page, heading)
+    assert len(listed) == len(set(listed)), f"a command is listed twice in {page}: {listed}"
+    assert sorted(listed) == sorted(c.NAME for c in COMMANDS), page
 
 
 def test_readme_and_ci_carry_the_test_and_docs_commands():
     readme = (ROOT / "README.md").read_text()
-    ci = (ROOT / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text().replace("pip install -q -e", "pip install -e")  # CI installs quietly
     for command in (TEST_COMMAND, DOCS_COMMAND):
         assert command in readme
-        assert command in ci.replace("pip install -q -e", "pip install -e")  # CI may install quietly
+    # CI runs the test command's two halves (the linter in between) and the docs command as written
+    install, run = TEST_COMMAND.split(" && ")
+    assert install in ci and run in ci and DOCS_COMMAND in ci
+    assert ci.index(run) < ci.index(DOCS_COMMAND), "the site is built after the tests"
 
 
 def test_api_pages_cover_every_public_name(tmp_path):

@@ -1,6 +1,7 @@
 """``ballctl plan`` with a TOML problem file, and the example script (small meshes; issue 13)."""
 
 import json
+import pathlib
 import runpy
 
 import numpy as np
@@ -10,6 +11,8 @@ pytest.importorskip("casadi")
 
 from ballctl.cli import main
 from ballctl.cli.plan import load_problem
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 SMALL = """
 [maneuver]
@@ -59,7 +62,7 @@ def test_cli_plan_rejects_unknown_keys_and_bad_requests(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_example_plan_maneuver(tmp_path):
-    ns = runpy.run_path("examples/plan_maneuver.py")
+    ns = runpy.run_path(str(EXAMPLES / "plan_maneuver.py"))
     numbers = ns["run"](tmp_path, intervals=30, closed_loop=False)
     assert numbers["min_obstacle_clearance_m"] >= 0.05 - 1e-9
     assert numbers["resimulation_error_m"] < 1e-3

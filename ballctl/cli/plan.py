@@ -65,7 +65,7 @@ def load_problem(path: str | None) -> dict:
     Parameters
     ----------
     path : str or None
-        The TOML problem file (None: the built-in problem).
+        TOML problem file; ``None`` returns :data:`DEFAULT_PROBLEM`.
 
     Returns
     -------
@@ -110,7 +110,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     Parameters
     ----------
     p : argparse.ArgumentParser
-        The subcommand's parser.
     """
     p.add_argument("problem", nargs="?", default=None, help="TOML problem file (default: the built-in maneuver)")
     p.add_argument("--intervals", type=int, default=None, help="mesh intervals (overrides [solver] intervals)")
@@ -131,11 +130,8 @@ def _atomic_write(path: Path, writer) -> None:
 
 
 def _plant(spec: dict):
-    from ..plants.rolling_ball import (
-        RollingBall,
-        paper_ball_initial_state,
-        paper_ball_parameters,
-    )
+    from ..plants.paper import paper_ball_initial_state, paper_ball_parameters
+    from ..plants.rolling_ball import RollingBall
     if spec["preset"] != "paper_ball":
         raise ConfigError(f"[plant] preset must be 'paper_ball', got {spec['preset']!r}")
     x0 = paper_ball_initial_state() if spec["initial_state"] is None else np.asarray(spec["initial_state"], float)
@@ -148,12 +144,11 @@ def run(args: argparse.Namespace) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        Parsed arguments.
 
     Returns
     -------
     int
-        Exit status.
+        0 when the plan converged, 1 otherwise.
     """
     from ..planning import (
         CircularObstacle,
@@ -221,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
             "dt_s": float(c["dt_s"]), "initial_contact_error_m": float(e[0]),
             "max_contact_error_m": float(e.max()), "final_contact_error_m": float(e[-1]),
             "open_loop_final_contact_error_m": float(eo[-1]),
-            "max_constraint_residual": float(tr.closed_loop.summary()["max_constraint_residual"])}
+            "max_constraint_residual": float(tr.closed_loop.summary().max_constraint_residual)}
         save_figure(plot_plan_tracking(plan, tr), out / "plan_tracking.png")
     print("[4/4] writing plan.json, plan.npz and figures", file=sys.stderr)
     _atomic_write(out / "plan.npz", lambda tmp: np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u,

@@ -273,7 +273,7 @@ class _BallModel:
         self.n, self.n_x, self.n_u, self.dim = n, 2 * n + 9, n, 2
         self.q_slice = slice(2 * n, 2 * n + 4)
         self.rest_indices = list(range(n, 2 * n)) + list(range(2 * n + 4, 2 * n + 7))
-        self.rails = [pm.rail for pm in plant.parameters.point_masses]
+        self.rails = [pm.rail for pm in plant.params.point_masses]
 
     def validate(self, x0):
         return self.plant.validate_state(x0, "initial_state")
@@ -309,7 +309,7 @@ class _BallModel:
 
     def straight_roll(self, x0, end, times, T):
         """Contact point along the segment start -> end (smoothstep in time), rolling without slip."""
-        n, r = self.n, self.plant.parameters.radius_m
+        n, r = self.n, self.plant.params.radius_m
         start = x0[2 * n + 7:]
         d = np.asarray(end, float) - start
         s = times / T
@@ -337,7 +337,7 @@ class _DiskModel:
         self.n, self.n_x, self.n_u, self.dim = n, 2 * n + 2, n, 1
         self.q_slice = None
         self.rest_indices = list(range(n, 2 * n)) + [2 * n + 1]
-        self.rails = [pm.rail for pm in plant.parameters.point_masses]
+        self.rails = [pm.rail for pm in plant.params.point_masses]
 
     def validate(self, x0):
         return as_vector(x0, "initial_state", self.n_x)
@@ -352,22 +352,22 @@ class _DiskModel:
         return self.plant.rhs(0.0, x, u)
 
     def contact_casadi(self, X, x0):
-        r = self.plant.parameters.radius_m
+        r = self.plant.params.radius_m
         return -r * (X[2 * self.n, :] - float(x0[2 * self.n]))
 
     def contact_velocity_casadi(self, F):
-        return -self.plant.parameters.radius_m * F[2 * self.n, :]
+        return -self.plant.params.radius_m * F[2 * self.n, :]
 
     def contact(self, x, x0):
         """e1 travel of the contact point from the start (eq. 5.41), shape (..., 1)."""
-        r = self.plant.parameters.radius_m
+        r = self.plant.params.radius_m
         return (-r * (np.asarray(x)[..., 2 * self.n] - x0[2 * self.n]))[..., None]
 
     def renormalize(self, X):
         return X.copy(), 0.0
 
     def straight_roll(self, x0, end, times, T):
-        n, r = self.n, self.plant.parameters.radius_m
+        n, r = self.n, self.plant.params.radius_m
         s = times / T
         prog, dprog = 3 * s ** 2 - 2 * s ** 3, (6 * s - 6 * s ** 2) / T
         X = np.tile(x0, (times.size, 1))
@@ -409,8 +409,8 @@ class ManeuverPlan:
     obstacle_backoff_m : float
         Extra clearance imposed at the collocation points so that the
         re-simulated path clears every obstacle by the margin between them.
-    _w : ndarray
-        The solver's decision vector (a warm start for a continuation).
+    decision_vector : ndarray, shape (n_variables,)
+        The NLP's solution vector as returned by IPOPT (before renormalization).
     """
 
     plant: object
@@ -421,7 +421,7 @@ class ManeuverPlan:
     u: np.ndarray
     report: SolverReport
     obstacle_backoff_m: float = 0.0
-    _w: np.ndarray = field(default=None, repr=False)
+    decision_vector: np.ndarray = field(default=None, repr=False)
 
     @property
     def converged(self) -> bool:
@@ -435,27 +435,27 @@ class ManeuverPlan:
         return self
 
     def input(self, t) -> np.ndarray:
-        """Planned input at time(s) ``t``: the quadratic of each interval.
+        """Planned input: the quadratic of each interval.
 
         Parameters
         ----------
         t : float or array_like, shape (K,)
-            Times in s.
+            Times in s (clipped to the plan's interval).
 
         Returns
         -------
-        ndarray, shape (K, n_u) or (n_u,)
+        ndarray, shape (n_u,) for a scalar ``t``, else (K, n_u)
         """
         scalar = np.ndim(t) == 0
         out = quadratic_input(self.nodes, self.u, np.clip(t, self.nodes[0], self.nodes[-1]))
         return out[0] if scalar else out
 
     def state(self, t) -> np.ndarray:
-        """Planned state at times ``t``: the cubic Hermite collocation polynomial.
+        """Planned state: the cubic Hermite collocation polynomial.
 
         Parameters
         ----------
-        t : float or array_like, shape (K,)
+        t : array_like, shape (K,)
             Times in s.
 
         Returns
@@ -467,7 +467,7 @@ class ManeuverPlan:
         return hermite_state(self.nodes, xn, model.f_numpy(xn, un), t)
 
     def contact(self, t=None) -> np.ndarray:
-        """Planned contact point (m) at times ``t``.
+        """Planned contact point in m.
 
         Parameters
         ----------
@@ -476,7 +476,7 @@ class ManeuverPlan:
 
         Returns
         -------
-        ndarray, shape (K, 2) or (K, 1)
+        ndarray, shape (K, 2) for the ball, (K, 1) for the disk (travel from the start)
         """
         model = _model(self.plant)
         x = self.x if t is None else self.state(t)
@@ -708,7 +708,7 @@ def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, statu
                           objective=obj, max_constraint_violation=viol, dual_infeasibility=inf_du,
                           quaternion_norm_error=qerr, n_variables=int(tr.w.numel()), n_constraints=int(nlp.lbg.size))
     return ManeuverPlan(plant=model.plant, problem=problem, nodes=tr.nodes, t=tr.times, x=X, u=U, report=report,
-                        obstacle_backoff_m=backoff, _w=w)
+                        obstacle_backoff_m=backoff, decision_vector=w)
 
 
 def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes=None,

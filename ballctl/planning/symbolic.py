@@ -98,16 +98,16 @@ def rail_casadi(rail: Rail, theta):
 
 
 def quat_to_matrix_casadi(q):
-    """Rotation matrix ``Lambda`` (body -> spatial) of a quaternion, eq. (2.15), 3x3.
+    """Rotation matrix ``Lambda`` (body -> spatial) of a quaternion, eq. (2.15).
 
     Parameters
     ----------
-    q : casadi.SX or casadi.MX, shape (4,)
+    q : casadi expression, shape (4, 1)
         Quaternion, scalar first.
 
     Returns
     -------
-    casadi.SX or casadi.MX, shape (3, 3)
+    casadi expression, shape (3, 3)
     """
     ca = require_casadi()
     q0, q1, q2, q3 = q[0], q[1], q[2], q[3]
@@ -118,7 +118,7 @@ def quat_to_matrix_casadi(q):
 
 
 def _check_autonomous(plant) -> None:
-    if plant.parameters.external_force is not None:
+    if plant.params.external_force is not None:
         raise ParameterError("the planner needs external_force=None (the transcribed equations are autonomous)")
 
 
@@ -138,7 +138,7 @@ def ball_rhs_function(ball: RollingBall):
     """
     ca = require_casadi()
     _check_autonomous(ball)
-    p = ball.parameters
+    p = ball.params
     n = ball.n_masses
     x = ca.SX.sym("x", 2 * n + 9)
     u = ca.SX.sym("u", n)
@@ -206,7 +206,7 @@ def disk_rhs_function(disk: RollingDisk):
     """
     ca = require_casadi()
     _check_autonomous(disk)
-    p = disk.parameters
+    p = disk.params
     n = disk.n_masses
     x = ca.SX.sym("x", 2 * n + 2)
     u = ca.SX.sym("u", n)

@@ -54,12 +54,11 @@ def collocation_times(nodes) -> np.ndarray:
     Parameters
     ----------
     nodes : array_like, shape (N + 1,)
-        Mesh nodes in s, increasing.
+        Mesh nodes in s.
 
     Returns
     -------
     ndarray, shape (2N + 1,)
-        Times in s.
     """
     nodes = np.asarray(nodes, dtype=float)
     t = np.empty(2 * nodes.size - 1)
@@ -74,7 +73,7 @@ def simpson_weights(nodes) -> np.ndarray:
     Parameters
     ----------
     nodes : array_like, shape (N + 1,)
-        Mesh nodes in s, increasing.
+        Mesh nodes in s.
 
     Returns
     -------
@@ -101,7 +100,7 @@ class Transcription:
     quadrature_weights : ndarray, shape (P,)
         Simpson weights on ``times``.
     n_x, n_u, n_z : int
-        Numbers of states, inputs and algebraic variables per point.
+        Numbers of states, inputs and algebraic variables.
     w : casadi.SX
         All decision variables, ``vec`` of ``X``, ``U``, ``Z``.
     X, U, Z : casadi.SX, shapes (n_x, P), (n_u, P), (n_z, P)
@@ -136,15 +135,13 @@ class Transcription:
         Parameters
         ----------
         X : array_like, shape (P, n_x)
-            States.
         U : array_like, shape (P, n_u)
-            Inputs.
         Z : array_like, shape (P, n_z), optional
-            Algebraic variables (default zeros).
+            Zeros by default.
 
         Returns
         -------
-        ndarray
+        ndarray, shape (P (n_x + n_u + n_z),)
         """
         P = self.n_points
         Z = np.zeros((P, self.n_z)) if Z is None else Z
@@ -153,16 +150,15 @@ class Transcription:
                                np.asarray(Z, float).reshape(P, self.n_z).ravel()])
 
     def unpack(self, w) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Point-major ``(X (P, n_x), U (P, n_u), Z (P, n_z))`` of a decision vector.
+        """Point-major arrays of a decision vector.
 
         Parameters
         ----------
-        w : array_like
-            Decision vector.
+        w : array_like, shape (P (n_x + n_u + n_z),)
 
         Returns
         -------
-        tuple of ndarray
+        X, U, Z : ndarray, shapes (P, n_x), (P, n_u), (P, n_z)
         """
         w = np.asarray(w, dtype=float).ravel()
         P, a, b = self.n_points, self.n_x, self.n_u

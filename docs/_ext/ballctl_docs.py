@@ -34,6 +34,7 @@ EXAMPLE_ARGS = {
     "rolling_disk_control.py": ["{out}"],
     "tracking_study.py": ["--quick", "--out", "{out}"],
     "animate_tracking.py": ["--quick", "--out", "{out}"],
+    "plan_maneuver.py": ["{out}", "--intervals", "20"],
 }
 
 
