@@ -1,13 +1,23 @@
-"""Trajectory optimization: optimal maneuvers of the internal-mass ball and disk (issue 13).
+"""Trajectory optimization: optimal maneuvers of the internal-mass ball and disk, limit-aware ball-plate references.
 
 Hermite-Simpson direct collocation (:mod:`~ballctl.planning.transcription`) of the
 plants' equations (written symbolically once in :mod:`~ballctl.planning.symbolic`),
 solved by IPOPT through CasADi with exact derivatives (:mod:`~ballctl.planning.maneuver`),
 and the plan turned into a reference for the LQR tracking chain
-(:mod:`~ballctl.planning.follow`). CasADi is the optional extra ``ballctl[optimal]``;
+(:mod:`~ballctl.planning.follow`); minimum-time and minimum-effort ball-plate motions
+through waypoints within a rig's tilt and slew limits (:mod:`~ballctl.planning.ball_plate`).
+CasADi is the optional extra ``ballctl[optimal]``;
 it is imported only when a planner is built. See ``docs/planning.md``.
 """
 
+from .ball_plate import (
+                         PLATE_OBJECTIVES,
+                         PlateMotionPlan,
+                         PlateMotionProblem,
+                         PlateTracking,
+                         plan_plate_motion,
+                         track_plate_plan,
+)
 from .follow import PlanTracking, plan_chart_rotation, plan_reference, track_plan
 from .maneuver import (
                        CircularObstacle,
@@ -21,6 +31,12 @@ from .maneuver import (
 
 __all__ = [
                        "CircularObstacle",
+                       "PLATE_OBJECTIVES",
+                       "PlateMotionPlan",
+                       "PlateMotionProblem",
+                       "PlateTracking",
+                       "plan_plate_motion",
+                       "track_plate_plan",
                        "ManeuverPlan",
                        "ManeuverProblem",
                        "PlanTracking",

@@ -1,4 +1,4 @@
-r"""CasADi form of the internal-mass ball and disk equations (written once, for the planner).
+r"""CasADi form of the internal-mass ball and disk and of the ball-plate equations (written once, for the planner).
 
 The plants' equations (:mod:`ballctl.plants.rolling_ball`,
 :mod:`ballctl.plants.rolling_disk`) are numpy code built on ``einsum``,
@@ -22,6 +22,11 @@ Disk (eq. 5.40 / 6.2, state of eq. 6.1)::
 With force inputs the rail equations are appended and the joint symmetric
 system is solved, as in the plants' ``_force_solve``.
 
+Quasi-static ball-plate (:func:`ball_plate_equations`): ``M``, ``Q``, ``D``,
+``Ddot xd`` and the structured index-1 solve of
+:mod:`ballctl.plants.kernels.ball_plate`, proven equal to the compiled kernels
+in ``tests/test_planning_ball_plate.py``.
+
 References
 ----------
 V. Putkaradze, S.M. Rogers, "On the dynamics of a rolling ball actuated by
@@ -31,15 +36,19 @@ internal point masses", Meccanica 53 (2018) 3839-3868, eqs. (5.27), (5.38)-(5.41
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._errors import ParameterError
+from ..plants.ball_plate import BallPlate
 from ..plants.rails import CircleRail, EllipseRail, FigureEightRail, Rail, SegmentRail
 from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
 
-__all__ = ["ball_rhs_function", "disk_rhs_function", "quat_to_matrix_casadi", "rail_casadi"]
+__all__ = ["BallPlateEquations", "ball_plate_equations", "ball_rhs_function", "disk_rhs_function",
+           "quat_to_matrix_casadi", "rail_casadi"]
 
 
 def _cols(ca, rotation, center, local):
@@ -250,3 +259,94 @@ def disk_rhs_function(disk: RollingDisk):
         sol = ca.solve(K, rhs)
         phidd, thdd = sol[0], sol[1:]
     return ca.Function("disk_rhs", [x, u], [ca.vertcat(thd, thdd, pd, phidd)], ["x", "u"], ["x_dot"])
+
+
+# ------------------------------------------------------------------------------------------------
+# the quasi-static ball-plate (Aguendez et al. 2024, section 3.1)
+# ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BallPlateEquations:
+    """The quasi-static ball-plate's equations as CasADi functions (equal to the compiled kernels).
+
+    Coordinates ``x = (contact_x, contact_y, yaw, lean, roll)`` (m, rad), velocities
+    ``xd``, plate angles ``u = (alpha, beta)`` in rad; see :mod:`ballctl.plants.ball_plate`.
+
+    Attributes
+    ----------
+    mass_matrix : casadi.Function
+        ``M(x) -> (5, 5)``.
+    forces : casadi.Function
+        ``Q(x, xd, u) -> (5,)``.
+    constraint_jacobian : casadi.Function
+        ``D(x) -> (2, 5)`` (eqs. 43-44).
+    constraint_bias : casadi.Function
+        ``Ddot(x, xd) xd -> (2,)``.
+    accelerations : casadi.Function
+        ``(x, xd, u) -> (xdd (5,), lam (2,))``: the index-1 solve of
+        ``M xdd + D^T lam = Q``, ``D xdd = -Ddot xd``.
+    contact_acceleration : casadi.Function
+        ``u -> (2,)``: ``k_b g_plate[:2]``, the first two rows of ``accelerations``
+        for every state (the contact subsystem the planner transcribes).
+    """
+
+    mass_matrix: object
+    forces: object
+    constraint_jacobian: object
+    constraint_bias: object
+    accelerations: object
+    contact_acceleration: object
+
+
+def ball_plate_equations(plant: BallPlate) -> BallPlateEquations:
+    """The :class:`~ballctl.BallPlate` equations written in CasADi (the derivation is in its module).
+
+    ``tests/test_planning_ball_plate.py`` proves every function equal to the
+    plant's compiled kernels at random states and inputs to 1e-12.
+
+    Parameters
+    ----------
+    plant : BallPlate
+        The quasi-static plant (its parameters are baked in as constants).
+
+    Returns
+    -------
+    BallPlateEquations
+
+    References
+    ----------
+    Agundez et al., Mech. Mach. Theory 203 (2024) 105795, eqs. (31)-(48), (90)-(115).
+    """
+    ca = require_casadi()
+    if not isinstance(plant, BallPlate):
+        raise ParameterError(f"plant must be a BallPlate (the quasi-static plate), got {type(plant).__name__}")
+    p = plant.params
+    m, R, inertia, g = float(p.mass), float(p.radius), float(p.ball_inertia), float(p.gravity)
+    x, xd, u = ca.SX.sym("x", 5), ca.SX.sym("xd", 5), ca.SX.sym("u", 2)
+    cps, sps = ca.cos(x[2]), ca.sin(x[2])
+    cph, sph = ca.cos(x[3]), ca.sin(x[3])
+    dpsi, dphi, dth = xd[2], xd[3], xd[4]
+    M = ca.SX.zeros(5, 5)
+    M[0, 0] = M[1, 1] = m
+    M[2, 2] = M[3, 3] = M[4, 4] = inertia
+    M[2, 4] = M[4, 2] = inertia * sph
+    gp = g * ca.vertcat(ca.cos(u[0]) * ca.sin(u[1]), -ca.sin(u[0]))       # g_plate[:2], eq. (33)
+    Q = ca.vertcat(m * gp, -inertia * dth * dphi * cph, inertia * dpsi * dth * cph, -inertia * dpsi * dphi * cph)
+    E = ca.vertcat(ca.horzcat(0.0, -R * sps, -R * cps * cph), ca.horzcat(0.0, R * cps, -R * sps * cph))
+    D = ca.horzcat(ca.SX.eye(2), E)
+    bias = R * ca.vertcat(-cps * dpsi * dphi + sps * cph * dpsi * dth + cps * sph * dphi * dth,
+                          -sps * dpsi * dphi - cps * cph * dpsi * dth + sps * sph * dphi * dth)
+    # structured elimination (kernels.ball_plate): (M_a + m E^T E) qdd_a = Q_a - E^T (Q_c - m r)
+    r = -bias
+    Ma = M[2:, 2:]
+    qdd_a = ca.solve(Ma + m * ca.mtimes(E.T, E), Q[2:] - ca.mtimes(E.T, Q[:2] - m * r))
+    xdd_c = r - ca.mtimes(E, qdd_a)
+    xdd = ca.vertcat(xdd_c, qdd_a)
+    lam = Q[:2] - m * xdd_c
+    return BallPlateEquations(
+        mass_matrix=ca.Function("mass_matrix", [x], [M], ["x"], ["M"]),
+        forces=ca.Function("forces", [x, xd, u], [Q], ["x", "xd", "u"], ["Q"]),
+        constraint_jacobian=ca.Function("constraint_jacobian", [x], [D], ["x"], ["D"]),
+        constraint_bias=ca.Function("constraint_bias", [x, xd], [bias], ["x", "xd"], ["bias"]),
+        accelerations=ca.Function("accelerations", [x, xd, u], [xdd, lam], ["x", "xd", "u"], ["xdd", "lam"]),
+        contact_acceleration=ca.Function("contact_acceleration", [u], [p.rolling_gain * gp], ["u"], ["a"]))

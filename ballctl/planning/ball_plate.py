@@ -1,0 +1,745 @@
+r"""Limit-aware references for the ball-plate: minimum-time and minimum-effort motions through waypoints.
+
+Dynamic inversion (:mod:`ballctl.references`) turns a prescribed contact-point
+path into plate angles, which may exceed a rig's tilt or slew limit. This
+module plans the optimal alternative: the plate-angle history that moves the
+contact point through waypoints (at free, optimized times) in minimum time,
+or with least plate slew ``int |u_dot|^2 dt`` in a given time, within the
+rig's limits (:class:`~ballctl.rig.RigLimits`): ``|alpha|, |beta| <= max_angle``
+and ``|alpha_dot|, |beta_dot| <= max_rate``, both held on the whole
+interpolant, not only at the collocation points.
+
+Model
+-----
+The quasi-static :class:`~ballctl.BallPlate`. Its contact point accelerates
+at ``k_b g_plate[:2] = k_b g (cos(alpha) sin(beta), -sin(alpha))`` for every
+orientation of the ball (the first two rows of its index-1 solve;
+``tests/test_planning_ball_plate.py`` proves the CasADi form
+:func:`~ballctl.planning.symbolic.ball_plate_equations` equal to the compiled
+kernels to 1e-12 and these rows independent of the orientation). So the
+planner transcribes the contact subsystem with the plate angles as states and
+their rates as inputs,
+
+.. math::
+
+    \dot p = v,\quad \dot v = k_b g\,(\cos\alpha\sin\beta, -\sin\alpha),\quad
+    (\dot\alpha, \dot\beta) = w,
+
+and the ball's orientation is recovered afterwards by integrating the full
+plant under the planned plate angles (:meth:`PlateMotionPlan.reference`).
+
+Method
+------
+One Hermite-Simpson phase (:func:`~ballctl.planning.transcription.hermite_simpson`)
+per leg between consecutive waypoints, on the normalized time
+``tau in [0, 1]`` with the leg's duration ``T_i`` appended to the state
+(``dT_i/dtau = 0``, the dynamics scaled by ``T_i``), phases joined by
+continuity of ``(p, v, alpha, beta)`` and the contact point pinned to each
+waypoint at the phase ends; IPOPT through CasADi with exact derivatives.
+
+The plate angles of a Hermite-Simpson solution are exactly the cubic Hermite
+interpolant of their node values with slopes ``w`` (``w`` enters linearly, so
+Simpson's rule integrates its quadratic exactly), and ``w`` is the quadratic
+through its three values per interval. Both limits are imposed on the
+Bernstein coefficients of those polynomials (cubic: ``alpha_k``,
+``alpha_k + h w_k / 3``, ``alpha_{k+1} - h w_{k+1} / 3``, ``alpha_{k+1}``;
+quadratic: ``w_k``, ``2 w_{k+1/2} - (w_k + w_{k+1}) / 2``, ``w_{k+1}``): a
+polynomial lies in the convex hull of its Bernstein coefficients, so the
+limits hold at every instant of the plan.
+
+Minimum time with a slew limit is a bang-bang problem in ``w``; a small
+``rate_weight`` on ``int |w|^2 dt`` (default 1e-4 s per (rad/s)^2 s) makes the
+optimum unique and smooth and lengthens it by a fraction of a percent (the
+tests compare with the analytic bang-bang optimum of a straight move).
+
+References
+----------
+Aguendez et al., Mech. Mach. Theory 203 (2024) 105795, eqs. (31)-(48) (the plant).
+J.T. Betts, *Practical Methods for Optimal Control and Estimation Using
+Nonlinear Programming*, 2nd ed., SIAM (2010), sections 4.5-4.7 (Hermite-Simpson,
+free final time, phases).
+G. Farin, *Curves and Surfaces for CAGD*, 5th ed. (2002), ch. 4-5 (Bernstein
+form and the convex hull property).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._errors import ChartSingularityError, InfeasiblePlanError, ParameterError
+from .._validation import as_array, as_vector, check_bool, check_choice, check_instance, check_integer
+from ..plants.ball_plate import LEAN_LIMIT, BallPlate
+from ..references.rolling import IntegratedReference
+from ..rig import RigLimits, RigProfile
+from ._casadi import require_casadi
+from .maneuver import SolverReport
+from .symbolic import ball_plate_equations
+from .transcription import collocation_times, hermite_simpson, hermite_state, quadratic_input
+
+__all__ = ["PlateMotionProblem", "PlateMotionPlan", "PlateTracking", "plan_plate_motion", "track_plate_plan",
+           "PLATE_OBJECTIVES"]
+
+#: what :func:`plan_plate_motion` minimizes
+PLATE_OBJECTIVES = ("time", "effort")
+
+_N_STATE = 6   # (contact_x, contact_y, contact_x_rate, contact_y_rate, alpha, beta)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlateMotionProblem:
+    """A ball-plate motion to plan: waypoints, end conditions, objective (SI units, rad).
+
+    Attributes
+    ----------
+    waypoints_m : ndarray, shape (W, 2)
+        Contact points in m, W >= 2: the start, then the points to pass in
+        order (at free times), the last being the goal. Consecutive points
+        distinct.
+    objective : {"time", "effort"}
+        ``"time"``: minimum total time; ``"effort"``: least plate slew
+        ``int |u_dot|^2 dt`` (rad^2/s) in the given ``duration_s``.
+    duration_s : float, optional
+        Total time in s for ``"effort"`` (required there, not allowed for ``"time"``).
+    initial_velocity_mps, final_velocity_mps : ndarray, shape (2,)
+        Contact-point velocity at the start and at the goal in m/s (default at rest).
+    initial_plate_angles_rad : ndarray, shape (2,)
+        Plate angles ``(alpha, beta)`` at the start in rad (default level).
+    level_at_end : bool
+        Plate level at the goal (with zero final velocity the ball then stays at rest).
+    limit_margin : float
+        Fraction in [0, 1) of the rig's tilt and slew limits kept free for the
+        tracking controller's corrections: the plan uses ``(1 - limit_margin)``
+        of each limit.
+    corridor_m : float, optional
+        Keep the contact point within this distance (m) of the straight line
+        through the leg's two waypoints at every collocation point (motion
+        along a polyline path); ``None``: free.
+    rate_weight : float
+        ``"time"`` only: weight of ``int |u_dot|^2 dt`` added to the time, in
+        s / (rad^2/s), >= 0 (regularizes the bang-bang optimum).
+    initial_orientation_rad : ndarray, shape (3,), optional
+        Ball orientation ``(yaw, lean, roll)`` at the start in rad for the
+        reference; default: yaw along the first leg (the ball rolls without
+        leaning at first), lean = roll = 0.
+    spin_rad_s : float
+        Conserved spin of the ball about the plate normal, rad/s.
+    """
+
+    waypoints_m: np.ndarray
+    objective: str = "time"
+    duration_s: float | None = None
+    initial_velocity_mps: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    final_velocity_mps: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    initial_plate_angles_rad: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    level_at_end: bool = True
+    limit_margin: float = 0.1
+    corridor_m: float | None = None
+    rate_weight: float = 1e-4
+    initial_orientation_rad: np.ndarray | None = None
+    spin_rad_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        wp = as_array(self.waypoints_m, "waypoints_m", shape=(None, 2), unit="m").copy()
+        if wp.shape[0] < 2:
+            raise ParameterError(f"waypoints_m needs at least 2 points (start and goal) in m, got {wp.shape[0]}")
+        legs = np.linalg.norm(np.diff(wp, axis=0), axis=1)
+        if np.any(legs <= 0):
+            k = int(np.argmin(legs))
+            raise ParameterError(f"waypoints_m: consecutive points {k} and {k + 1} coincide ({wp[k].tolist()} m); "
+                                 "remove the repeat")
+        wp.setflags(write=False)
+        object.__setattr__(self, "waypoints_m", wp)
+        check_choice(self.objective, "objective", PLATE_OBJECTIVES)
+        if self.objective == "effort":
+            if self.duration_s is None:
+                raise ParameterError("objective='effort' needs duration_s (the total time in s, > 0)")
+            d = float(self.duration_s)
+            if not np.isfinite(d) or d <= 0:
+                raise ParameterError(f"duration_s must be finite and > 0 s, got {self.duration_s!r}")
+            object.__setattr__(self, "duration_s", d)
+        elif self.duration_s is not None:
+            raise ParameterError("objective='time' optimizes the duration: leave duration_s None "
+                                 "(or use objective='effort' for a given time)")
+        for name, unit in (("initial_velocity_mps", "m/s"), ("final_velocity_mps", "m/s"),
+                           ("initial_plate_angles_rad", "rad")):
+            v = as_vector(getattr(self, name), name, 2, unit=unit).copy()
+            v.setflags(write=False)
+            object.__setattr__(self, name, v)
+        object.__setattr__(self, "level_at_end", check_bool(self.level_at_end, "level_at_end"))
+        margin = float(self.limit_margin)
+        if not 0.0 <= margin < 1.0:
+            raise ParameterError(f"limit_margin must lie in [0, 1) (a fraction of the rig limits), got "
+                                 f"{self.limit_margin!r}")
+        object.__setattr__(self, "limit_margin", margin)
+        if self.corridor_m is not None:
+            c = float(self.corridor_m)
+            if not np.isfinite(c) or c <= 0:
+                raise ParameterError(f"corridor_m must be > 0 m or None, got {self.corridor_m!r}")
+            object.__setattr__(self, "corridor_m", c)
+        w = float(self.rate_weight)
+        if not np.isfinite(w) or w < 0:
+            raise ParameterError(f"rate_weight must be finite and >= 0 s/(rad^2/s), got {self.rate_weight!r}")
+        object.__setattr__(self, "rate_weight", w)
+        if self.initial_orientation_rad is not None:
+            o = as_vector(self.initial_orientation_rad, "initial_orientation_rad", 3, unit="rad").copy()
+            if abs(o[1]) >= LEAN_LIMIT:
+                raise ParameterError(f"initial_orientation_rad: |lean| = {abs(o[1]):.4g} rad must be below the "
+                                     f"chart limit {LEAN_LIMIT:.4g} rad (89 deg)")
+            o.setflags(write=False)
+            object.__setattr__(self, "initial_orientation_rad", o)
+        s = float(self.spin_rad_s)
+        if not np.isfinite(s):
+            raise ParameterError(f"spin_rad_s must be finite (rad/s), got {self.spin_rad_s!r}")
+        object.__setattr__(self, "spin_rad_s", s)
+
+    @property
+    def n_legs(self) -> int:
+        """Number of legs (waypoint-to-waypoint phases)."""
+        return self.waypoints_m.shape[0] - 1
+
+
+@dataclass(frozen=True)
+class PlateMotionPlan:
+    """A planned ball-plate motion on the collocation points (physical time).
+
+    Attributes
+    ----------
+    plant : BallPlate
+    problem : PlateMotionProblem
+    limits : RigLimits
+        The rig limits planned against (the plan uses ``1 - limit_margin`` of them).
+    nodes : ndarray, shape (N + 1,)
+        Mesh nodes in s (all legs, shared ends).
+    t : ndarray, shape (P,)
+        Collocation points in s, ``P = 2N + 1``.
+    x : ndarray, shape (P, 6)
+        ``(contact_x, contact_y, contact_x_rate, contact_y_rate, alpha, beta)`` in m, m/s, rad.
+    u : ndarray, shape (P, 2)
+        Plate rates ``(alpha_dot, beta_dot)`` in rad/s.
+    leg_durations_s : ndarray, shape (W - 1,)
+        Optimized time of each leg in s.
+    report : SolverReport
+    """
+
+    plant: BallPlate
+    problem: PlateMotionProblem
+    limits: RigLimits
+    nodes: np.ndarray
+    t: np.ndarray
+    x: np.ndarray
+    u: np.ndarray
+    leg_durations_s: np.ndarray
+    report: SolverReport
+
+    @property
+    def converged(self) -> bool:
+        """Whether the solver converged to a feasible point."""
+        return self.report.converged
+
+    @property
+    def duration_s(self) -> float:
+        """Total time in s."""
+        return float(self.nodes[-1] - self.nodes[0])
+
+    @property
+    def waypoint_times_s(self) -> np.ndarray:
+        """Times in s at which the waypoints are passed, shape (W,)."""
+        return np.concatenate([[0.0], np.cumsum(self.leg_durations_s)])
+
+    def raise_if_failed(self) -> "PlateMotionPlan":
+        """Return self, or raise :class:`~ballctl._errors.InfeasiblePlanError` with the report's message."""
+        if not self.report.converged:
+            raise InfeasiblePlanError(self.report.message)
+        return self
+
+    def _slopes(self) -> np.ndarray:
+        xn, un = self.x[0::2], self.u[0::2]
+        a = self.plant.params.rolling_gain * self.plant.params.gravity * np.column_stack(
+            [np.cos(xn[:, 4]) * np.sin(xn[:, 5]), -np.sin(xn[:, 4])])
+        return np.column_stack([xn[:, 2:4], a, un])
+
+    def state(self, t) -> np.ndarray:
+        """The collocation polynomial (cubic Hermite) of the planned state.
+
+        Parameters
+        ----------
+        t : array_like, shape (K,)
+            Times in s within the plan.
+
+        Returns
+        -------
+        ndarray, shape (K, 6)
+            Contact point (m), its velocity (m/s), plate angles (rad).
+        """
+        t = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), self.nodes[0], self.nodes[-1])
+        return hermite_state(self.nodes, self.x[0::2], self._slopes(), t)
+
+    def plate_angles(self, t) -> np.ndarray:
+        """Planned plate angles in rad (exactly the plan's cubic); held at the final value after the end.
+
+        Parameters
+        ----------
+        t : float or array_like, shape (K,)
+            Times in s.
+
+        Returns
+        -------
+        ndarray, shape (2,) for a scalar ``t``, else (K, 2)
+        """
+        scalar = np.ndim(t) == 0
+        out = self.state(t)[:, 4:6]
+        return out[0] if scalar else out
+
+    def plate_rates(self, t) -> np.ndarray:
+        """Planned plate rates in rad/s (the quadratic of each interval; zero after the end).
+
+        Parameters
+        ----------
+        t : float or array_like, shape (K,)
+            Times in s.
+
+        Returns
+        -------
+        ndarray, shape (2,) for a scalar ``t``, else (K, 2)
+        """
+        scalar = np.ndim(t) == 0
+        tt = np.atleast_1d(np.asarray(t, dtype=float))
+        out = quadratic_input(self.nodes, self.u, np.clip(tt, self.nodes[0], self.nodes[-1]))
+        out[(tt < self.nodes[0]) | (tt > self.nodes[-1])] = 0.0
+        return out[0] if scalar else out
+
+    def peak_limits(self, *, samples_per_interval: int = 50) -> dict[str, float]:
+        """Largest plate angle and rate of the plan, sampled densely between the nodes.
+
+        Parameters
+        ----------
+        samples_per_interval : int
+            Samples per mesh interval.
+
+        Returns
+        -------
+        dict
+            ``max_angle_rad``, ``max_rate_rad_s`` (largest |component|, the rig's
+            per-axis limits), ``max_tilt_rad`` (angle of the plate normal from the
+            vertical) and the rig's ``limit_angle_rad``, ``limit_rate_rad_s``.
+        """
+        s = np.linspace(0.0, 1.0, int(samples_per_interval) + 1)
+        t = np.unique((self.nodes[:-1, None] + np.diff(self.nodes)[:, None] * s).ravel())
+        ang, rate = self.plate_angles(t), self.plate_rates(t)
+        tilt = np.arccos(np.clip(np.cos(ang[:, 0]) * np.cos(ang[:, 1]), -1.0, 1.0))
+        return {"max_angle_rad": float(np.abs(ang).max()), "max_rate_rad_s": float(np.abs(rate).max()),
+                "max_tilt_rad": float(tilt.max()), "limit_angle_rad": self.limits.max_angle,
+                "limit_rate_rad_s": self.limits.max_rate}
+
+    def initial_coordinates(self) -> tuple[np.ndarray, np.ndarray]:
+        """The plant's coordinates and velocities at the start, shape (5,) each.
+
+        Returns
+        -------
+        x0, xd0 : ndarray, shape (5,)
+            Contact point from the first waypoint, orientation from the problem
+            (default: yaw along the first leg), velocities from the rolling
+            constraints with the problem's spin.
+        """
+        pb = self.problem
+        if pb.initial_orientation_rad is None:
+            d = pb.waypoints_m[1] - pb.waypoints_m[0]
+            orient = np.array([np.arctan2(d[1], d[0]), 0.0, 0.0])
+        else:
+            orient = np.asarray(pb.initial_orientation_rad, dtype=float)
+        x0 = np.concatenate([pb.waypoints_m[0], orient])
+        xd0 = self.plant.rolling_velocities(x0, pb.initial_velocity_mps, pb.spin_rad_s)
+        return x0, xd0
+
+    def reference(self, *, hold_s: float = 0.0, rtol: float = 1e-10, atol: float = 1e-12) -> IntegratedReference:
+        """The plan as a DAE-consistent reference of the full :class:`~ballctl.BallPlate`.
+
+        The plant is integrated (DOP853, restarting at every mesh node) under
+        the planned plate angles from :meth:`initial_coordinates`; this is the
+        re-simulation of the plan on the nonlinear plant, and the object plugs
+        into :func:`ballctl.design_tracking_lqr`, :func:`ballctl.design_for_rig`
+        and :func:`ballctl.simulate_closed_loop` like any other reference.
+
+        Parameters
+        ----------
+        hold_s : float
+            Extra time in s after the plan with the plate held at its final
+            angles (level at a goal at rest: the ball stays there), >= 0.
+        rtol, atol : float
+            Integrator tolerances.
+
+        Returns
+        -------
+        IntegratedReference
+            On ``[0, duration_s + hold_s]``.
+
+        Raises
+        ------
+        ChartSingularityError
+            When the ball's lean reaches the chart limit (89 deg) on the way;
+            choose another ``initial_orientation_rad`` or ``spin_rad_s``.
+        """
+        self.raise_if_failed()
+        hold_s = float(hold_s)
+        if not np.isfinite(hold_s) or hold_s < 0:
+            raise ParameterError(f"hold_s must be finite and >= 0 s, got {hold_s!r}")
+        x0, xd0 = self.initial_coordinates()
+        end = float(self.nodes[-1]) + hold_s
+        breaks = list(self.nodes[1:-1]) + ([float(self.nodes[-1])] if hold_s > 0 else [])
+        ref = IntegratedReference(self.plant, x0, xd0, self.plate_angles, (0.0, end), breakpoints=breaks,
+                                  rtol=rtol, atol=atol)
+        probe = ref(np.linspace(0.0, end, max(200, 20 * self.nodes.size)))
+        lean = np.abs(probe.x[:, 3])
+        if lean.max() >= LEAN_LIMIT:
+            k = int(np.argmax(lean >= LEAN_LIMIT))
+            raise ChartSingularityError(
+                f"the ball's lean reaches the chart limit ({np.rad2deg(LEAN_LIMIT):.0f} deg) at t = {probe.t[k]:.4g} s "
+                f"of the plan; choose another initial_orientation_rad (yaw along the leg where it happens) or "
+                f"spin_rad_s")
+        return ref
+
+
+def _resolve_limits(plant, limits, rig) -> RigLimits:
+    if (limits is None) == (rig is None):
+        raise ParameterError("give the rig's limits as limits=RigLimits(...) or the rig as rig=RigProfile(...), "
+                             "exactly one of them")
+    if rig is not None:
+        check_instance(rig, "rig", RigProfile)
+        if rig.ball != plant.params:
+            raise ParameterError(f"rig {rig.name!r} has ball {rig.ball.as_dict()} but the plant has "
+                                 f"{plant.params.as_dict()}; plan on rig.truth_plant().quasi_static()")
+        limits = rig.limits
+    check_instance(limits, "limits", RigLimits)
+    if limits.max_angle is None:
+        raise ParameterError("limits.max_angle (the plate tilt limit in rad) is required: without it the plan is "
+                             "dynamic inversion (see ballctl.references)")
+    if limits.max_angle >= np.pi / 2:
+        raise ParameterError(f"limits.max_angle must be below pi/2 rad for planning, got {limits.max_angle!r}")
+    return limits
+
+
+def _initial_guess(problem: PlateMotionProblem, amax: float, rate: float | None, n_int: int):
+    """Durations and states of a stop-at-every-waypoint motion (smoothstep legs, plate from inversion)."""
+    wp = problem.waypoints_m
+    L = np.linalg.norm(np.diff(wp, axis=0), axis=1)
+    T = 2.0 * np.sqrt(6.0 * L / (4.0 * amax)) * 1.5
+    if rate is not None:
+        T = T + 4.0 * np.arcsin(min(1.0, 0.9)) / rate
+    if problem.objective == "effort":
+        T = T * problem.duration_s / T.sum()
+    tau = np.linspace(0.0, 1.0, 2 * n_int + 1)
+    s, ds, dds = 3 * tau ** 2 - 2 * tau ** 3, 6 * tau - 6 * tau ** 2, 6 - 12 * tau
+    legs = []
+    for i in range(problem.n_legs):
+        d = wp[i + 1] - wp[i]
+        p = wp[i] + s[:, None] * d
+        v = (ds / T[i])[:, None] * d
+        a = (dds / T[i] ** 2)[:, None] * d
+        ratio = np.clip(a / amax, -0.9, 0.9) * np.sin(0.9)
+        alpha = np.arcsin(np.clip(-ratio[:, 1], -1, 1))
+        beta = np.arcsin(np.clip(ratio[:, 0] / np.cos(alpha), -1, 1))
+        X = np.column_stack([p, v, alpha, beta, np.full(tau.size, T[i])])
+        legs.append((X, np.zeros((tau.size, 2))))
+    return legs
+
+
+class _PlateNLP:
+    """The multi-phase transcription (built once per problem and mesh)."""
+
+    def __init__(self, plant: BallPlate, problem: PlateMotionProblem, limits: RigLimits, n_int: int,
+                 ipopt_options: dict) -> None:
+        ca = require_casadi()
+        start = time.perf_counter()
+        eq = ball_plate_equations(plant)
+        x, w, z = ca.SX.sym("x", _N_STATE + 1), ca.SX.sym("w", 2), ca.SX.sym("z", 0)
+        T = x[_N_STATE]
+        rhs = ca.vertcat(x[2:4], eq.contact_acceleration(x[4:6]), w)
+        f = ca.Function("plate_rhs", [x, w, z], [ca.vertcat(T * rhs, 0.0)])
+        tau = np.linspace(0.0, 1.0, n_int + 1)
+        margin = 1.0 - problem.limit_margin
+        amax, rmax = margin * limits.max_angle, None if limits.max_rate is None else margin * limits.max_rate
+        self.angle_bound, self.rate_bound = amax, rmax
+        S = problem.n_legs
+        wp = problem.waypoints_m
+        self.trs = [hermite_simpson(f, tau, symbolic="SX") for _ in range(S)]
+        groups: list[tuple[str, object, object, object]] = []
+        J = 0
+        h = 1.0 / n_int
+        wq = ca.DM(self.trs[0].quadrature_weights).T
+        for i, tr in enumerate(self.trs):
+            X, U = tr.X, tr.U
+            Ti = X[_N_STATE, 0]
+            groups.append((f"collocation defects (dynamics), leg {i + 1}", tr.defects, 0.0, 0.0))
+            effort = Ti * ca.sum2(wq * ca.sum1(U ** 2))
+            if problem.objective == "time":
+                J = J + Ti + problem.rate_weight * effort
+            else:
+                J = J + effort
+            xk, xn = X[4:6, 0:-1:2], X[4:6, 2::2]
+            wk, wm, wn = U[:, 0:-1:2], U[:, 1::2], U[:, 2::2]
+            b1 = xk + (h / 3.0) * Ti * wk
+            b2 = xn - (h / 3.0) * Ti * wn
+            groups.append((f"tilt limit |alpha|, |beta| <= {amax:.4g} rad between nodes, leg {i + 1}",
+                           ca.vertcat(ca.vec(b1), ca.vec(b2)), -amax, amax))
+            if rmax is not None:
+                groups.append((f"slew limit |alpha_dot|, |beta_dot| <= {rmax:.4g} rad/s between nodes, leg {i + 1}",
+                               ca.vec(2.0 * wm - 0.5 * (wk + wn)), -rmax, rmax))
+            groups.append((f"waypoint {i + 1} {wp[i + 1].tolist()} m reached", X[0:2, -1] - ca.DM(wp[i + 1]),
+                           0.0, 0.0))
+            if i + 1 < S:
+                groups.append((f"continuity between legs {i + 1} and {i + 2}",
+                               X[:_N_STATE, -1] - self.trs[i + 1].X[:_N_STATE, 0], 0.0, 0.0))
+            if problem.corridor_m is not None:
+                d = wp[i + 1] - wp[i]
+                nrm = np.array([-d[1], d[0]]) / np.linalg.norm(d)
+                off = ca.mtimes(ca.DM(nrm).T, X[0:2, :] - ca.repmat(ca.DM(wp[i]), 1, X.shape[1]))
+                groups.append((f"corridor |distance from the line of leg {i + 1}| <= {problem.corridor_m} m",
+                               off.T, -problem.corridor_m, problem.corridor_m))
+        last = self.trs[-1].X
+        groups.append(("final velocity final_velocity_mps", last[2:4, -1] - ca.DM(problem.final_velocity_mps),
+                       0.0, 0.0))
+        if problem.level_at_end:
+            groups.append(("plate level at the end (level_at_end)", last[4:6, -1], 0.0, 0.0))
+        if problem.objective == "effort":
+            total = sum(tr.X[_N_STATE, 0] for tr in self.trs)
+            groups.append((f"total time duration_s = {problem.duration_s} s", total - problem.duration_s, 0.0, 0.0))
+        self.groups = groups
+        g = ca.vertcat(*[grp[1] for grp in groups])
+        self.sizes = [int(grp[1].numel()) for grp in groups]
+        self.lbg = np.concatenate([np.broadcast_to(grp[2], (n,)) for grp, n in zip(groups, self.sizes)])
+        self.ubg = np.concatenate([np.broadcast_to(grp[3], (n,)) for grp, n in zip(groups, self.sizes)])
+        wvar = ca.vertcat(*[tr.w for tr in self.trs])
+        self.g_fun = ca.Function("g", [wvar], [g])
+        lbw, ubw = [], []
+        P = self.trs[0].n_points
+        tmin = 1e-3
+        for i, tr in enumerate(self.trs):
+            lbX, ubX = np.full((P, _N_STATE + 1), -np.inf), np.full((P, _N_STATE + 1), np.inf)
+            lbX[:, 4:6], ubX[:, 4:6] = -amax, amax
+            lbX[:, _N_STATE] = tmin
+            if i == 0:
+                x0 = np.concatenate([wp[0], problem.initial_velocity_mps, problem.initial_plate_angles_rad])
+                lbX[0, :_N_STATE] = ubX[0, :_N_STATE] = x0
+            lbU, ubU = np.full((P, 2), -np.inf), np.full((P, 2), np.inf)
+            if rmax is not None:
+                lbU[:], ubU[:] = -rmax, rmax
+            lbw.append(tr.pack(lbX, lbU))
+            ubw.append(tr.pack(ubX, ubU))
+        self.lbw, self.ubw = np.concatenate(lbw), np.concatenate(ubw)
+        opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes", "ipopt.tol": 1e-9,
+                "ipopt.constr_viol_tol": 1e-9, "ipopt.max_iter": 3000, "ipopt.max_cpu_time": 300.0}
+        opts.update({f"ipopt.{k}": v for k, v in ipopt_options.items()})
+        self.solver = ca.nlpsol("plate_plan", "ipopt", {"x": wvar, "f": J, "g": g}, opts)
+        self.n_variables, self.n_constraints = int(wvar.numel()), int(g.numel())
+        self.build_time_s = time.perf_counter() - start
+
+    def violation(self, w) -> tuple[float, str]:
+        g = np.asarray(self.g_fun(w), dtype=float).ravel()
+        viol = np.maximum(np.maximum(self.lbg - g, g - self.ubg), 0.0)
+        worst, name, start = 0.0, "", 0
+        for (label, *_), size in zip(self.groups, self.sizes):
+            v = float(viol[start:start + size].max(initial=0.0))
+            if v > worst:
+                worst, name = v, label
+            start += size
+        wv = np.maximum(np.maximum(self.lbw - w, w - self.ubw), 0.0)
+        if wv.size and wv.max() > worst:
+            worst, name = float(wv.max()), "variable bounds (initial state, tilt or slew limit at a point)"
+        return worst, name
+
+
+def plan_plate_motion(plant: BallPlate, problem: PlateMotionProblem, *, limits: RigLimits | None = None,
+                      rig: RigProfile | None = None, intervals: int = 20,
+                      ipopt_options: dict | None = None) -> PlateMotionPlan:
+    """Plan a minimum-time or minimum-effort ball-plate motion through waypoints within a rig's limits.
+
+    Parameters
+    ----------
+    plant : BallPlate
+        The quasi-static plant (for a rig: ``rig.truth_plant().quasi_static()``).
+    problem : PlateMotionProblem
+    limits : RigLimits, optional
+        Tilt (``max_angle``, required) and slew (``max_rate``) limits; the
+        quantum and the delay are left to the closed loop.
+    rig : RigProfile, optional
+        Instead of ``limits``: the rig whose ``limits`` apply (its ball must be the plant's).
+    intervals : int
+        Hermite-Simpson intervals per leg (>= 2).
+    ipopt_options : dict, optional
+        Extra IPOPT options without the ``ipopt.`` prefix.
+
+    Returns
+    -------
+    PlateMotionPlan
+        With ``report.converged`` False and a message naming the most violated
+        constraint when IPOPT fails (e.g. a ``duration_s`` too short for the limits).
+
+    Raises
+    ------
+    ParameterError
+        Missing or inconsistent limits, or a ``"time"`` objective without a slew limit.
+    MissingExtraError
+        When CasADi (the ``optimal`` extra) is not installed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ballctl import BallPlate
+    >>> from ballctl.rig import RigLimits
+    >>> plan = plan_plate_motion(BallPlate(), PlateMotionProblem(waypoints_m=[[0, 0], [0.2, 0]], limit_margin=0.0),
+    ...                          limits=RigLimits(max_angle=np.deg2rad(10), max_rate=np.deg2rad(200)), intervals=10)
+    >>> plan.converged, round(plan.duration_s, 2)
+    (True, 0.91)
+    """
+    check_instance(plant, "plant", BallPlate, "BallPlate (the quasi-static plate)")
+    check_instance(problem, "problem", PlateMotionProblem)
+    limits = _resolve_limits(plant, limits, rig)
+    if problem.objective == "time" and limits.max_rate is None:
+        raise ParameterError("objective='time' needs a slew limit limits.max_rate in rad/s: without it the "
+                             "minimum-time plate jumps between its tilt limits")
+    n_int = check_integer(intervals, "intervals", minimum=2)
+    margin = 1.0 - problem.limit_margin
+    if np.any(np.abs(problem.initial_plate_angles_rad) > margin * limits.max_angle):
+        raise InfeasiblePlanError(f"initial_plate_angles_rad {problem.initial_plate_angles_rad.tolist()} rad exceed "
+                                  f"the usable tilt limit (1 - limit_margin) * max_angle = "
+                                  f"{margin * limits.max_angle:.4g} rad")
+    nlp = _PlateNLP(plant, problem, limits, n_int, dict(ipopt_options or {}))
+    p = plant.params
+    guess = _initial_guess(problem, p.rolling_gain * p.gravity * np.sin(nlp.angle_bound), nlp.rate_bound, n_int)
+    w0 = np.concatenate([tr.pack(X, U) for tr, (X, U) in zip(nlp.trs, guess)])
+    t_start = time.perf_counter()
+    sol = nlp.solver(x0=w0, lbx=nlp.lbw, ubx=nlp.ubw, lbg=nlp.lbg, ubg=nlp.ubg)
+    wall = time.perf_counter() - t_start
+    stats = nlp.solver.stats()
+    w = np.asarray(sol["x"], dtype=float).ravel()
+    its = stats.get("iterations", {})
+    inf_du = float(its["inf_du"][-1]) if its and its.get("inf_du") else float("nan")
+    status, success = str(stats.get("return_status", "")), bool(stats.get("success", False))
+    viol, worst = nlp.violation(w)
+    n_its = int(stats.get("iter_count", 0))
+    converged = success and viol <= 1e-6
+    if converged:
+        message = f"converged ({status}) in {n_its} iterations, max constraint violation {viol:.2e}"
+    else:
+        message = (f"infeasible or not converged: IPOPT status {status}; most violated constraint: {worst} "
+                   f"(violation {viol:.3g}). Lengthen duration_s, loosen the limits (or limit_margin), or move "
+                   f"the waypoints.")
+    report = SolverReport(converged=bool(converged), status=status, message=message, iterations=n_its,
+                          stage_iterations=(n_its,), solve_time_s=wall, build_time_s=nlp.build_time_s,
+                          objective=float(sol["f"]), max_constraint_violation=viol, dual_infeasibility=inf_du,
+                          quaternion_norm_error=0.0, n_variables=nlp.n_variables, n_constraints=nlp.n_constraints)
+    # assemble the legs in physical time (shared ends once)
+    size = nlp.trs[0].w.numel()
+    Xs, Us, durations = [], [], []
+    for i, tr in enumerate(nlp.trs):
+        X, U, _ = tr.unpack(w[i * size:(i + 1) * size])
+        durations.append(float(X[0, _N_STATE]))
+        Xs.append(X[:, :_N_STATE] if i == 0 else X[1:, :_N_STATE])
+        Us.append(U if i == 0 else U[1:])
+    durations = np.array(durations)
+    starts = np.concatenate([[0.0], np.cumsum(durations)])
+    tau = np.linspace(0.0, 1.0, n_int + 1)
+    nodes = np.concatenate([starts[0] + durations[0] * tau] +
+                           [starts[i] + durations[i] * tau[1:] for i in range(1, durations.size)])
+    return PlateMotionPlan(plant=plant, problem=problem, limits=limits, nodes=nodes, t=collocation_times(nodes),
+                           x=np.vstack(Xs), u=np.vstack(Us), leg_durations_s=durations, report=report)
+
+
+@dataclass(frozen=True)
+class PlateTracking:
+    """A plate plan tracked by the LQR in closed loop on the nonlinear plant (or the rig's truth plant).
+
+    Attributes
+    ----------
+    reference : IntegratedReference
+        The plan on the full plant (:meth:`PlateMotionPlan.reference`).
+    controller : TrackingController
+        From :func:`ballctl.design_for_rig`.
+    closed_loop : ClosedLoopResult
+        From the perturbed start, with the rig's limits shaping every command.
+    rms_error_m : float
+        RMS contact-point error over the run, m.
+    final_error_m : float
+        Contact-point error at the last sample, m.
+    peak_angle_rad : float
+        Largest applied ``|alpha|, |beta|`` in rad.
+    peak_rate_rad_s : float
+        Largest applied ``|Delta u| / dt`` in rad/s.
+    limit_steps : dict
+        Control steps at which the rig's limits changed a command (by limit).
+    truth : str
+        ``"quasi-static"`` (the design plant) or ``"servo plate"`` (the rig's exact truth plant).
+    """
+
+    reference: IntegratedReference
+    controller: object
+    closed_loop: object
+    rms_error_m: float
+    final_error_m: float
+    peak_angle_rad: float
+    peak_rate_rad_s: float
+    limit_steps: dict
+    truth: str
+
+
+def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "qs-contact",
+                     contact_offset_m: Sequence[float] = (0.01, -0.01), hold_s: float = 1.0,
+                     truth: bool = False, output_feedback: bool = False) -> PlateTracking:
+    """Track a plate plan with :func:`ballctl.design_for_rig` and :func:`ballctl.simulate_closed_loop`.
+
+    Parameters
+    ----------
+    plan : PlateMotionPlan
+        A converged plan on the rig's quasi-static plant.
+    rig : RigProfile
+        Control period, limits (applied to every command), sensors and truth plant.
+    design : {"qs-paper", "qs-contact"}
+        The quasi-static design of :data:`ballctl.tracking.RIG_DESIGNS`.
+    contact_offset_m : (float, float)
+        Initial contact-point offset from the plan in m.
+    hold_s : float
+        Time in s after the plan, plate held (the reference at rest at the goal).
+    truth : bool
+        Run on the rig's exact servo plate (``rig.truth_plant()``) instead of the quasi-static plant.
+    output_feedback : bool
+        Use the rig's sensors and the Kalman filter (else state feedback).
+
+    Returns
+    -------
+    PlateTracking
+    """
+    from ..closed_loop import simulate_closed_loop
+    from ..tracking import design_for_rig
+
+    check_instance(rig, "rig", RigProfile)
+    check_choice(design, "design", ("qs-paper", "qs-contact"))
+    truth = check_bool(truth, "truth")
+    ref = plan.reference(hold_s=hold_s)
+    dt = rig.dt
+    steps = int(np.floor((ref.t_range[1] - 1e-9) / dt))
+    if steps < 2:
+        raise ParameterError(f"the plan ({ref.t_range[1]:.4g} s with hold_s) is shorter than two control periods "
+                             f"dt = {dt} s")
+    ctrl = design_for_rig(rig, ref, design, horizon=steps * dt, output_feedback=output_feedback)
+    s0 = ref(0.0)
+    off = as_vector(contact_offset_m, "contact_offset_m", 2, unit="m")
+    x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+    x0[:2] += off
+    sim = dict(limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))))
+    if truth:
+        plant = rig.truth_plant()
+        x0 = np.concatenate([x0, s0.u[0]])
+        xd0 = np.concatenate([xd0, s0.ud[0]])
+        run = simulate_closed_loop(ctrl, x0, xd0, truth=plant, **sim)
+    else:
+        run = simulate_closed_loop(ctrl, x0, xd0, **sim)
+    err = run.position_error
+    rates = np.abs(np.diff(run.u, axis=0)).max() / dt if run.u.shape[0] > 1 else 0.0
+    return PlateTracking(reference=ref, controller=ctrl, closed_loop=run, rms_error_m=float(np.sqrt(np.mean(err ** 2))),
+                         final_error_m=float(err[-1]), peak_angle_rad=float(np.abs(run.u).max()),
+                         peak_rate_rad_s=float(rates), limit_steps=dict(run.limit_events),
+                         truth="servo plate" if truth else "quasi-static")
