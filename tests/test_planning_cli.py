@@ -67,3 +67,38 @@ def test_example_plan_maneuver(tmp_path):
     assert numbers["min_obstacle_clearance_m"] >= 0.05 - 1e-9
     assert numbers["resimulation_error_m"] < 1e-3
     assert (tmp_path / "plan.png").exists()
+
+
+BALL_PLATE = """
+[ball_plate]
+rig = "tabletop"
+waypoints_m = [[0.0, 0.0], [0.15, 0.05], [0.2, 0.2]]
+objective = "time"
+limit_margin = 0.2
+[solver]
+intervals = 8
+[closed_loop]
+enabled = true
+hold_s = 0.5
+"""
+
+
+def test_cli_plan_ball_plate_problem_file(tmp_path, capsys):
+    """A [ball_plate] table plans the limit-aware reference; limits, re-simulation and tracking are reported."""
+    problem = tmp_path / "plate.toml"
+    problem.write_text(BALL_PLATE)
+    out = tmp_path / "out"
+    assert main(["plan", str(problem), "--out", str(out)]) == 0
+    data = json.loads((out / "plan.json").read_text())
+    assert data["plant"] == "ball_plate" and data["converged"] is True
+    assert data["peak_angle_deg"] <= 0.8 * data["limit_angle_deg"] + 1e-6
+    assert data["peak_rate_deg_s"] <= 0.8 * data["limit_rate_deg_s"] + 1e-6
+    assert data["resimulation_error_m"] < 2e-3          # 8 intervals per leg
+    assert np.isclose(data["waypoint_times_s"][-1], data["duration_s"])
+    cl = data["closed_loop"]
+    assert cl["peak_angle_deg"] <= data["limit_angle_deg"] + 1e-9 and cl["final_error_m"] < 2e-3
+    assert (out / "plan.png").stat().st_size > 0
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[ball_plate]\nwaypoint = [[0, 0], [1, 0]]\n")
+    assert main(["plan", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "unknown key 'waypoint' in [ball_plate]" in capsys.readouterr().err

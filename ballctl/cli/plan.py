@@ -22,6 +22,24 @@ overrides any of it (see :data:`DEFAULT_PROBLEM` for every key; unknown keys are
     dt_s = 0.1
     contact_offset_m = [0.05, -0.05]
 
+A problem file with a ``[ball_plate]`` table (or ``--ball-plate`` for the built-in one,
+:data:`DEFAULT_BALL_PLATE_PROBLEM`) plans a limit-aware ball-plate reference instead: minimum time
+(or least plate slew in ``duration_s``) through waypoints within a rig's tilt and slew limits,
+tracked by the LQR on the nonlinear plant with the rig's limits::
+
+    [ball_plate]
+    rig = "tabletop"              # preset whose limits, ball and dt apply
+    waypoints_m = [[0.0, 0.0], [0.15, 0.05], [0.2, 0.2], [0.0, 0.25]]
+    objective = "time"            # or "effort" with duration_s
+    limit_margin = 0.2            # fraction of the limits kept for feedback
+    max_tilt_deg = 15.0           # optional: override the rig's limits
+    [solver]
+    intervals = 16                # per leg
+    [closed_loop]
+    enabled = true
+    contact_offset_m = [0.01, -0.01]
+    hold_s = 1.0
+
 Writes ``plan.json`` (converged, solve_time_s, iterations, max_constraint_violation,
 dual_infeasibility, resimulation_error_m, min_obstacle_clearance_m, closed-loop errors),
 ``plan.npz`` (t, x, u on the collocation points) and the figures ``plan.png`` and
@@ -42,10 +60,11 @@ import numpy as np
 
 from .._errors import ConfigError
 
-__all__ = ["DEFAULT_PROBLEM", "HELP", "NAME", "add_arguments", "load_problem", "run"]
+__all__ = ["DEFAULT_BALL_PLATE_PROBLEM", "DEFAULT_PROBLEM", "HELP", "NAME", "add_arguments", "load_problem", "run"]
 
 NAME = "plan"
-HELP = "optimal maneuver of the internal-mass ball around obstacles (CasADi + IPOPT; extra 'optimal')"
+HELP = ("optimal maneuver of the internal-mass ball around obstacles, or a limit-aware ball-plate reference "
+        "(CasADi + IPOPT; extra 'optimal')")
 
 #: The built-in maneuver; a TOML problem file overrides any of these keys.
 DEFAULT_PROBLEM = {
@@ -57,6 +76,56 @@ DEFAULT_PROBLEM = {
     "solver": {"intervals": 100, "obstacle_continuation": [0.25, 0.5, 0.75, 1.0], "refine_tolerance": None},
     "closed_loop": {"enabled": True, "dt_s": 0.1, "contact_offset_m": [0.05, -0.05], "angle_offset_rad": 0.1},
 }
+
+
+#: The built-in ball-plate problem (``--ball-plate``); a file with a ``[ball_plate]`` table overrides its keys.
+DEFAULT_BALL_PLATE_PROBLEM = {
+    "ball_plate": {"rig": "tabletop", "waypoints_m": [[0.0, 0.0], [0.15, 0.05], [0.2, 0.2], [0.0, 0.25]],
+                   "objective": "time", "duration_s": None, "limit_margin": 0.2, "corridor_m": None,
+                   "final_velocity_mps": [0.0, 0.0], "level_at_end": True, "max_tilt_deg": None,
+                   "max_rate_deg_s": None},
+    "solver": {"intervals": 16},
+    "closed_loop": {"enabled": True, "contact_offset_m": [0.01, -0.01], "hold_s": 1.0},
+}
+
+
+def _read_toml(path: str) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read problem file {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"problem file {path} is not valid TOML: {exc}") from exc
+
+
+def load_ball_plate_problem(path: str | None) -> dict:
+    """The built-in ball-plate problem updated by a TOML file; unknown tables or keys raise ``ConfigError``.
+
+    Parameters
+    ----------
+    path : str or None
+        TOML problem file with a ``[ball_plate]`` table; ``None`` returns :data:`DEFAULT_BALL_PLATE_PROBLEM`.
+
+    Returns
+    -------
+    dict
+    """
+    problem = copy.deepcopy(DEFAULT_BALL_PLATE_PROBLEM)
+    if path is None:
+        return problem
+    for table, values in _read_toml(path).items():
+        if table not in problem or not isinstance(values, dict):
+            raise ConfigError(f"unknown table [{table}] in ball-plate problem {path}; known: {sorted(problem)}")
+        for key, value in values.items():
+            if key not in problem[table]:
+                raise ConfigError(f"unknown key {key!r} in [{table}] of {path}; known: {sorted(problem[table])}")
+            problem[table][key] = value
+    return problem
 
 
 def load_problem(path: str | None) -> dict:
@@ -74,17 +143,7 @@ def load_problem(path: str | None) -> dict:
     problem = copy.deepcopy(DEFAULT_PROBLEM)
     if path is None:
         return problem
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python < 3.11
-        import tomli as tomllib
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"cannot read problem file {path}: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"problem file {path} is not valid TOML: {exc}") from exc
+    data = _read_toml(path)
     for table, values in data.items():
         if table not in problem:
             raise ConfigError(f"unknown table [{table}] in {path}; known: {sorted(problem)}")
@@ -114,6 +173,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("problem", nargs="?", default=None, help="TOML problem file (default: the built-in maneuver)")
     p.add_argument("--intervals", type=int, default=None, help="mesh intervals (overrides [solver] intervals)")
     p.add_argument("--no-closed-loop", action="store_true", help="skip the LQR closed-loop run")
+    p.add_argument("--ball-plate", action="store_true",
+                   help="plan the built-in limit-aware ball-plate reference (a file with [ball_plate] implies it)")
     p.add_argument("--out", default="ballctl_plan", help="output folder (default ballctl_plan)")
 
 
@@ -161,6 +222,8 @@ def run(args: argparse.Namespace) -> int:
     from ..planning.plots import plot_plan, plot_plan_tracking
     from ..plotting import save_figure
 
+    if getattr(args, "ball_plate", False) or (args.problem is not None and "ball_plate" in _read_toml(args.problem)):
+        return _run_ball_plate(args)
     spec = load_problem(args.problem)
     if args.intervals is not None:
         spec["solver"]["intervals"] = args.intervals
@@ -224,4 +287,82 @@ def run(args: argparse.Namespace) -> int:
     _atomic_write(out / "plan.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2) + "\n"))
     print(json.dumps({k: summary[k] for k in ("converged", "solve_time_s", "iterations", "max_constraint_violation",
                                               "resimulation_error_m", "min_obstacle_clearance_m")}))
+    return 0 if r.converged else 1
+
+
+def _run_ball_plate(args: argparse.Namespace) -> int:
+    """The ball-plate branch of :func:`run`: plan, re-simulate on the full plant, track, write files."""
+    from ..planning import PlateMotionProblem, plan_plate_motion, track_plate_plan
+    from ..planning.plots import plot_plate_plan
+    from ..plotting import save_figure
+    from ..rig import rig_preset
+    from dataclasses import replace
+
+    spec = load_ball_plate_problem(args.problem)
+    if args.intervals is not None:
+        spec["solver"]["intervals"] = args.intervals
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    b = spec["ball_plate"]
+    rig = rig_preset(str(b["rig"]))
+    lim = rig.limits
+    if b["max_tilt_deg"] is not None:
+        lim = replace(lim, max_angle=float(np.deg2rad(float(b["max_tilt_deg"]))))
+    if b["max_rate_deg_s"] is not None:
+        lim = replace(lim, max_rate=float(np.deg2rad(float(b["max_rate_deg_s"]))))
+    rig = replace(rig, limits=lim)
+    plant = rig.truth_plant().quasi_static()
+    try:
+        problem = PlateMotionProblem(waypoints_m=b["waypoints_m"], objective=str(b["objective"]),
+                                     duration_s=b["duration_s"], limit_margin=float(b["limit_margin"]),
+                                     corridor_m=b["corridor_m"], final_velocity_mps=b["final_velocity_mps"],
+                                     level_at_end=bool(b["level_at_end"]))
+    except ValueError as exc:
+        raise ConfigError(f"[ball_plate]: {exc}") from None
+    n = int(spec["solver"]["intervals"])
+    print(f"[1/4] ball-plate plan ({problem.objective}) on rig {rig.name!r}: {problem.n_legs} legs x {n} "
+          f"Hermite-Simpson intervals (IPOPT via CasADi)", file=sys.stderr)
+    plan = plan_plate_motion(plant, problem, rig=rig, intervals=n)
+    r = plan.report
+    print(f"      {r.message}; {r.solve_time_s:.2f} s in IPOPT", file=sys.stderr)
+    peaks = plan.peak_limits()
+    summary = {
+        "plant": "ball_plate", "rig": rig.name, "objective": problem.objective,
+        "converged": bool(r.converged), "status": r.status, "message": r.message,
+        "solve_time_s": r.solve_time_s, "build_time_s": r.build_time_s, "iterations": r.iterations,
+        "objective_value": r.objective, "max_constraint_violation": r.max_constraint_violation,
+        "dual_infeasibility": r.dual_infeasibility, "intervals_per_leg": n,
+        "n_variables": r.n_variables, "n_constraints": r.n_constraints,
+        "duration_s": plan.duration_s, "leg_durations_s": plan.leg_durations_s.tolist(),
+        "waypoint_times_s": plan.waypoint_times_s.tolist(),
+        "peak_angle_deg": float(np.rad2deg(peaks["max_angle_rad"])),
+        "peak_rate_deg_s": float(np.rad2deg(peaks["max_rate_rad_s"])),
+        "peak_tilt_deg": float(np.rad2deg(peaks["max_tilt_rad"])),
+        "limit_angle_deg": float(np.rad2deg(lim.max_angle)),
+        "limit_rate_deg_s": None if lim.max_rate is None else float(np.rad2deg(lim.max_rate)),
+        "limit_margin": problem.limit_margin,
+    }
+    tracking = None
+    if plan.converged:
+        print("[2/4] re-simulating on the nonlinear plant (full BallPlate DAE, DOP853 rtol 1e-10)", file=sys.stderr)
+        c = spec["closed_loop"]
+        ref = plan.reference(hold_s=float(c["hold_s"]))
+        t = np.linspace(0.0, plan.duration_s, 40 * (plan.nodes.size - 1) + 1)
+        summary["resimulation_error_m"] = float(np.linalg.norm(ref(t).x[:, :2] - plan.state(t)[:, :2], axis=1).max())
+        if c["enabled"] and not args.no_closed_loop:
+            print(f"[3/4] closed loop on the nonlinear plant at dt = {rig.dt} s with the rig's limits",
+                  file=sys.stderr)
+            tracking = track_plate_plan(plan, rig, contact_offset_m=c["contact_offset_m"], hold_s=float(c["hold_s"]))
+            summary["closed_loop"] = {
+                "dt_s": rig.dt, "initial_offset_m": [float(v) for v in c["contact_offset_m"]],
+                "rms_error_m": tracking.rms_error_m, "final_error_m": tracking.final_error_m,
+                "peak_angle_deg": float(np.rad2deg(tracking.peak_angle_rad)),
+                "peak_rate_deg_s": float(np.rad2deg(tracking.peak_rate_rad_s)),
+                "limit_steps": {k: float(v) for k, v in tracking.limit_steps.items()}}
+    save_figure(plot_plate_plan(plan, tracking), out / "plan.png")
+    print("[4/4] writing plan.json, plan.npz and plan.png", file=sys.stderr)
+    _atomic_write(out / "plan.npz", lambda tmp: np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u, nodes_s=plan.nodes))
+    _atomic_write(out / "plan.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2) + "\n"))
+    print(json.dumps({k: summary.get(k) for k in ("converged", "solve_time_s", "iterations", "duration_s",
+                                                  "peak_angle_deg", "resimulation_error_m")}))
     return 0 if r.converged else 1

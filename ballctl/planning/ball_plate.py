@@ -591,9 +591,9 @@ def plan_plate_motion(plant: BallPlate, problem: PlateMotionProblem, *, limits: 
     >>> from ballctl import BallPlate
     >>> from ballctl.rig import RigLimits
     >>> plan = plan_plate_motion(BallPlate(), PlateMotionProblem(waypoints_m=[[0, 0], [0.2, 0]], limit_margin=0.0),
-    ...                          limits=RigLimits(max_angle=np.deg2rad(10), max_rate=np.deg2rad(200)), intervals=10)
+    ...                          limits=RigLimits(max_angle=np.deg2rad(10), max_rate=np.deg2rad(200)), intervals=20)
     >>> plan.converged, round(plan.duration_s, 2)
-    (True, 0.91)
+    (True, 0.87)
     """
     check_instance(plant, "plant", BallPlate, "BallPlate (the quasi-static plate)")
     check_instance(problem, "problem", PlateMotionProblem)

@@ -11,9 +11,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
 
+from .ball_plate import PlateMotionPlan, PlateTracking
 from .maneuver import ManeuverPlan
 
-__all__ = ["plot_plan", "plot_plan_tracking"]
+__all__ = ["plot_plan", "plot_plan_tracking", "plot_plate_plan"]
 
 
 def _obstacles(ax, plan: ManeuverPlan) -> None:
@@ -122,4 +123,68 @@ def plot_plan_tracking(plan: ManeuverPlan, tracking) -> Figure:
     axes[2].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.suptitle("plan -> finite-horizon LQR on the rail inputs -> nonlinear ball from a perturbed start")
     fig.tight_layout()
+    return fig
+
+
+def plot_plate_plan(plan: PlateMotionPlan, tracking: PlateTracking | None = None) -> Figure:
+    """A ball-plate plan: contact path through the waypoints, plate angles and rates against the rig limits.
+
+    Black = plan, blue (C0) = closed loop (applied commands), grey dashed = the rig's limits,
+    grey dotted = the limits the plan used (``1 - limit_margin``); alpha solid, beta dash-dot.
+
+    Parameters
+    ----------
+    plan : PlateMotionPlan
+    tracking : PlateTracking, optional
+        A closed-loop run (:func:`~ballctl.planning.ball_plate.track_plate_plan`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig = Figure(figsize=(15, 4.6))
+    axes = fig.subplots(1, 3)
+    t = np.linspace(plan.nodes[0], plan.nodes[-1], 40 * (plan.nodes.size - 1) + 1)
+    x = plan.state(t)
+    wp = plan.problem.waypoints_m
+    ax = axes[0]
+    ax.plot(x[:, 0], x[:, 1], "k-", lw=2, label="plan")
+    if tracking is not None:
+        r = tracking.closed_loop
+        ax.plot(r.x[:, 0], r.x[:, 1], color="C0", lw=1, label="closed loop")
+    ax.plot(wp[:, 0], wp[:, 1], "kx", ms=9, label="waypoints")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("contact point x / m")
+    ax.set_ylabel("contact point y / m")
+    ax.set_title(f"contact path, {plan.duration_s:.3g} s")
+    use = 1.0 - plan.problem.limit_margin
+    for ax, k, name, unit, limit, values in (
+            (axes[1], 0, "plate angle", "deg", plan.limits.max_angle, np.rad2deg(x[:, 4:6])),
+            (axes[2], 1, "plate rate", "deg/s", plan.limits.max_rate, np.rad2deg(plan.plate_rates(t)))):
+        for j, (label, style) in enumerate((("alpha", "-"), ("beta", "-."))):
+            ax.plot(t, values[:, j], color="k", linestyle=style, lw=1.5, label=f"plan {label}")
+        if tracking is not None:
+            r = tracking.closed_loop
+            applied = np.rad2deg(r.u) if k == 0 else np.rad2deg(np.diff(r.u, axis=0) / tracking.controller.dt)
+            ta = r.t if k == 0 else r.t[:-1]
+            for j, style in enumerate(("-", "-.")):
+                ax.step(ta, applied[:, j], where="post", color="C0", linestyle=style, lw=0.8,
+                        label="closed loop" if j == 0 else None)
+        if limit is not None:
+            for sign in (-1, 1):
+                ax.axhline(sign * np.rad2deg(limit), color="0.5", linestyle="--", lw=1,
+                           label="rig limit" if sign > 0 else None)
+                ax.axhline(sign * use * np.rad2deg(limit), color="0.5", linestyle=":", lw=1,
+                           label="planned limit" if sign > 0 else None)
+        ax.set_xlabel("time / s")
+        ax.set_ylabel(f"{name} / {unit}")
+        ax.set_title(name)
+    handles, labels = [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 8), frameon=False)
+    fig.subplots_adjust(bottom=0.24, wspace=0.3)
     return fig
