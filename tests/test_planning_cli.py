@@ -102,3 +102,13 @@ def test_cli_plan_ball_plate_problem_file(tmp_path, capsys):
     bad.write_text("[ball_plate]\nwaypoint = [[0, 0], [1, 0]]\n")
     assert main(["plan", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert "unknown key 'waypoint' in [ball_plate]" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_example_plan_ball_plate(tmp_path):
+    ns = runpy.run_path(str(EXAMPLES / "plan_ball_plate.py"))
+    numbers = ns["run"](tmp_path, intervals=8, tilts_deg=(10.0, 20.0))
+    assert numbers["min_time_s_at_10_deg"] > numbers["min_time_s_at_20_deg"]
+    assert numbers["peak_angle_deg"] <= 12.0 + 1e-6 and numbers["closed_loop_peak_angle_deg"] <= 15.0 + 1e-9
+    assert numbers["resimulation_error_m"] < 2e-3
+    assert (tmp_path / "plate_plan.png").exists()

@@ -34,8 +34,9 @@ One Hermite-Simpson phase (:func:`~ballctl.planning.transcription.hermite_simpso
 per leg between consecutive waypoints, on the normalized time
 ``tau in [0, 1]`` with the leg's duration ``T_i`` appended to the state
 (``dT_i/dtau = 0``, the dynamics scaled by ``T_i``), phases joined by
-continuity of ``(p, v, alpha, beta)`` and the contact point pinned to each
-waypoint at the phase ends; IPOPT through CasADi with exact derivatives.
+continuity of ``(p, v, alpha, beta)`` and of the plate rates ``w`` (continuous
+inside a leg too), and the contact point pinned to each waypoint at the phase
+ends; IPOPT through CasADi with exact derivatives.
 
 The plate angles of a Hermite-Simpson solution are exactly the cubic Hermite
 interpolant of their node values with slopes ``w`` (``w`` enters linearly, so
@@ -491,8 +492,10 @@ class _PlateNLP:
             groups.append((f"waypoint {i + 1} {wp[i + 1].tolist()} m reached", X[0:2, -1] - ca.DM(wp[i + 1]),
                            0.0, 0.0))
             if i + 1 < S:
+                # states and plate rates continuous (the rate is continuous inside a leg too)
                 groups.append((f"continuity between legs {i + 1} and {i + 2}",
-                               X[:_N_STATE, -1] - self.trs[i + 1].X[:_N_STATE, 0], 0.0, 0.0))
+                               ca.vertcat(X[:_N_STATE, -1] - self.trs[i + 1].X[:_N_STATE, 0],
+                                          U[:, -1] - self.trs[i + 1].U[:, 0]), 0.0, 0.0))
             if problem.corridor_m is not None:
                 d = wp[i + 1] - wp[i]
                 nrm = np.array([-d[1], d[0]]) / np.linalg.norm(d)
