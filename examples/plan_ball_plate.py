@@ -1,5 +1,5 @@
 """Plan a minimum-time ball-plate motion within a rig's tilt and slew limits, then track it
-======================================================================================
+========================================================================================
 
 Dynamic inversion of a prescribed path gives plate angles that may exceed what a rig can do. Here
 the plate motion is planned instead: the ball on the ``tabletop`` rig (15 deg tilt, 300 deg/s slew)

@@ -35,6 +35,7 @@ EXAMPLE_ARGS = {
     "tracking_study.py": ["--quick", "--out", "{out}"],
     "animate_tracking.py": ["--quick", "--out", "{out}"],
     "plan_maneuver.py": ["{out}", "--intervals", "20"],
+    "plan_ball_plate.py": ["{out}", "--intervals", "12"],
 }
 
 
