@@ -82,7 +82,7 @@ from .symbolic import ball_plate_equations
 from .transcription import collocation_times, hermite_simpson, hermite_state, quadratic_input
 
 __all__ = ["PlateMotionProblem", "PlateMotionPlan", "PlateTracking", "plan_plate_motion", "track_plate_plan",
-           "PLATE_OBJECTIVES"]
+           "plan_contact_path", "PLATE_OBJECTIVES"]
 
 #: what :func:`plan_plate_motion` minimizes
 PLATE_OBJECTIVES = ("time", "effort")
@@ -128,6 +128,14 @@ class PlateMotionProblem:
         leaning at first), lean = roll = 0.
     spin_rad_s : float
         Conserved spin of the ball about the plate normal, rad/s.
+    max_plate_acceleration_rad_s2 : float, optional
+        Bound on ``|alpha_ddot|, |beta_ddot|`` in rad/s^2 (used in full, not
+        reduced by ``limit_margin``). Given, the plate rates become states
+        (zero at the start and, with ``level_at_end``, at the goal) and the
+        plate accelerations the inputs: the plan is then realizable by a
+        servo of limited torque (about ``max_torque / plate inertia``), which
+        the exact servo-plate inversion needs. ``None``: rates are inputs and
+        may jump.
     """
 
     waypoints_m: np.ndarray
@@ -142,6 +150,7 @@ class PlateMotionProblem:
     rate_weight: float = 1e-4
     initial_orientation_rad: np.ndarray | None = None
     spin_rad_s: float = 0.0
+    max_plate_acceleration_rad_s2: float | None = None
 
     def __post_init__(self) -> None:
         wp = as_array(self.waypoints_m, "waypoints_m", shape=(None, 2), unit="m").copy()
@@ -196,6 +205,17 @@ class PlateMotionProblem:
         if not np.isfinite(s):
             raise ParameterError(f"spin_rad_s must be finite (rad/s), got {self.spin_rad_s!r}")
         object.__setattr__(self, "spin_rad_s", s)
+        if self.max_plate_acceleration_rad_s2 is not None:
+            a = float(self.max_plate_acceleration_rad_s2)
+            if not np.isfinite(a) or a <= 0:
+                raise ParameterError(f"max_plate_acceleration_rad_s2 must be > 0 rad/s^2 or None, got "
+                                     f"{self.max_plate_acceleration_rad_s2!r}")
+            object.__setattr__(self, "max_plate_acceleration_rad_s2", a)
+
+    @property
+    def rates_are_states(self) -> bool:
+        """True when the plate accelerations are the inputs (``max_plate_acceleration_rad_s2`` given)."""
+        return self.max_plate_acceleration_rad_s2 is not None
 
     @property
     def n_legs(self) -> int:
@@ -217,10 +237,12 @@ class PlateMotionPlan:
         Mesh nodes in s (all legs, shared ends).
     t : ndarray, shape (P,)
         Collocation points in s, ``P = 2N + 1``.
-    x : ndarray, shape (P, 6)
-        ``(contact_x, contact_y, contact_x_rate, contact_y_rate, alpha, beta)`` in m, m/s, rad.
+    x : ndarray, shape (P, 6) or (P, 8)
+        ``(contact_x, contact_y, contact_x_rate, contact_y_rate, alpha, beta)`` in m, m/s, rad,
+        then ``(alpha_dot, beta_dot)`` in rad/s when the problem bounds the plate acceleration.
     u : ndarray, shape (P, 2)
-        Plate rates ``(alpha_dot, beta_dot)`` in rad/s.
+        The inputs: plate rates ``(alpha_dot, beta_dot)`` in rad/s, or plate
+        accelerations in rad/s^2 when the problem bounds them.
     leg_durations_s : ndarray, shape (W - 1,)
         Optimized time of each leg in s.
     report : SolverReport
@@ -257,14 +279,28 @@ class PlateMotionPlan:
             raise InfeasiblePlanError(self.report.message)
         return self
 
+    @property
+    def rates_are_states(self) -> bool:
+        """True when the inputs are plate accelerations (``problem.max_plate_acceleration_rad_s2`` given)."""
+        return self.x.shape[1] > _N_STATE
+
     def _slopes(self) -> np.ndarray:
         xn, un = self.x[0::2], self.u[0::2]
         a = self.plant.params.rolling_gain * self.plant.params.gravity * np.column_stack(
             [np.cos(xn[:, 4]) * np.sin(xn[:, 5]), -np.sin(xn[:, 4])])
-        return np.column_stack([xn[:, 2:4], a, un])
+        return np.column_stack([xn[:, 2:4], a, xn[:, 6:8], un] if self.rates_are_states else [xn[:, 2:4], a, un])
+
+    def _interval(self, t):
+        t = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), self.nodes[0], self.nodes[-1])
+        k = np.clip(np.searchsorted(self.nodes, t, side="right") - 1, 0, self.nodes.size - 2)
+        H = self.nodes[k + 1] - self.nodes[k]
+        return t, k, H, (t - self.nodes[k]) / H
 
     def state(self, t) -> np.ndarray:
-        """The collocation polynomial (cubic Hermite) of the planned state.
+        """The planned state: the collocation polynomial (cubic Hermite), plate angles exact.
+
+        With plate accelerations as inputs the plate angles are the exact
+        integral (a quartic) of the rates' cubic, not their cubic Hermite.
 
         Parameters
         ----------
@@ -273,14 +309,23 @@ class PlateMotionPlan:
 
         Returns
         -------
-        ndarray, shape (K, 6)
-            Contact point (m), its velocity (m/s), plate angles (rad).
+        ndarray, shape (K, 6) or (K, 8)
+            Contact point (m), its velocity (m/s), plate angles (rad)[, plate rates (rad/s)].
         """
-        t = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), self.nodes[0], self.nodes[-1])
-        return hermite_state(self.nodes, self.x[0::2], self._slopes(), t)
+        t, k, H, s = self._interval(t)
+        out = hermite_state(self.nodes, self.x[0::2], self._slopes(), t)
+        if self.rates_are_states:
+            xn, un = self.x[0::2], self.u[0::2]
+            s = s[:, None]
+            i00, i10 = s - s ** 3 + s ** 4 / 2, s ** 2 / 2 - 2 * s ** 3 / 3 + s ** 4 / 4
+            i01, i11 = s ** 3 - s ** 4 / 2, s ** 4 / 4 - s ** 3 / 3
+            Hc = H[:, None]
+            out[:, 4:6] = xn[k, 4:6] + Hc * (i00 * xn[k, 6:8] + i10 * Hc * un[k] + i01 * xn[k + 1, 6:8]
+                                             + i11 * Hc * un[k + 1])
+        return out
 
     def plate_angles(self, t) -> np.ndarray:
-        """Planned plate angles in rad (exactly the plan's cubic); held at the final value after the end.
+        """Planned plate angles in rad (exactly the plan's polynomial); held at the final value after the end.
 
         Parameters
         ----------
@@ -296,7 +341,7 @@ class PlateMotionPlan:
         return out[0] if scalar else out
 
     def plate_rates(self, t) -> np.ndarray:
-        """Planned plate rates in rad/s (the quadratic of each interval; zero after the end).
+        """Planned plate rates in rad/s (exactly the plan's polynomial; zero outside the plan).
 
         Parameters
         ----------
@@ -309,7 +354,39 @@ class PlateMotionPlan:
         """
         scalar = np.ndim(t) == 0
         tt = np.atleast_1d(np.asarray(t, dtype=float))
-        out = quadratic_input(self.nodes, self.u, np.clip(tt, self.nodes[0], self.nodes[-1]))
+        clipped = np.clip(tt, self.nodes[0], self.nodes[-1])
+        if self.rates_are_states:
+            out = self.state(clipped)[:, 6:8]
+        else:
+            out = quadratic_input(self.nodes, self.u, clipped)
+        out[(tt < self.nodes[0]) | (tt > self.nodes[-1])] = 0.0
+        return out[0] if scalar else out
+
+    def plate_accelerations(self, t) -> np.ndarray:
+        """Planned plate accelerations in rad/s^2 (zero outside the plan).
+
+        The quadratic input of each interval when the problem bounds the
+        plate acceleration; otherwise the derivative of the rates' quadratic
+        (piecewise linear, discontinuous at the nodes).
+
+        Parameters
+        ----------
+        t : float or array_like, shape (K,)
+            Times in s.
+
+        Returns
+        -------
+        ndarray, shape (2,) for a scalar ``t``, else (K, 2)
+        """
+        scalar = np.ndim(t) == 0
+        tt = np.atleast_1d(np.asarray(t, dtype=float))
+        if self.rates_are_states:
+            out = quadratic_input(self.nodes, self.u, np.clip(tt, self.nodes[0], self.nodes[-1]))
+        else:
+            _, k, H, s = self._interval(tt)
+            u0, um, u1 = self.u[2 * k], self.u[2 * k + 1], self.u[2 * k + 2]
+            s = s[:, None]
+            out = (u0 * (4 * s - 3) + um * (4 - 8 * s) + u1 * (4 * s - 1)) / H[:, None]
         out[(tt < self.nodes[0]) | (tt > self.nodes[-1])] = 0.0
         return out[0] if scalar else out
 
@@ -324,8 +401,8 @@ class PlateMotionPlan:
         Returns
         -------
         dict
-            ``max_angle_rad``, ``max_rate_rad_s`` (largest |component|, the rig's
-            per-axis limits), ``max_tilt_rad`` (angle of the plate normal from the
+            ``max_angle_rad``, ``max_rate_rad_s``, ``max_acceleration_rad_s2`` (largest
+            |component|, the rig's per-axis limits), ``max_tilt_rad`` (angle of the plate normal from the
             vertical) and the rig's ``limit_angle_rad``, ``limit_rate_rad_s``.
         """
         s = np.linspace(0.0, 1.0, int(samples_per_interval) + 1)
@@ -333,6 +410,7 @@ class PlateMotionPlan:
         ang, rate = self.plate_angles(t), self.plate_rates(t)
         tilt = np.arccos(np.clip(np.cos(ang[:, 0]) * np.cos(ang[:, 1]), -1.0, 1.0))
         return {"max_angle_rad": float(np.abs(ang).max()), "max_rate_rad_s": float(np.abs(rate).max()),
+                "max_acceleration_rad_s2": float(np.abs(self.plate_accelerations(t)).max()),
                 "max_tilt_rad": float(tilt.max()), "limit_angle_rad": self.limits.max_angle,
                 "limit_rate_rad_s": self.limits.max_rate}
 
@@ -443,7 +521,8 @@ def _initial_guess(problem: PlateMotionProblem, amax: float, rate: float | None,
         ratio = np.clip(a / amax, -0.9, 0.9) * np.sin(0.9)
         alpha = np.arcsin(np.clip(-ratio[:, 1], -1, 1))
         beta = np.arcsin(np.clip(ratio[:, 0] / np.cos(alpha), -1, 1))
-        X = np.column_stack([p, v, alpha, beta, np.full(tau.size, T[i])])
+        extra = np.zeros((tau.size, 2)) if problem.rates_are_states else np.zeros((tau.size, 0))
+        X = np.column_stack([p, v, alpha, beta, extra, np.full(tau.size, T[i])])
         legs.append((X, np.zeros((tau.size, 2))))
     return legs
 
@@ -456,13 +535,18 @@ class _PlateNLP:
         ca = require_casadi()
         start = time.perf_counter()
         eq = ball_plate_equations(plant)
-        x, w, z = ca.SX.sym("x", _N_STATE + 1), ca.SX.sym("w", 2), ca.SX.sym("z", 0)
-        T = x[_N_STATE]
-        rhs = ca.vertcat(x[2:4], eq.contact_acceleration(x[4:6]), w)
+        accel = problem.rates_are_states
+        ns = _N_STATE + (2 if accel else 0)
+        self.n_states = ns
+        x, w, z = ca.SX.sym("x", ns + 1), ca.SX.sym("w", 2), ca.SX.sym("z", 0)
+        T = x[ns]
+        tail = ca.vertcat(x[6:8], w) if accel else w
+        rhs = ca.vertcat(x[2:4], eq.contact_acceleration(x[4:6]), tail)
         f = ca.Function("plate_rhs", [x, w, z], [ca.vertcat(T * rhs, 0.0)])
         tau = np.linspace(0.0, 1.0, n_int + 1)
         margin = 1.0 - problem.limit_margin
         amax, rmax = margin * limits.max_angle, None if limits.max_rate is None else margin * limits.max_rate
+        accmax = problem.max_plate_acceleration_rad_s2
         self.angle_bound, self.rate_bound = amax, rmax
         S = problem.n_legs
         wp = problem.waypoints_m
@@ -473,28 +557,39 @@ class _PlateNLP:
         wq = ca.DM(self.trs[0].quadrature_weights).T
         for i, tr in enumerate(self.trs):
             X, U = tr.X, tr.U
-            Ti = X[_N_STATE, 0]
+            Ti = X[ns, 0]
+            H = h * Ti                                          # physical interval length, s
             groups.append((f"collocation defects (dynamics), leg {i + 1}", tr.defects, 0.0, 0.0))
-            effort = Ti * ca.sum2(wq * ca.sum1(U ** 2))
-            if problem.objective == "time":
-                J = J + Ti + problem.rate_weight * effort
-            else:
-                J = J + effort
-            xk, xn = X[4:6, 0:-1:2], X[4:6, 2::2]
+            rates = X[6:8, :] if accel else U
+            effort = Ti * ca.sum2(wq * ca.sum1(rates ** 2))
+            J = J + (Ti + problem.rate_weight * effort if problem.objective == "time" else effort)
+            ak, an = X[4:6, 0:-1:2], X[4:6, 2::2]
             wk, wm, wn = U[:, 0:-1:2], U[:, 1::2], U[:, 2::2]
-            b1 = xk + (h / 3.0) * Ti * wk
-            b2 = xn - (h / 3.0) * Ti * wn
+            if accel:
+                # rates: cubic Hermite (Bernstein c0..c3); angles: its integral, a quartic (a0..a4)
+                rk, rn = X[6:8, 0:-1:2], X[6:8, 2::2]
+                c1, c2 = rk + H / 3.0 * wk, rn - H / 3.0 * wn
+                a1 = ak + H / 4.0 * rk
+                a2 = a1 + H / 4.0 * c1
+                a3 = a2 + H / 4.0 * c2
+                tilt_coeffs = ca.vertcat(ca.vec(a1), ca.vec(a2), ca.vec(a3))
+                rate_coeffs = ca.vertcat(ca.vec(c1), ca.vec(c2))
+                groups.append((f"plate acceleration limit |alpha_ddot|, |beta_ddot| <= {accmax:.4g} rad/s^2 "
+                               f"between nodes, leg {i + 1}", ca.vec(2.0 * wm - 0.5 * (wk + wn)), -accmax, accmax))
+            else:
+                tilt_coeffs = ca.vertcat(ca.vec(ak + H / 3.0 * wk), ca.vec(an - H / 3.0 * wn))
+                rate_coeffs = ca.vec(2.0 * wm - 0.5 * (wk + wn))
             groups.append((f"tilt limit |alpha|, |beta| <= {amax:.4g} rad between nodes, leg {i + 1}",
-                           ca.vertcat(ca.vec(b1), ca.vec(b2)), -amax, amax))
+                           tilt_coeffs, -amax, amax))
             if rmax is not None:
                 groups.append((f"slew limit |alpha_dot|, |beta_dot| <= {rmax:.4g} rad/s between nodes, leg {i + 1}",
-                               ca.vec(2.0 * wm - 0.5 * (wk + wn)), -rmax, rmax))
+                               rate_coeffs, -rmax, rmax))
             groups.append((f"waypoint {i + 1} {wp[i + 1].tolist()} m reached", X[0:2, -1] - ca.DM(wp[i + 1]),
                            0.0, 0.0))
             if i + 1 < S:
-                # states and plate rates continuous (the rate is continuous inside a leg too)
+                # states and inputs continuous (the input is continuous inside a leg too)
                 groups.append((f"continuity between legs {i + 1} and {i + 2}",
-                               ca.vertcat(X[:_N_STATE, -1] - self.trs[i + 1].X[:_N_STATE, 0],
+                               ca.vertcat(X[:ns, -1] - self.trs[i + 1].X[:ns, 0],
                                           U[:, -1] - self.trs[i + 1].U[:, 0]), 0.0, 0.0))
             if problem.corridor_m is not None:
                 d = wp[i + 1] - wp[i]
@@ -506,9 +601,9 @@ class _PlateNLP:
         groups.append(("final velocity final_velocity_mps", last[2:4, -1] - ca.DM(problem.final_velocity_mps),
                        0.0, 0.0))
         if problem.level_at_end:
-            groups.append(("plate level at the end (level_at_end)", last[4:6, -1], 0.0, 0.0))
+            groups.append(("plate level at the end (level_at_end)", last[4:ns, -1], 0.0, 0.0))
         if problem.objective == "effort":
-            total = sum(tr.X[_N_STATE, 0] for tr in self.trs)
+            total = sum(tr.X[ns, 0] for tr in self.trs)
             groups.append((f"total time duration_s = {problem.duration_s} s", total - problem.duration_s, 0.0, 0.0))
         self.groups = groups
         g = ca.vertcat(*[grp[1] for grp in groups])
@@ -520,16 +615,20 @@ class _PlateNLP:
         lbw, ubw = [], []
         P = self.trs[0].n_points
         tmin = 1e-3
+        ulim = accmax if accel else rmax
         for i, tr in enumerate(self.trs):
-            lbX, ubX = np.full((P, _N_STATE + 1), -np.inf), np.full((P, _N_STATE + 1), np.inf)
+            lbX, ubX = np.full((P, ns + 1), -np.inf), np.full((P, ns + 1), np.inf)
             lbX[:, 4:6], ubX[:, 4:6] = -amax, amax
-            lbX[:, _N_STATE] = tmin
+            if accel and rmax is not None:
+                lbX[:, 6:8], ubX[:, 6:8] = -rmax, rmax
+            lbX[:, ns] = tmin
             if i == 0:
-                x0 = np.concatenate([wp[0], problem.initial_velocity_mps, problem.initial_plate_angles_rad])
-                lbX[0, :_N_STATE] = ubX[0, :_N_STATE] = x0
+                x0 = np.concatenate([wp[0], problem.initial_velocity_mps, problem.initial_plate_angles_rad,
+                                     np.zeros(ns - _N_STATE)])
+                lbX[0, :ns] = ubX[0, :ns] = x0
             lbU, ubU = np.full((P, 2), -np.inf), np.full((P, 2), np.inf)
-            if rmax is not None:
-                lbU[:], ubU[:] = -rmax, rmax
+            if ulim is not None:
+                lbU[:], ubU[:] = -ulim, ulim
             lbw.append(tr.pack(lbX, lbU))
             ubw.append(tr.pack(ubX, ubU))
         self.lbw, self.ubw = np.concatenate(lbw), np.concatenate(ubw)
@@ -640,8 +739,8 @@ def plan_plate_motion(plant: BallPlate, problem: PlateMotionProblem, *, limits: 
     Xs, Us, durations = [], [], []
     for i, tr in enumerate(nlp.trs):
         X, U, _ = tr.unpack(w[i * size:(i + 1) * size])
-        durations.append(float(X[0, _N_STATE]))
-        Xs.append(X[:, :_N_STATE] if i == 0 else X[1:, :_N_STATE])
+        durations.append(float(X[0, nlp.n_states]))
+        Xs.append(X[:, :nlp.n_states] if i == 0 else X[1:, :nlp.n_states])
         Us.append(U if i == 0 else U[1:])
     durations = np.array(durations)
     starts = np.concatenate([[0.0], np.cumsum(durations)])
@@ -652,14 +751,47 @@ def plan_plate_motion(plant: BallPlate, problem: PlateMotionProblem, *, limits: 
                            x=np.vstack(Xs), u=np.vstack(Us), leg_durations_s=durations, report=report)
 
 
+def plan_contact_path(plan: PlateMotionPlan, reference: IntegratedReference):
+    """The planned contact motion as a path callable ``path(t) -> (p, v, a, jerk)`` (for exact inversion).
+
+    Position, velocity and acceleration come from the plan's reference on the
+    full plant (DAE-consistent); the jerk is ``k_b g`` times the derivative of
+    ``(cos(alpha) sin(beta), -sin(alpha))`` along the planned plate angles and rates.
+
+    Parameters
+    ----------
+    plan : PlateMotionPlan
+    reference : IntegratedReference
+        From :meth:`PlateMotionPlan.reference`.
+
+    Returns
+    -------
+    callable
+        ``path(t (K,)) -> (p, v, a, jerk)``, each of shape (K, 2) in m, m/s, m/s^2, m/s^3.
+    """
+    kg = plan.plant.params.rolling_gain * plan.plant.params.gravity
+    lo, hi = reference.t_range
+
+    def path(t):
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        s = reference(np.clip(t, lo, hi))
+        u, ud = plan.plate_angles(t), plan.plate_rates(t)
+        ca, sa, cb, sb = np.cos(u[:, 0]), np.sin(u[:, 0]), np.cos(u[:, 1]), np.sin(u[:, 1])
+        jerk = kg * np.column_stack([-sa * sb * ud[:, 0] + ca * cb * ud[:, 1], -ca * ud[:, 0]])
+        return s.x[:, :2], s.xd[:, :2], s.xdd[:, :2], jerk
+
+    return path
+
+
 @dataclass(frozen=True)
 class PlateTracking:
     """A plate plan tracked by the LQR in closed loop on the nonlinear plant (or the rig's truth plant).
 
     Attributes
     ----------
-    reference : IntegratedReference
-        The plan on the full plant (:meth:`PlateMotionPlan.reference`).
+    reference : IntegratedReference or MovingPlateMotion
+        The plan on the full quasi-static plant (:meth:`PlateMotionPlan.reference`), or
+        with ``truth`` its exact inversion on the servo plate.
     controller : TrackingController
         From :func:`ballctl.design_for_rig`.
     closed_loop : ClosedLoopResult
@@ -676,9 +808,12 @@ class PlateTracking:
         Control steps at which the rig's limits changed a command (by limit).
     truth : str
         ``"quasi-static"`` (the design plant) or ``"servo plate"`` (the rig's exact truth plant).
+    inversion_residuals : dict or None
+        With ``truth``: the exact inversion's residuals
+        (:attr:`~ballctl.references.moving_plate.MovingPlateMotion.residuals`).
     """
 
-    reference: IntegratedReference
+    reference: object
     controller: object
     closed_loop: object
     rms_error_m: float
@@ -687,11 +822,13 @@ class PlateTracking:
     peak_rate_rad_s: float
     limit_steps: dict
     truth: str
+    inversion_residuals: dict | None = None
 
 
 def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "qs-contact",
                      contact_offset_m: Sequence[float] = (0.01, -0.01), hold_s: float = 1.0,
-                     truth: bool = False, output_feedback: bool = False) -> PlateTracking:
+                     truth: bool = False, output_feedback: bool = False,
+                     n_collocation: int = 64) -> PlateTracking:
     """Track a plate plan with :func:`ballctl.design_for_rig` and :func:`ballctl.simulate_closed_loop`.
 
     Parameters
@@ -701,15 +838,22 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     rig : RigProfile
         Control period, limits (applied to every command), sensors and truth plant.
     design : {"qs-paper", "qs-contact"}
-        The quasi-static design of :data:`ballctl.tracking.RIG_DESIGNS`.
+        The quasi-static design of :data:`ballctl.tracking.RIG_DESIGNS` (without ``truth``).
     contact_offset_m : (float, float)
         Initial contact-point offset from the plan in m.
     hold_s : float
         Time in s after the plan, plate held (the reference at rest at the goal).
     truth : bool
-        Run on the rig's exact servo plate (``rig.truth_plant()``) instead of the quasi-static plant.
+        Run on the rig's exact servo plate (``rig.truth_plant()``) instead of the
+        quasi-static plant. The planned contact motion is then inverted on the
+        servo plate (:class:`~ballctl.references.moving_plate.MovingPlateMotion`,
+        Chebyshev collocation) and tracked by the rig's ``"exact"`` design; the
+        plan needs ``max_plate_acceleration_rad_s2`` (the servo's torque limit
+        cannot follow plate rates that jump).
     output_feedback : bool
         Use the rig's sensors and the Kalman filter (else state feedback).
+    n_collocation : int
+        Chebyshev collocation points of the exact inversion (``truth`` only).
 
     Returns
     -------
@@ -721,28 +865,44 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     check_instance(rig, "rig", RigProfile)
     check_choice(design, "design", ("qs-paper", "qs-contact"))
     truth = check_bool(truth, "truth")
+    off = as_vector(contact_offset_m, "contact_offset_m", 2, unit="m")
+    if truth and not plan.rates_are_states:
+        servo = rig.servo
+        hint = "" if servo.max_torque is None else (
+            f" (this rig: max_torque / plate inertia = {servo.max_torque / max(servo.plate_inertia[:2]):.3g} rad/s^2)")
+        raise ParameterError("truth=True needs a plan with max_plate_acceleration_rad_s2 (rad/s^2): the servo's "
+                             f"torque limit cannot follow plate rates that jump{hint}")
     ref = plan.reference(hold_s=hold_s)
     dt = rig.dt
     steps = int(np.floor((ref.t_range[1] - 1e-9) / dt))
     if steps < 2:
         raise ParameterError(f"the plan ({ref.t_range[1]:.4g} s with hold_s) is shorter than two control periods "
                              f"dt = {dt} s")
-    ctrl = design_for_rig(rig, ref, design, horizon=steps * dt, output_feedback=output_feedback)
-    s0 = ref(0.0)
-    off = as_vector(contact_offset_m, "contact_offset_m", 2, unit="m")
-    x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
-    x0[:2] += off
     sim = dict(limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))))
+    residuals = None
     if truth:
+        from ..references.moving_plate import MovingPlateMotion
+
         plant = rig.truth_plant()
-        x0 = np.concatenate([x0, s0.u[0]])
-        xd0 = np.concatenate([xd0, s0.ud[0]])
+        x_start, _ = plan.initial_coordinates()
+        ref = MovingPlateMotion(plant, plan_contact_path(plan, ref), spin=plan.problem.spin_rad_s,
+                                duration=ref.t_range[1], initial_orientation=x_start[2:5],
+                                n_collocation=check_integer(n_collocation, "n_collocation", minimum=8))
+        residuals = dict(ref.residuals)
+        ctrl = design_for_rig(rig, ref, "exact", horizon=steps * dt, output_feedback=output_feedback)
+        s0 = ref(0.0)
+        x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+        x0[:2] += off
         run = simulate_closed_loop(ctrl, x0, xd0, truth=plant, **sim)
     else:
+        ctrl = design_for_rig(rig, ref, design, horizon=steps * dt, output_feedback=output_feedback)
+        s0 = ref(0.0)
+        x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+        x0[:2] += off
         run = simulate_closed_loop(ctrl, x0, xd0, **sim)
     err = run.position_error
     rates = np.abs(np.diff(run.u, axis=0)).max() / dt if run.u.shape[0] > 1 else 0.0
     return PlateTracking(reference=ref, controller=ctrl, closed_loop=run, rms_error_m=float(np.sqrt(np.mean(err ** 2))),
                          final_error_m=float(err[-1]), peak_angle_rad=float(np.abs(run.u).max()),
                          peak_rate_rad_s=float(rates), limit_steps=dict(run.limit_events),
-                         truth="servo plate" if truth else "quasi-static")
+                         truth="servo plate" if truth else "quasi-static", inversion_residuals=residuals)
