@@ -33,12 +33,14 @@ tracked by the LQR on the nonlinear plant with the rig's limits::
     objective = "time"            # or "effort" with duration_s
     limit_margin = 0.2            # fraction of the limits kept for feedback
     max_tilt_deg = 15.0           # optional: override the rig's limits
+    max_plate_acceleration_deg_s2 = 570.0   # optional: bound the plate acceleration (servo torque)
     [solver]
     intervals = 16                # per leg
     [closed_loop]
     enabled = true
     contact_offset_m = [0.01, -0.01]
     hold_s = 1.0
+    truth = false                 # true: exact inversion on the rig's servo plate, "exact" design, truth plant
 
 Writes ``plan.json`` (converged, solve_time_s, iterations, max_constraint_violation,
 dual_infeasibility, resimulation_error_m, min_obstacle_clearance_m, closed-loop errors),
@@ -83,9 +85,9 @@ DEFAULT_BALL_PLATE_PROBLEM = {
     "ball_plate": {"rig": "tabletop", "waypoints_m": [[0.0, 0.0], [0.15, 0.05], [0.2, 0.2], [0.0, 0.25]],
                    "objective": "time", "duration_s": None, "limit_margin": 0.2, "corridor_m": None,
                    "final_velocity_mps": [0.0, 0.0], "level_at_end": True, "max_tilt_deg": None,
-                   "max_rate_deg_s": None},
+                   "max_rate_deg_s": None, "max_plate_acceleration_deg_s2": None},
     "solver": {"intervals": 16},
-    "closed_loop": {"enabled": True, "contact_offset_m": [0.01, -0.01], "hold_s": 1.0},
+    "closed_loop": {"enabled": True, "contact_offset_m": [0.01, -0.01], "hold_s": 1.0, "truth": False},
 }
 
 
@@ -316,7 +318,9 @@ def _run_ball_plate(args: argparse.Namespace) -> int:
         problem = PlateMotionProblem(waypoints_m=b["waypoints_m"], objective=str(b["objective"]),
                                      duration_s=b["duration_s"], limit_margin=float(b["limit_margin"]),
                                      corridor_m=b["corridor_m"], final_velocity_mps=b["final_velocity_mps"],
-                                     level_at_end=bool(b["level_at_end"]))
+                                     level_at_end=bool(b["level_at_end"]),
+                                     max_plate_acceleration_rad_s2=None if b["max_plate_acceleration_deg_s2"] is None
+                                     else float(np.deg2rad(float(b["max_plate_acceleration_deg_s2"]))))
     except ValueError as exc:
         raise ConfigError(f"[ball_plate]: {exc}") from None
     n = int(spec["solver"]["intervals"])
@@ -337,6 +341,7 @@ def _run_ball_plate(args: argparse.Namespace) -> int:
         "waypoint_times_s": plan.waypoint_times_s.tolist(),
         "peak_angle_deg": float(np.rad2deg(peaks["max_angle_rad"])),
         "peak_rate_deg_s": float(np.rad2deg(peaks["max_rate_rad_s"])),
+        "peak_acceleration_deg_s2": float(np.rad2deg(peaks["max_acceleration_rad_s2"])),
         "peak_tilt_deg": float(np.rad2deg(peaks["max_tilt_rad"])),
         "limit_angle_deg": float(np.rad2deg(lim.max_angle)),
         "limit_rate_deg_s": None if lim.max_rate is None else float(np.rad2deg(lim.max_rate)),
@@ -350,10 +355,14 @@ def _run_ball_plate(args: argparse.Namespace) -> int:
         t = np.linspace(0.0, plan.duration_s, 40 * (plan.nodes.size - 1) + 1)
         summary["resimulation_error_m"] = float(np.linalg.norm(ref(t).x[:, :2] - plan.state(t)[:, :2], axis=1).max())
         if c["enabled"] and not args.no_closed_loop:
-            print(f"[3/4] closed loop on the nonlinear plant at dt = {rig.dt} s with the rig's limits",
-                  file=sys.stderr)
-            tracking = track_plate_plan(plan, rig, contact_offset_m=c["contact_offset_m"], hold_s=float(c["hold_s"]))
+            on_truth = bool(c["truth"])
+            where = "the rig's servo-plate truth (exact inversion, 'exact' design)" if on_truth \
+                else "the nonlinear quasi-static plant"
+            print(f"[3/4] closed loop on {where} at dt = {rig.dt} s with the rig's limits", file=sys.stderr)
+            tracking = track_plate_plan(plan, rig, contact_offset_m=c["contact_offset_m"], hold_s=float(c["hold_s"]),
+                                        truth=on_truth)
             summary["closed_loop"] = {
+                "truth": tracking.truth, "inversion_residuals": tracking.inversion_residuals,
                 "dt_s": rig.dt, "initial_offset_m": [float(v) for v in c["contact_offset_m"]],
                 "rms_error_m": tracking.rms_error_m, "final_error_m": tracking.final_error_m,
                 "peak_angle_deg": float(np.rad2deg(tracking.peak_angle_rad)),
