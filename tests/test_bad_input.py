@@ -233,6 +233,18 @@ def test_large_tilt_warns_with_the_tilt():
         ballctl.CircularMotion(plant, 0.5, 3.65, 200.0)  # k = sin(tilt) = rho w^2 / (k_b g) = 0.95
 
 
+def test_a_path_that_does_not_move_is_refused():
+    with pytest.raises(ballctl.ParameterError, match=r"omega_x and omega_y \(rad/s\) cannot both be zero"):
+        ballctl.CirclePath(0.5, 0.0)
+
+
+def test_ltv_system_refuses_non_finite_matrices_naming_the_sample():
+    A = np.zeros((3, 2, 2))
+    A[2, 1, 0] = np.nan
+    with pytest.raises(ballctl.ParameterError, match=r"LTVSystem A must be finite; sample 2 \(t = 2 s\)"):
+        ballctl.LTVSystem(np.arange(3.0), A, np.zeros((3, 2, 1)), ("a", "b"), ("u",))
+
+
 # ------------------------------------------------------------------ CLI: one line, exit 2, no traceback
 @pytest.mark.parametrize("argv, match", [
     ([], "a command is required"),

@@ -89,6 +89,9 @@ class LissajousPath:
         as_vector(self.center, "center", 2)
         if self.amplitude_x == 0 and self.amplitude_y == 0:
             raise ParameterError("amplitude_x and amplitude_y cannot both be zero")
+        if self.omega_x == 0 and self.omega_y == 0:
+            raise ParameterError("omega_x and omega_y (rad/s) cannot both be zero: the path would be a point; "
+                                 "give a non-zero rate (negative runs it backwards)")
 
     @property
     def period(self) -> float | None:
