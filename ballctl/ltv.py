@@ -91,7 +91,8 @@ class LTVSystem:
             bad = ~np.isfinite(arr.reshape(K, -1)).all(axis=1) if K else np.zeros(0, bool)
             if bad.any():
                 k = int(np.argmax(bad))
-                raise ParameterError(f"LTVSystem {name} must be finite; sample {k} (t = {float(t[k]):.6g} s) holds NaN or inf")
+                raise ParameterError(f"LTVSystem {name} must be finite; sample {k} (t = {float(t[k]):.6g} s) "
+                                     f"holds NaN or inf")
         if K > 1 and np.any(np.diff(t) <= 0):
             raise ParameterError("t must be strictly increasing")
         if len(self.state_names) != N or len(self.input_names) != B.shape[2]:

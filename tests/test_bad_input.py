@@ -238,6 +238,24 @@ def test_a_path_that_does_not_move_is_refused():
         ballctl.CirclePath(0.5, 0.0)
 
 
+def test_a_users_path_that_raises_or_has_the_wrong_shape_is_named():
+    plant = ballctl.BallPlate()
+    with pytest.raises(ballctl.ParameterError, match=r"the path raised ZeroDivisionError: .* in \[0, 1\] s"):
+        ballctl.PathMotion(plant, lambda t: 1 / 0, duration=1.0)
+
+    def three_d(t):
+        z = np.zeros((np.size(t), 3))
+        return z, z, z
+
+    with pytest.raises(ballctl.ShapeError, match=r"the path's position must have shape \(K, 2\)"):
+        ballctl.PathMotion(plant, three_d, duration=1.0)
+
+
+def test_exact_circle_names_the_plant_it_needs():
+    with pytest.raises(ballctl.ParameterTypeError, match="MovingPlateBallPlate or ServoPlateBallPlate .*got BallPlate"):
+        ballctl.exact_circular_motion(ballctl.BallPlate(), 0.5, 1.0, 40.0)
+
+
 def test_ltv_system_refuses_non_finite_matrices_naming_the_sample():
     A = np.zeros((3, 2, 2))
     A[2, 1, 0] = np.nan
