@@ -269,6 +269,7 @@ def test_ltv_system_refuses_non_finite_matrices_naming_the_sample():
     (["nope"], "invalid choice: 'nope'"),
     (["partitions", "--dt", "0"], "argument --dt: must be > 0 s, got 0"),
     (["partitions", "--dt", "nan"], "argument --dt: must be a finite number in s"),
+    (["partitions", "--dt", "100"], r"argument --dt: must be at most a third of the circle's period, 2.09\d* s"),
     (["track", "--max-rms-error", "-0.01"], "argument --max-rms-error: must be > 0 m"),
     (["track", "--max-input-error-deg", "-5"], "argument --max-input-error-deg: must be > 0 deg, got -5"),
     (["reference", "--ball-radius", "0"], "argument --ball-radius: must be > 0 m"),
