@@ -359,8 +359,9 @@ def _run_ball_plate(args: argparse.Namespace) -> int:
                 "limit_steps": {k: float(v) for k, v in tracking.limit_steps.items()}}
     save_figure(plot_plate_plan(plan, tracking), out / "plan.png")
     print("[4/4] writing plan.json, plan.npz and plan.png", file=sys.stderr)
-    _atomic_write(out / "plan.npz", lambda tmp: np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u, nodes_s=plan.nodes))
-    _atomic_write(out / "plan.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2) + "\n"))
+    with atomic_path(out / "plan.npz") as tmp:
+        np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u, nodes_s=plan.nodes)
+    atomic_write_text(out / "plan.json", json.dumps(summary, indent=2) + "\n")
     print(json.dumps({k: summary.get(k) for k in ("converged", "solve_time_s", "iterations", "duration_s",
                                                   "peak_angle_deg", "resimulation_error_m")}))
     return 0 if r.converged else 1

@@ -501,27 +501,33 @@ def _resolve_limits(plant, limits, rig) -> RigLimits:
     return limits
 
 
-def _initial_guess(problem: PlateMotionProblem, amax: float, rate: float | None, n_int: int):
-    """Durations and states of a stop-at-every-waypoint motion (smoothstep legs, plate from inversion)."""
+def _initial_guess(problem: PlateMotionProblem, kg: float, angle: float, rate: float | None, n_int: int):
+    """Durations and states of a stop-at-every-waypoint motion (smoothstep legs, plate from inversion).
+
+    ``kg = k_b g`` (m/s^2), ``angle`` and ``rate`` the usable tilt (rad) and slew (rad/s) bounds. A
+    smoothstep leg of length L in time T peaks at ``6 L / T^2``: T is chosen so that this is the
+    largest acceleration the tilt gives, plus the time to ramp the plate up and down twice.
+    """
     wp = problem.waypoints_m
     L = np.linalg.norm(np.diff(wp, axis=0), axis=1)
-    T = 2.0 * np.sqrt(6.0 * L / (4.0 * amax)) * 1.5
+    amax = kg * np.sin(angle)
+    T = np.sqrt(6.0 * L / amax)
     if rate is not None:
-        T = T + 4.0 * np.arcsin(min(1.0, 0.9)) / rate
+        T = T + 4.0 * angle / rate
     if problem.objective == "effort":
         T = T * problem.duration_s / T.sum()
     tau = np.linspace(0.0, 1.0, 2 * n_int + 1)
     s, ds, dds = 3 * tau ** 2 - 2 * tau ** 3, 6 * tau - 6 * tau ** 2, 6 - 12 * tau
+    lim = np.sin(angle)
     legs = []
     for i in range(problem.n_legs):
         d = wp[i + 1] - wp[i]
         p = wp[i] + s[:, None] * d
         v = (ds / T[i])[:, None] * d
         a = (dds / T[i] ** 2)[:, None] * d
-        ratio = np.clip(a / amax, -0.9, 0.9) * np.sin(0.9)
-        alpha = np.arcsin(np.clip(-ratio[:, 1], -1, 1))
-        beta = np.arcsin(np.clip(ratio[:, 0] / np.cos(alpha), -1, 1))
-        extra = np.zeros((tau.size, 2)) if problem.rates_are_states else np.zeros((tau.size, 0))
+        alpha = np.arcsin(np.clip(-a[:, 1] / kg, -lim, lim))
+        beta = np.arcsin(np.clip(a[:, 0] / (kg * np.cos(alpha)), -lim, lim))
+        extra = np.zeros((tau.size, 2 if problem.rates_are_states else 0))
         X = np.column_stack([p, v, alpha, beta, extra, np.full(tau.size, T[i])])
         legs.append((X, np.zeros((tau.size, 2))))
     return legs
@@ -711,7 +717,7 @@ def plan_plate_motion(plant: BallPlate, problem: PlateMotionProblem, *, limits: 
                                   f"{margin * limits.max_angle:.4g} rad")
     nlp = _PlateNLP(plant, problem, limits, n_int, dict(ipopt_options or {}))
     p = plant.params
-    guess = _initial_guess(problem, p.rolling_gain * p.gravity * np.sin(nlp.angle_bound), nlp.rate_bound, n_int)
+    guess = _initial_guess(problem, p.rolling_gain * p.gravity, nlp.angle_bound, nlp.rate_bound, n_int)
     w0 = np.concatenate([tr.pack(X, U) for tr, (X, U) in zip(nlp.trs, guess)])
     t_start = time.perf_counter()
     sol = nlp.solver(x0=w0, lbx=nlp.lbw, ubx=nlp.ubw, lbg=nlp.lbg, ubg=nlp.ubg)
