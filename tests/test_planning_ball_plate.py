@@ -304,3 +304,55 @@ def test_given_end_velocities_and_least_effort_falls_with_more_time():
                                                            duration_s=T), rig=rig, intervals=16).report.objective
                for T in (1.5, 2.0, 3.0)]
     assert efforts[0] > efforts[1] > efforts[2] > 0
+
+
+def test_exact_moving_plate_contact_function_equals_the_kernels():
+    """The exact plate's contact subsystem (CasADi) = the MovingPlateBallPlate kernels' contact rows, and its
+    spin rate = d/dt (yaw' + roll' sin(lean) + alpha' sin(beta)) from the kernels' accelerations."""
+    from ballctl.plants.ball_plate import BallPlateParameters
+    from ballctl.plants.ball_plate_moving import MovingPlateBallPlate, MovingPlateParameters
+    from ballctl.planning.symbolic import moving_plate_contact_function
+
+    params = MovingPlateParameters(ball=BallPlateParameters(mass=0.13, radius=0.025, inertia=3e-5), pivot_depth=0.03)
+    plant = MovingPlateBallPlate(params)
+    f = moving_plate_contact_function(params)
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        x = rng.normal(size=7) * [0.2, 0.2, 2.0, 0.7, 2.0, 0.3, 0.3]
+        v, spin = rng.normal(size=2) * 0.5, rng.normal() * 3.0
+        xd = np.zeros(7)
+        xd[5:] = rng.normal(size=2) * 2.0
+        xd[:5] = BallPlate(params.ball).rolling_velocities(x[:5], v, spin - xd[5] * np.sin(x[6]))
+        u = rng.normal(size=2) * 5.0
+        xdd, _ = plant.accelerations(x, xd, u)
+        a, sigma_dot = f(x[:2], xd[:2], spin, x[5:7], xd[5:7], u)
+        ref_sigma_dot = (xdd[2] + xdd[4] * np.sin(x[3]) + xd[4] * xd[3] * np.cos(x[3])
+                         + u[0] * np.sin(x[6]) + xd[5] * xd[6] * np.cos(x[6]))
+        assert np.abs(np.asarray(a).ravel() - xdd[:2]).max() <= 1e-12 * max(1.0, np.abs(xdd[:2]).max())
+        assert abs(float(sigma_dot) - ref_sigma_dot) <= 1e-12 * max(1.0, abs(ref_sigma_dot))
+
+
+def test_plan_on_the_exact_moving_plate_holds_the_limits_and_resimulates():
+    """Planned on the exact (prescribed) moving plate: limits hold on the dense plate motion, and the full
+    7-coordinate DAE under the planned plate accelerations reproduces the plan (plate angles to rounding,
+    contact point to the transcription's accuracy)."""
+    from ballctl.plants.ball_plate_moving import MovingPlateBallPlate
+
+    rig = rig_preset("tabletop")
+    plant = MovingPlateBallPlate(rig.truth_plant().params)
+    problem = PlateMotionProblem(waypoints_m=WAYPOINTS[:3], limit_margin=0.2, max_plate_acceleration_rad_s2=10.0)
+    with pytest.raises(ParameterError, match="max_plate_acceleration_rad_s2"):
+        plan_plate_motion(plant, PlateMotionProblem(waypoints_m=WAYPOINTS[:3]), limits=rig.limits)
+    plan = plan_plate_motion(plant, problem, limits=rig.limits, intervals=10)
+    assert plan.converged and plan.exact, plan.report.message
+    peaks = plan.peak_limits(samples_per_interval=100)
+    assert peaks["max_angle_rad"] <= 0.8 * rig.limits.max_angle + 1e-8
+    assert peaks["max_rate_rad_s"] <= 0.8 * rig.limits.max_rate + 1e-8
+    assert peaks["max_acceleration_rad_s2"] <= 10.0 + 1e-7
+    ref = plan.reference()
+    t = np.linspace(0.0, plan.duration_s, 401)
+    s, planned = ref(t), plan.state(t)
+    assert np.abs(s.x[:, 5:7] - planned[:, 4:6]).max() < 1e-8
+    assert np.abs(s.x[:, :2] - planned[:, :2]).max() < 1e-3
+    with pytest.raises(ParameterError, match="quasi-static plans"):
+        track_plate_plan(plan, rig)

@@ -65,6 +65,7 @@ form and the convex hull property).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -74,11 +75,12 @@ import numpy as np
 from .._errors import ChartSingularityError, InfeasiblePlanError, ParameterError
 from .._validation import as_array, as_vector, check_bool, check_choice, check_instance, check_integer
 from ..plants.ball_plate import LEAN_LIMIT, BallPlate
+from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate
 from ..references.rolling import IntegratedReference
 from ..rig import RigLimits, RigProfile
 from ._casadi import require_casadi
 from .maneuver import SolverReport
-from .symbolic import ball_plate_equations
+from .symbolic import ball_plate_equations, moving_plate_contact_function
 from .transcription import collocation_times, hermite_simpson, hermite_state, quadratic_input
 
 __all__ = ["PlateMotionProblem", "PlateMotionPlan", "PlateTracking", "plan_plate_motion", "track_plate_plan",
@@ -88,6 +90,16 @@ __all__ = ["PlateMotionProblem", "PlateMotionPlan", "PlateTracking", "plan_plate
 PLATE_OBJECTIVES = ("time", "effort")
 
 _N_STATE = 6   # (contact_x, contact_y, contact_x_rate, contact_y_rate, alpha, beta)
+_EXACT_PLANTS = (MovingPlateBallPlate, ServoPlateBallPlate)
+
+
+def _ball_parameters(plant):
+    return plant.params if isinstance(plant, BallPlate) else plant.params.ball
+
+
+@functools.lru_cache(maxsize=8)
+def _exact_contact(params):
+    return moving_plate_contact_function(params)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,7 +241,8 @@ class PlateMotionPlan:
 
     Attributes
     ----------
-    plant : BallPlate
+    plant : BallPlate, MovingPlateBallPlate or ServoPlateBallPlate
+        The plant planned on (quasi-static, or the exact moving plate).
     problem : PlateMotionProblem
     limits : RigLimits
         The rig limits planned against (the plan uses ``1 - limit_margin`` of them).
@@ -237,9 +250,10 @@ class PlateMotionPlan:
         Mesh nodes in s (all legs, shared ends).
     t : ndarray, shape (P,)
         Collocation points in s, ``P = 2N + 1``.
-    x : ndarray, shape (P, 6) or (P, 8)
+    x : ndarray, shape (P, 6), (P, 8) or (P, 9)
         ``(contact_x, contact_y, contact_x_rate, contact_y_rate, alpha, beta)`` in m, m/s, rad,
-        then ``(alpha_dot, beta_dot)`` in rad/s when the problem bounds the plate acceleration.
+        then ``(alpha_dot, beta_dot)`` in rad/s when the problem bounds the plate acceleration,
+        then the ball's spin ``sigma`` in rad/s on the exact moving plate.
     u : ndarray, shape (P, 2)
         The inputs: plate rates ``(alpha_dot, beta_dot)`` in rad/s, or plate
         accelerations in rad/s^2 when the problem bounds them.
@@ -248,7 +262,7 @@ class PlateMotionPlan:
     report : SolverReport
     """
 
-    plant: BallPlate
+    plant: object
     problem: PlateMotionProblem
     limits: RigLimits
     nodes: np.ndarray
@@ -284,10 +298,19 @@ class PlateMotionPlan:
         """True when the inputs are plate accelerations (``problem.max_plate_acceleration_rad_s2`` given)."""
         return self.x.shape[1] > _N_STATE
 
+    @property
+    def exact(self) -> bool:
+        """True for a plan on the exact moving plate (the spin is a state)."""
+        return isinstance(self.plant, _EXACT_PLANTS)
+
     def _slopes(self) -> np.ndarray:
         xn, un = self.x[0::2], self.u[0::2]
-        a = self.plant.params.rolling_gain * self.plant.params.gravity * np.column_stack(
-            [np.cos(xn[:, 4]) * np.sin(xn[:, 5]), -np.sin(xn[:, 4])])
+        if self.exact:
+            f = _exact_contact(self.plant.params).map(xn.shape[0])
+            a, sd = f(xn[:, 0:2].T, xn[:, 2:4].T, xn[:, 8][None], xn[:, 4:6].T, xn[:, 6:8].T, un.T)
+            return np.column_stack([xn[:, 2:4], np.asarray(a).T, xn[:, 6:8], un, np.asarray(sd).ravel()])
+        b = _ball_parameters(self.plant)
+        a = b.rolling_gain * b.gravity * np.column_stack([np.cos(xn[:, 4]) * np.sin(xn[:, 5]), -np.sin(xn[:, 4])])
         return np.column_stack([xn[:, 2:4], a, xn[:, 6:8], un] if self.rates_are_states else [xn[:, 2:4], a, un])
 
     def _interval(self, t):
@@ -309,8 +332,8 @@ class PlateMotionPlan:
 
         Returns
         -------
-        ndarray, shape (K, 6) or (K, 8)
-            Contact point (m), its velocity (m/s), plate angles (rad)[, plate rates (rad/s)].
+        ndarray, shape (K, 6), (K, 8) or (K, 9)
+            Contact point (m), its velocity (m/s), plate angles (rad)[, plate rates (rad/s)[, spin (rad/s)]].
         """
         t, k, H, s = self._interval(t)
         out = hermite_state(self.nodes, self.x[0::2], self._slopes(), t)
@@ -415,14 +438,15 @@ class PlateMotionPlan:
                 "limit_rate_rad_s": self.limits.max_rate}
 
     def initial_coordinates(self) -> tuple[np.ndarray, np.ndarray]:
-        """The plant's coordinates and velocities at the start, shape (5,) each.
+        """The plant's coordinates and velocities at the start.
 
         Returns
         -------
-        x0, xd0 : ndarray, shape (5,)
+        x0, xd0 : ndarray, shape (5,) (quasi-static) or (7,) (moving plate)
             Contact point from the first waypoint, orientation from the problem
             (default: yaw along the first leg), velocities from the rolling
-            constraints with the problem's spin.
+            constraints with the problem's spin; on the moving plate the plate
+            angles follow, at rest.
         """
         pb = self.problem
         if pb.initial_orientation_rad is None:
@@ -431,17 +455,26 @@ class PlateMotionPlan:
         else:
             orient = np.asarray(pb.initial_orientation_rad, dtype=float)
         x0 = np.concatenate([pb.waypoints_m[0], orient])
-        xd0 = self.plant.rolling_velocities(x0, pb.initial_velocity_mps, pb.spin_rad_s)
+        xd0 = BallPlate(_ball_parameters(self.plant)).rolling_velocities(x0, pb.initial_velocity_mps, pb.spin_rad_s)
+        if self.exact:      # the plate starts at rest: the ball's spin is its relative spin
+            x0 = np.concatenate([x0, pb.initial_plate_angles_rad])
+            xd0 = np.concatenate([xd0, np.zeros(2)])
         return x0, xd0
 
     def reference(self, *, hold_s: float = 0.0, rtol: float = 1e-10, atol: float = 1e-12) -> IntegratedReference:
-        """The plan as a DAE-consistent reference of the full :class:`~ballctl.BallPlate`.
+        """The plan as a DAE-consistent reference of the full plant it was planned on.
 
-        The plant is integrated (DOP853, restarting at every mesh node) under
-        the planned plate angles from :meth:`initial_coordinates`; this is the
-        re-simulation of the plan on the nonlinear plant, and the object plugs
-        into :func:`ballctl.design_tracking_lqr`, :func:`ballctl.design_for_rig`
-        and :func:`ballctl.simulate_closed_loop` like any other reference.
+        The plant is integrated (DOP853, restarting at every mesh node) from
+        :meth:`initial_coordinates` under the planned plate angles
+        (:class:`~ballctl.BallPlate`), the planned plate accelerations
+        (:class:`~ballctl.plants.ball_plate_moving.MovingPlateBallPlate`) or the
+        servo commands that realize the planned plate motion
+        (:class:`~ballctl.plants.ball_plate_moving.ServoPlateBallPlate`: the
+        torque the prescribed motion needs, inverted through the servo law);
+        this is the re-simulation of the plan on the nonlinear plant, and the
+        object plugs into :func:`ballctl.design_tracking_lqr`,
+        :func:`ballctl.design_for_rig` and :func:`ballctl.simulate_closed_loop`
+        like any other reference.
 
         Parameters
         ----------
@@ -469,8 +502,17 @@ class PlateMotionPlan:
         x0, xd0 = self.initial_coordinates()
         end = float(self.nodes[-1]) + hold_s
         breaks = list(self.nodes[1:-1]) + ([float(self.nodes[-1])] if hold_s > 0 else [])
-        ref = IntegratedReference(self.plant, x0, xd0, self.plate_angles, (0.0, end), breakpoints=breaks,
-                                  rtol=rtol, atol=atol)
+        if not self.exact:
+            ref = IntegratedReference(self.plant, x0, xd0, self.plate_angles, (0.0, end), breakpoints=breaks,
+                                      rtol=rtol, atol=atol)
+        else:
+            prescribed = IntegratedReference(MovingPlateBallPlate(self.plant.params), x0, xd0,
+                                             self.plate_accelerations, (0.0, end), breakpoints=breaks,
+                                             rtol=rtol, atol=atol)
+            ref = prescribed
+            if isinstance(self.plant, ServoPlateBallPlate):
+                ref = IntegratedReference(self.plant, x0, xd0, _servo_commands(self.plant, prescribed), (0.0, end),
+                                          breakpoints=breaks, rtol=rtol, atol=atol)
         probe = ref(np.linspace(0.0, end, max(200, 20 * self.nodes.size)))
         lean = np.abs(probe.x[:, 3])
         if lean.max() >= LEAN_LIMIT:
@@ -482,15 +524,30 @@ class PlateMotionPlan:
         return ref
 
 
+def _servo_commands(plant: ServoPlateBallPlate, prescribed: IntegratedReference):
+    """``u(t)``: the servo commands whose torque realizes the prescribed plate motion (M xdd - Q on the plate rows)."""
+
+    def commands(t):
+        s = prescribed(float(t))
+        x, xd, xdd = s.x, s.xd, s.xdd
+        q = x[:, 5:7]
+        M, Q = plant._mass_and_forces(x, xd, q)
+        tau = (np.einsum("kij,kj->ki", M, xdd) - Q)[:, 5:] + plant.servo_torque(x, xd, q)
+        return plant.commands_for_torque(x, xd, tau)[0]
+
+    return commands
+
+
 def _resolve_limits(plant, limits, rig) -> RigLimits:
     if (limits is None) == (rig is None):
         raise ParameterError("give the rig's limits as limits=RigLimits(...) or the rig as rig=RigProfile(...), "
                              "exactly one of them")
     if rig is not None:
         check_instance(rig, "rig", RigProfile)
-        if rig.ball != plant.params:
+        if rig.ball != _ball_parameters(plant):
             raise ParameterError(f"rig {rig.name!r} has ball {rig.ball.as_dict()} but the plant has "
-                                 f"{plant.params.as_dict()}; plan on rig.truth_plant().quasi_static()")
+                                 f"{_ball_parameters(plant).as_dict()}; plan on rig.truth_plant() or "
+                                 f"rig.truth_plant().quasi_static()")
         limits = rig.limits
     check_instance(limits, "limits", RigLimits)
     if limits.max_angle is None:
@@ -501,7 +558,8 @@ def _resolve_limits(plant, limits, rig) -> RigLimits:
     return limits
 
 
-def _initial_guess(problem: PlateMotionProblem, kg: float, angle: float, rate: float | None, n_int: int):
+def _initial_guess(problem: PlateMotionProblem, kg: float, angle: float, rate: float | None, n_int: int,
+                   exact: bool = False):
     """Durations and states of a stop-at-every-waypoint motion (smoothstep legs, plate from inversion).
 
     ``kg = k_b g`` (m/s^2), ``angle`` and ``rate`` the usable tilt (rad) and slew (rad/s) bounds. A
@@ -528,6 +586,8 @@ def _initial_guess(problem: PlateMotionProblem, kg: float, angle: float, rate: f
         alpha = np.arcsin(np.clip(-a[:, 1] / kg, -lim, lim))
         beta = np.arcsin(np.clip(a[:, 0] / (kg * np.cos(alpha)), -lim, lim))
         extra = np.zeros((tau.size, 2 if problem.rates_are_states else 0))
+        if exact:
+            extra = np.column_stack([extra, np.full(tau.size, problem.spin_rad_s)])
         X = np.column_stack([p, v, alpha, beta, extra, np.full(tau.size, T[i])])
         legs.append((X, np.zeros((tau.size, 2))))
     return legs
@@ -540,14 +600,19 @@ class _PlateNLP:
                  ipopt_options: dict) -> None:
         ca = require_casadi()
         start = time.perf_counter()
-        eq = ball_plate_equations(plant)
         accel = problem.rates_are_states
-        ns = _N_STATE + (2 if accel else 0)
+        exact = isinstance(plant, _EXACT_PLANTS)
+        ns = _N_STATE + (2 if accel else 0) + (1 if exact else 0)
         self.n_states = ns
         x, w, z = ca.SX.sym("x", ns + 1), ca.SX.sym("w", 2), ca.SX.sym("z", 0)
         T = x[ns]
-        tail = ca.vertcat(x[6:8], w) if accel else w
-        rhs = ca.vertcat(x[2:4], eq.contact_acceleration(x[4:6]), tail)
+        if exact:       # (p, v, q, qd, sigma): the exact moving plate's contact subsystem
+            acc, sigma_dot = _exact_contact(plant.params)(x[0:2], x[2:4], x[8], x[4:6], x[6:8], w)
+            rhs = ca.vertcat(x[2:4], acc, x[6:8], w, sigma_dot)
+        else:
+            eq = ball_plate_equations(plant)
+            tail = ca.vertcat(x[6:8], w) if accel else w
+            rhs = ca.vertcat(x[2:4], eq.contact_acceleration(x[4:6]), tail)
         f = ca.Function("plate_rhs", [x, w, z], [ca.vertcat(T * rhs, 0.0)])
         tau = np.linspace(0.0, 1.0, n_int + 1)
         margin = 1.0 - problem.limit_margin
@@ -607,7 +672,7 @@ class _PlateNLP:
         groups.append(("final velocity final_velocity_mps", last[2:4, -1] - ca.DM(problem.final_velocity_mps),
                        0.0, 0.0))
         if problem.level_at_end:
-            groups.append(("plate level at the end (level_at_end)", last[4:ns, -1], 0.0, 0.0))
+            groups.append(("plate level at the end (level_at_end)", last[4:8 if accel else 6, -1], 0.0, 0.0))
         if problem.objective == "effort":
             total = sum(tr.X[ns, 0] for tr in self.trs)
             groups.append((f"total time duration_s = {problem.duration_s} s", total - problem.duration_s, 0.0, 0.0))
@@ -630,7 +695,7 @@ class _PlateNLP:
             lbX[:, ns] = tmin
             if i == 0:
                 x0 = np.concatenate([wp[0], problem.initial_velocity_mps, problem.initial_plate_angles_rad,
-                                     np.zeros(ns - _N_STATE)])
+                                     np.zeros(2 if accel else 0), [problem.spin_rad_s] if exact else []])
                 lbX[0, :ns] = ubX[0, :ns] = x0
             lbU, ubU = np.full((P, 2), -np.inf), np.full((P, 2), np.inf)
             if ulim is not None:
@@ -660,15 +725,19 @@ class _PlateNLP:
         return worst, name
 
 
-def plan_plate_motion(plant: BallPlate, problem: PlateMotionProblem, *, limits: RigLimits | None = None,
+def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits | None = None,
                       rig: RigProfile | None = None, intervals: int = 20,
                       ipopt_options: dict | None = None) -> PlateMotionPlan:
     """Plan a minimum-time or minimum-effort ball-plate motion through waypoints within a rig's limits.
 
     Parameters
     ----------
-    plant : BallPlate
-        The quasi-static plant (for a rig: ``rig.truth_plant().quasi_static()``).
+    plant : BallPlate, ServoPlateBallPlate or MovingPlateBallPlate
+        The quasi-static plant (for a rig: ``rig.truth_plant().quasi_static()``), or
+        the exact moving plate (for a rig: ``rig.truth_plant()``, two plate angles):
+        then the planner transcribes the exact contact subsystem
+        (:func:`~ballctl.planning.symbolic.moving_plate_contact_function`, the
+        ball's spin a state) and needs ``problem.max_plate_acceleration_rad_s2``.
     problem : PlateMotionProblem
     limits : RigLimits, optional
         Tilt (``max_angle``, required) and slew (``max_rate``) limits; the
@@ -703,9 +772,20 @@ def plan_plate_motion(plant: BallPlate, problem: PlateMotionProblem, *, limits: 
     >>> plan.converged, round(plan.duration_s, 2)
     (True, 0.87)
     """
-    check_instance(plant, "plant", BallPlate, "BallPlate (the quasi-static plate)")
+    check_instance(plant, "plant", (BallPlate, *_EXACT_PLANTS),
+                   "BallPlate, ServoPlateBallPlate or MovingPlateBallPlate")
     check_instance(problem, "problem", PlateMotionProblem)
+    exact = isinstance(plant, _EXACT_PLANTS)
+    if exact and plant.n_plate != 2:
+        raise ParameterError("the exact plate planner needs two plate angles (MovingPlateParameters(with_spin=False))")
     limits = _resolve_limits(plant, limits, rig)
+    if exact and not problem.rates_are_states:
+        hint = ""
+        if isinstance(plant, ServoPlateBallPlate) and plant.servo.max_torque is not None:
+            hint = (f"; this servo gives at most max_torque / plate inertia = "
+                    f"{plant.servo.max_torque / max(plant.servo.plate_inertia[:2]):.3g} rad/s^2")
+        raise ParameterError("planning on the exact moving plate needs problem.max_plate_acceleration_rad_s2 "
+                             f"(rad/s^2): the plate's inertia and servo torque bound it{hint}")
     if problem.objective == "time" and limits.max_rate is None:
         raise ParameterError("objective='time' needs a slew limit limits.max_rate in rad/s: without it the "
                              "minimum-time plate jumps between its tilt limits")
@@ -716,8 +796,8 @@ def plan_plate_motion(plant: BallPlate, problem: PlateMotionProblem, *, limits: 
                                   f"the usable tilt limit (1 - limit_margin) * max_angle = "
                                   f"{margin * limits.max_angle:.4g} rad")
     nlp = _PlateNLP(plant, problem, limits, n_int, dict(ipopt_options or {}))
-    p = plant.params
-    guess = _initial_guess(problem, p.rolling_gain * p.gravity, nlp.angle_bound, nlp.rate_bound, n_int)
+    p = _ball_parameters(plant)
+    guess = _initial_guess(problem, p.rolling_gain * p.gravity, nlp.angle_bound, nlp.rate_bound, n_int, exact)
     w0 = np.concatenate([tr.pack(X, U) for tr, (X, U) in zip(nlp.trs, guess)])
     t_start = time.perf_counter()
     sol = nlp.solver(x0=w0, lbx=nlp.lbw, ubx=nlp.ubw, lbg=nlp.lbg, ubg=nlp.ubg)
@@ -872,6 +952,11 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     check_choice(design, "design", ("qs-paper", "qs-contact"))
     truth = check_bool(truth, "truth")
     off = as_vector(contact_offset_m, "contact_offset_m", 2, unit="m")
+    if plan.exact:
+        raise ParameterError(
+            "track_plate_plan tracks quasi-static plans (for the servo-plate truth: plan on "
+            "rig.truth_plant().quasi_static() with max_plate_acceleration_rad_s2 and pass truth=True); a plan on the "
+            "exact plate gives plan.reference() for your own design")
     if truth and not plan.rates_are_states:
         servo = rig.servo
         hint = "" if servo.max_torque is None else (

@@ -42,13 +42,14 @@ import numpy as np
 
 from .._errors import ParameterError
 from ..plants.ball_plate import BallPlate
+from ..plants.ball_plate_moving import MovingPlateParameters
 from ..plants.rails import CircleRail, EllipseRail, FigureEightRail, Rail, SegmentRail
 from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
 
 __all__ = ["BallPlateEquations", "ball_plate_equations", "ball_rhs_function", "disk_rhs_function",
-           "quat_to_matrix_casadi", "rail_casadi"]
+           "moving_plate_contact_function", "quat_to_matrix_casadi", "rail_casadi"]
 
 
 def _cols(ca, rotation, center, local):
@@ -350,3 +351,62 @@ def ball_plate_equations(plant: BallPlate) -> BallPlateEquations:
         constraint_bias=ca.Function("constraint_bias", [x, xd], [bias], ["x", "xd"], ["bias"]),
         accelerations=ca.Function("accelerations", [x, xd, u], [xdd, lam], ["x", "xd", "u"], ["xdd", "lam"]),
         contact_acceleration=ca.Function("contact_acceleration", [u], [p.rolling_gain * gp], ["u"], ["a"]))
+
+
+def moving_plate_contact_function(params: MovingPlateParameters):
+    r"""The contact subsystem of the exact moving plate (two plate angles) as a CasADi function.
+
+    For a sphere the contact point's acceleration and the ball's spin about
+    the plate normal do not depend on its orientation; with the plate's
+    angles, rates and accelerations ``q, qd, qdd`` (rad, rad/s, rad/s^2),
+    plate angular velocity :math:`\Omega = \dot\alpha(\cos\beta, 0, \sin\beta) +
+    \dot\beta(0, 1, 0)`, centre :math:`s = (x_C, y_C, R + d)` and ball angular
+    velocity :math:`\omega_b = (-v_y/R + \Omega_x, v_x/R + \Omega_y, \sigma)`
+    (plate components):
+
+    .. math::
+
+        c = \dot\Omega\times s + 2\Omega\times\dot s + \Omega\times(\Omega\times s),\quad
+        a = k_b (g_{plate} - c)_{xy} - \frac{I R}{I + m R^2}
+            \big((\Omega\times\omega_b + \dot\Omega)_y, -(\Omega\times\omega_b + \dot\Omega)_x\big),\quad
+        \dot\sigma = -(\Omega\times\omega_b)_z,
+
+    the reduction of :class:`~ballctl.plants.ball_plate_moving.MovingPlateBallPlate`
+    used by its exact inversion; ``tests/test_planning_ball_plate.py`` proves it equal
+    to the plant's compiled kernels (contact rows and the spin's rate) at random states.
+
+    Parameters
+    ----------
+    params : MovingPlateParameters
+        Without plate spin (``with_spin=False``).
+
+    Returns
+    -------
+    casadi.Function
+        ``f(p (2), v (2), sigma, q (2), qd (2), qdd (2)) -> (a (2), sigma_dot)`` in m/s^2 and rad/s^2.
+
+    References
+    ----------
+    Agundez et al., Mech. Mach. Theory 203 (2024) 105795, appendix B, eqs. (90)-(115).
+    """
+    ca = require_casadi()
+    if not isinstance(params, MovingPlateParameters) or params.with_spin:
+        raise ParameterError("params must be MovingPlateParameters with with_spin=False (two plate angles)")
+    b = params.ball
+    R, g, m, inertia = float(b.radius), float(b.gravity), float(b.mass), float(b.ball_inertia)
+    k_b = b.rolling_gain
+    c_rot = inertia * R / (inertia + m * R * R)
+    p, v, sigma = ca.SX.sym("p", 2), ca.SX.sym("v", 2), ca.SX.sym("sigma")
+    q, qd, qdd = ca.SX.sym("q", 2), ca.SX.sym("qd", 2), ca.SX.sym("qdd", 2)
+    cb, sb = ca.cos(q[1]), ca.sin(q[1])
+    Om = ca.vertcat(qd[0] * cb, qd[1], qd[0] * sb)
+    Omd = ca.vertcat(qdd[0] * cb - qd[0] * qd[1] * sb, qdd[1], qdd[0] * sb + qd[0] * qd[1] * cb)
+    gp = g * ca.vertcat(ca.cos(q[0]) * sb, -ca.sin(q[0]), -ca.cos(q[0]) * cb)
+    s = ca.vertcat(p[0], p[1], R + float(params.pivot_depth))
+    sd = ca.vertcat(v[0], v[1], 0.0)
+    wb = ca.vertcat(-v[1] / R + Om[0], v[0] / R + Om[1], sigma)
+    c = ca.cross(Omd, s) + 2.0 * ca.cross(Om, sd) + ca.cross(Om, ca.cross(Om, s))
+    gyro = ca.cross(Om, wb) + Omd
+    acc = k_b * (gp[:2] - c[:2]) - c_rot * ca.vertcat(gyro[1], -gyro[0])
+    return ca.Function("moving_plate_contact", [p, v, sigma, q, qd, qdd], [acc, -ca.cross(Om, wb)[2]],
+                       ["p", "v", "sigma", "q", "qd", "qdd"], ["a", "sigma_dot"])
