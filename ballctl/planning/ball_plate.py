@@ -920,7 +920,10 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     Parameters
     ----------
     plan : PlateMotionPlan
-        A converged plan on the rig's quasi-static plant.
+        A converged plan on the rig's quasi-static plant, or on its servo plate
+        (``rig.truth_plant()``): then its reference (:meth:`PlateMotionPlan.reference`)
+        is tracked by the rig's ``"exact"`` design on the servo plate; leave
+        headroom (``limit_margin`` about 0.5): the servo commands lead the plate.
     rig : RigProfile
         Control period, limits (applied to every command), sensors and truth plant.
     design : {"qs-paper", "qs-contact"}
@@ -952,11 +955,9 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     check_choice(design, "design", ("qs-paper", "qs-contact"))
     truth = check_bool(truth, "truth")
     off = as_vector(contact_offset_m, "contact_offset_m", 2, unit="m")
-    if plan.exact:
-        raise ParameterError(
-            "track_plate_plan tracks quasi-static plans (for the servo-plate truth: plan on "
-            "rig.truth_plant().quasi_static() with max_plate_acceleration_rad_s2 and pass truth=True); a plan on the "
-            "exact plate gives plan.reference() for your own design")
+    if plan.exact and not isinstance(plan.plant, ServoPlateBallPlate):
+        raise ParameterError("track_plate_plan needs a plan on the quasi-static BallPlate or on the servo plate "
+                             f"(rig.truth_plant()), got one on {type(plan.plant).__name__}")
     if truth and not plan.rates_are_states:
         servo = rig.servo
         hint = "" if servo.max_torque is None else (
@@ -971,7 +972,13 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
                              f"dt = {dt} s")
     sim = dict(limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))))
     residuals = None
-    if truth:
+    if plan.exact:      # the servo-plate reference of the plan, the rig's exact design, on the servo plate
+        ctrl = design_for_rig(rig, ref, "exact", horizon=steps * dt, output_feedback=output_feedback)
+        s0 = ref(0.0)
+        x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+        x0[:2] += off
+        run = simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant() if truth else None, **sim)
+    elif truth:
         from ..references.moving_plate import MovingPlateMotion
 
         plant = rig.truth_plant()
@@ -996,4 +1003,5 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     return PlateTracking(reference=ref, controller=ctrl, closed_loop=run, rms_error_m=float(np.sqrt(np.mean(err ** 2))),
                          final_error_m=float(err[-1]), peak_angle_rad=float(np.abs(run.u).max()),
                          peak_rate_rad_s=float(rates), limit_steps=dict(run.limit_events),
-                         truth="servo plate" if truth else "quasi-static", inversion_residuals=residuals)
+                         truth="servo plate" if (truth or plan.exact) else "quasi-static",
+                         inversion_residuals=residuals)
