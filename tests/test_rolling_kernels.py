@@ -1,0 +1,200 @@
+"""The compiled rolling ball/disk kernels against values recorded from the former numpy implementation.
+
+``tests/data/rolling_reference.npz`` holds, at random states, every dynamics
+output of the ball and the disk (both input modes, closed-form and callable
+rails, an off-centre body, an external force) and of their
+generalized-coordinate forms, computed by the numpy code that the kernels
+replaced (commit history: recorded before the switch). That code was proven
+equal to the CasADi form of :mod:`ballctl.planning.symbolic` and to the
+energy/momentum checks of ``tests/test_rolling_ball.py``; the kernels must
+reproduce it to 1e-12 (relative to the size of each quantity), i.e. to
+rounding. Regenerate with ``python tests/test_rolling_kernels.py`` only when
+the physics is meant to change.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from ballctl.plants.internal_masses import PointMass
+from ballctl.plants.paper import paper_ball_parameters, paper_disk_parameters
+from ballctl.plants.rails import CallableRail, CircleRail, EllipseRail, FigureEightRail, SegmentRail
+from ballctl.plants.rolling_ball import RollingBall, RollingBallParameters
+from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters
+
+DATA = pathlib.Path(__file__).parent / "data" / "rolling_reference.npz"
+N_SAMPLES = 6
+
+
+def _wobbly_circle(theta):
+    """A user rail in plain Python: a circle of radius 0.5 m in the E1-E3 plane with a 3-fold wobble."""
+    theta = np.asarray(theta)
+    rho = 0.5 + 0.05 * np.sin(3 * theta)
+    drho = 0.15 * np.cos(3 * theta)
+    ddrho = -0.45 * np.sin(3 * theta)
+    c, s = np.cos(theta), np.sin(theta)
+    z = np.zeros_like(rho * c)
+    zeta = np.stack([rho * c, z, rho * s], axis=-1)
+    dzeta = np.stack([drho * c - rho * s, z, drho * s + rho * c], axis=-1)
+    ddzeta = np.stack([ddrho * c - 2 * drho * s - rho * c, z, ddrho * s + 2 * drho * c - rho * s], axis=-1)
+    return zeta, dzeta, ddzeta
+
+
+def _tilt(a):
+    c, s = np.cos(a), np.sin(a)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ np.array([[1.0, 0, 0], [0, c, -s], [0, s, c]])
+
+
+def ball_cases():
+    """name -> RollingBallParameters covering every rail kind, an off-centre body and an external force."""
+    mixed = RollingBallParameters(
+        mass_kg=2.0, radius_m=1.2, principal_inertia_kgm2=[0.7, 0.9, 1.1], cm_offset_m=[0.02, -0.03, 0.05],
+        point_masses=(PointMass(mass_kg=0.3, rail=EllipseRail(semi_axis_first_m=0.6, semi_axis_third_m=0.4,
+                                                              rotation=_tilt(0.3), center_m=[0.1, 0.0, -0.1])),
+                      PointMass(mass_kg=0.5, rail=FigureEightRail(half_width_m=0.5, half_height_m=0.6,
+                                                                  rotation=_tilt(-0.7), center_m=[0.0, 0.1, 0.0])),
+                      PointMass(mass_kg=0.4, rail=SegmentRail(start_m=[-0.5, 0.2, 0.1], end_m=[0.4, -0.3, 0.2])),
+                      PointMass(mass_kg=0.2, rail=CircleRail(radius_m=0.3, rotation=_tilt(1.1),
+                                                             center_m=[0.0, 0.0, 0.2]))),
+        gravity_mps2=9.81, external_force=lambda t: np.array([0.3 * np.cos(t), -0.2, 0.1 * t]))
+    user = RollingBallParameters(
+        mass_kg=1.0, radius_m=1.0, principal_inertia_kgm2=[0.5, 0.6, 0.7],
+        point_masses=(PointMass(mass_kg=0.6, rail=CallableRail(function=_wobbly_circle)),
+                      PointMass(mass_kg=0.4, rail=CircleRail.from_spherical(0.7, 0.4, 0.3))))
+    bare = RollingBallParameters(mass_kg=1.5, radius_m=0.8, principal_inertia_kgm2=[0.3, 0.4, 0.5],
+                                 cm_offset_m=[0.0, 0.1, -0.2])
+    return {"paper": paper_ball_parameters(), "mixed": mixed, "user": user, "bare": bare}
+
+
+def disk_cases():
+    """name -> RollingDiskParameters: the paper's disk and one with every planar rail kind and a force."""
+    mixed = RollingDiskParameters(
+        mass_kg=1.5, radius_m=1.1, inertia_kgm2=0.8, cm_offset_m=[0.05, -0.1],
+        point_masses=(PointMass(mass_kg=0.3, rail=EllipseRail(semi_axis_first_m=0.6, semi_axis_third_m=0.4,
+                                                              center_m=[0.1, 0.0, -0.1])),
+                      PointMass(mass_kg=0.5, rail=FigureEightRail(half_width_m=0.5, half_height_m=0.6)),
+                      PointMass(mass_kg=0.4, rail=SegmentRail(start_m=[-0.5, 0.0, 0.1], end_m=[0.4, 0.0, -0.3])),
+                      PointMass(mass_kg=0.2, rail=CallableRail(function=_wobbly_circle))),
+        gravity_mps2=9.81, external_force=lambda t: 0.4 * np.sin(t))
+    return {"paper": paper_disk_parameters(), "mixed": mixed}
+
+
+def _random_ball_states(plant, rng):
+    n = plant.n_masses
+    q = rng.normal(size=(N_SAMPLES, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.concatenate([rng.uniform(0.0, 2.0 * np.pi, (N_SAMPLES, n)),
+                           rng.normal(size=(N_SAMPLES, n)), q, rng.normal(size=(N_SAMPLES, 3)),
+                           rng.normal(size=(N_SAMPLES, 2))], axis=-1)
+
+
+def _segment_safe(plant, x):
+    """Keep segment parameters inside the tube (so the states are physical)."""
+    for i, pm in enumerate(plant.params.point_masses):
+        if isinstance(pm.rail, SegmentRail):
+            x[:, i] = np.mod(x[:, i], pm.rail.length_m)
+    return x
+
+
+def compute(record=False):
+    """Every recorded quantity, as a dict name -> array (same seeds as the recording)."""
+    out = {}
+    rng = np.random.default_rng(20261201)
+    for name, params in ball_cases().items():
+        for mode in ("acceleration", "force"):
+            ball = RollingBall(params, inputs=mode)
+            x = _segment_safe(ball, _random_ball_states(ball, rng))
+            u = rng.normal(size=(N_SAMPLES, ball.n_masses))
+            t = 0.37
+            key = f"ball/{name}/{mode}"
+            out[key + "/x"], out[key + "/u"] = x, u
+            out[key + "/rhs"] = ball.rhs(t, x, u)
+            out[key + "/rhs_single"] = np.array([ball.rhs(t, xi, ui) for xi, ui in zip(x, u)])
+            if mode == "acceleration":
+                out[key + "/angular_acceleration"] = ball.angular_acceleration(t, x, u)
+                if ball.n_masses:
+                    out[key + "/rail_forces"] = ball.rail_forces(t, x, u)
+                    out[key + "/rail_accelerations"] = ball.rail_accelerations(t, x, u)
+            out[key + "/energy"] = ball.energy(x)
+            out[key + "/momentum"] = ball.contact_angular_momentum(x)
+            out[key + "/jacobian0"] = ball.rhs_jacobian(t, x[0], u[0])
+            if params.external_force is None:
+                sys_ = ball.to_constrained_system()
+                X, XD = zip(*(sys_.from_ode_state(xi) for xi in x))
+                X, XD = np.array(X), np.array(XD)
+                out[key + "/sys_x"], out[key + "/sys_xd"] = X, XD
+                out[key + "/sys_M"] = np.array([sys_.mass_matrix(a, b) for a, b in zip(X, u)])
+                out[key + "/sys_Q"] = np.array([sys_.forces(a, b, c) for a, b, c in zip(X, XD, u)])
+                out[key + "/sys_D"] = np.array([sys_.constraint_jacobian(a) for a in X])
+                out[key + "/sys_bias"] = np.array([sys_.constraint_bias(a, b) for a, b in zip(X, XD)])
+                acc = [sys_.accelerations(a, b, c) for a, b, c in zip(X, XD, u)]
+                out[key + "/sys_xdd"] = np.array([a for a, _ in acc])
+                out[key + "/sys_lam"] = np.array([b for _, b in acc])
+    for name, params in disk_cases().items():
+        for mode in ("acceleration", "force"):
+            disk = RollingDisk(params, inputs=mode)
+            n = disk.n_masses
+            x = np.concatenate([rng.uniform(0.0, 2.0 * np.pi, (N_SAMPLES, n)), rng.normal(size=(N_SAMPLES, n)),
+                                rng.normal(size=(N_SAMPLES, 2))], axis=-1)
+            x = _segment_safe(disk, x)
+            u = rng.normal(size=(N_SAMPLES, n))
+            t = 0.61
+            key = f"disk/{name}/{mode}"
+            out[key + "/x"], out[key + "/u"] = x, u
+            out[key + "/rhs"] = disk.rhs(t, x, u)
+            out[key + "/rhs_single"] = np.array([disk.rhs(t, xi, ui) for xi, ui in zip(x, u)])
+            if mode == "acceleration":
+                out[key + "/angular_acceleration"] = disk.angular_acceleration(t, x, u)
+                out[key + "/rail_forces"] = disk.rail_forces(t, x, u)
+                out[key + "/rail_accelerations"] = disk.rail_accelerations(t, x, u)
+            out[key + "/energy"] = disk.energy(x)
+            out[key + "/jacobian0"] = disk.rhs_jacobian(t, x[0], u[0])
+            if params.external_force is None:
+                sys_ = disk.to_constrained_system(contact_at_zero_angle_m=0.2)
+                X, XD = sys_.from_ode_state(x)
+                out[key + "/sys_x"], out[key + "/sys_xd"] = X, XD
+                out[key + "/sys_M"] = np.array([sys_.mass_matrix(a, b) for a, b in zip(X, u)])
+                out[key + "/sys_Q"] = np.array([sys_.forces(a, b, c) for a, b, c in zip(X, XD, u)])
+                out[key + "/sys_D"] = np.array([sys_.constraint_jacobian(a) for a in X])
+                out[key + "/sys_bias"] = np.array([sys_.constraint_bias(a, b) for a, b in zip(X, XD)])
+                acc = [sys_.accelerations(a, b, c, stabilization=(2.0, 3.0)) for a, b, c in zip(X, XD, u)]
+                out[key + "/sys_xdd"] = np.array([a for a, _ in acc])
+                out[key + "/sys_lam"] = np.array([b for _, b in acc])
+    return out
+
+
+def _reference():
+    with np.load(DATA) as f:
+        return {k: f[k] for k in f.files}
+
+
+REFERENCE = _reference() if DATA.exists() else {}
+
+
+@pytest.fixture(scope="module")
+def current():
+    return compute()
+
+
+@pytest.mark.parametrize("key", sorted(k for k in REFERENCE if not k.endswith(("/x", "/u", "/sys_x", "/sys_xd"))))
+def test_kernels_reproduce_the_recorded_numpy_values(current, key):
+    """Every output equals the recorded numpy value to 1e-12 relative to the largest entry (rounding only)."""
+    ref = REFERENCE[key]
+    got = current[key]
+    assert got.shape == ref.shape
+    scale = max(1.0, float(np.max(np.abs(ref))))
+    assert np.max(np.abs(got - ref)) <= 1e-12 * scale, (key, np.max(np.abs(got - ref)) / scale)
+
+
+def test_the_recording_covers_every_case():
+    assert len(REFERENCE) > 100
+    assert {k for k in REFERENCE if k.endswith("/x")} == {k for k in compute() if k.endswith("/x")}
+
+
+if __name__ == "__main__":  # pragma: no cover - regenerates the reference file
+    values = compute()
+    np.savez_compressed(DATA, **values)
+    print(f"wrote {len(values)} arrays to {DATA}")
