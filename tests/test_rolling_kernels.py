@@ -198,3 +198,106 @@ if __name__ == "__main__":  # pragma: no cover - regenerates the reference file
     values = compute()
     np.savez_compressed(DATA, **values)
     print(f"wrote {len(values)} arrays to {DATA}")
+
+
+# ---------------------------------------------------------------------------------------------
+# the compiled rail geometry and the Python-geometry path
+# ---------------------------------------------------------------------------------------------
+
+def _closed_form_rails():
+    return [CircleRail(radius_m=0.4, rotation=_tilt(0.9), center_m=[0.1, -0.2, 0.05]),
+            CircleRail.from_spherical(0.85, np.pi / 4, np.pi / 4),
+            EllipseRail(semi_axis_first_m=0.6, semi_axis_third_m=0.3, rotation=_tilt(-0.4), center_m=[0, 0.1, 0]),
+            FigureEightRail(half_width_m=0.5, half_height_m=0.4, rotation=_tilt(0.2)),
+            SegmentRail(start_m=[-0.5, 0.2, 0.1], end_m=[0.4, -0.3, 0.2])]
+
+
+@pytest.mark.parametrize("rail", _closed_form_rails(), ids=lambda r: type(r).__name__)
+def test_compiled_rail_geometry_equals_the_rail_classes(rail):
+    """The kernel row reproduces ``rail.evaluate`` (positions and both derivatives) to 1e-15 m, float and complex."""
+    from ballctl.plants.kernels.rails import rail_geometry_batch
+
+    theta = np.linspace(-1.0, 7.0, 41)
+    table = rail.kernel_row()[None, :]
+    got = rail_geometry_batch(theta[:, None], table)
+    for g, ref in zip(got, rail.evaluate(theta)):
+        assert np.max(np.abs(g[:, 0, :] - ref)) < 1e-15 * 10
+    # complex step through the compiled geometry: Im f(theta + ih)/h = the next derivative
+    h = 1e-30
+    zc = rail_geometry_batch((theta + 1j * h)[:, None], table)
+    assert np.max(np.abs(zc[0].imag[:, 0] / h - rail.evaluate(theta)[1])) < 1e-14
+    assert np.max(np.abs(zc[1].imag[:, 0] / h - rail.evaluate(theta)[2])) < 1e-14
+
+
+def test_rails_without_a_closed_form_are_evaluated_in_python():
+    class Wobbly(CircleRail):
+        def _local(self, theta):
+            return _wobbly_circle(theta)
+
+    assert Wobbly(radius_m=0.5).kernel_row() is None
+    assert CallableRail(function=_wobbly_circle).kernel_row() is None
+
+
+def test_python_geometry_path_equals_the_compiled_path():
+    """The same rails given as CallableRails (Python geometry) give the same rhs, solve and system terms.
+
+    Both paths feed the same dynamics kernels, so they agree to rounding (1e-14 relative);
+    this pins the dispatch (table vs arrays) and the shapes of the Python path.
+    """
+    rails = _closed_form_rails()[2:]
+    wrapped = [CallableRail(function=r.evaluate, periodic=r.periodic,
+                            parameter_range=r.parameter_range) for r in rails]
+    rng = np.random.default_rng(3)
+    for mode in ("acceleration", "force"):
+        balls = [RollingBall(RollingBallParameters(
+            mass_kg=1.0, radius_m=1.0, principal_inertia_kgm2=[0.5, 0.6, 0.7],
+            point_masses=tuple(PointMass(mass_kg=0.3 + 0.1 * i, rail=r) for i, r in enumerate(rs))), inputs=mode)
+            for rs in (rails, wrapped)]
+        assert balls[0].compiled_rails and not balls[1].compiled_rails
+        x = _segment_safe(balls[0], _random_ball_states(balls[0], rng))
+        u = rng.normal(size=(N_SAMPLES, 3))
+        a, b = (ball.rhs(0.0, x, u) for ball in balls)
+        assert np.max(np.abs(a - b)) < 1e-14 * max(1.0, np.max(np.abs(a)))
+        ja, jb = (ball.rhs_jacobian(0.0, x[0], u[0]) for ball in balls)
+        assert np.max(np.abs(ja - jb)) < 1e-12 * max(1.0, np.max(np.abs(ja)))
+        systems = [ball.to_constrained_system() for ball in balls]
+        X, XD = zip(*(systems[0].from_ode_state(xi) for xi in x))
+        X, XD = np.array(X), np.array(XD)
+        for s0, s1 in zip(*(s.accelerations(X, XD, u) for s in systems)):
+            assert np.max(np.abs(s0 - s1)) < 1e-12 * max(1.0, np.max(np.abs(s0)))
+
+
+def test_a_rail_that_drops_the_imaginary_part_falls_back_to_central_differences():
+    """A CallableRail that casts to float cannot be complex-stepped; the Jacobian must not silently lose its
+    terms: the plant refuses the complex call and ballctl's differentiation falls back (agreement 1e-6)."""
+    def real_only(theta):
+        return tuple(np.asarray(a.real, dtype=float) for a in _wobbly_circle(np.asarray(theta)))
+
+    params = [RollingBallParameters(mass_kg=1.0, radius_m=1.0, principal_inertia_kgm2=[0.5, 0.6, 0.7],
+                                    point_masses=(PointMass(mass_kg=0.6, rail=CallableRail(function=f)),))
+              for f in (_wobbly_circle, real_only)]
+    safe, unsafe = (RollingBall(p) for p in params)
+    x = np.array([0.7, 0.3, 0.8, 0.0, 0.6, 0.0, 0.2, -0.1, 0.3, 0.1, 0.0])
+    x[2:6] /= np.linalg.norm(x[2:6])
+    J_safe = safe.rhs_jacobian(0.0, x, [0.4])
+    J_unsafe = unsafe.rhs_jacobian(0.0, x, [0.4])
+    assert np.max(np.abs(J_safe - J_unsafe)) < 1e-6 * np.max(np.abs(J_safe))
+
+
+def test_generalized_coordinate_forms_are_batched():
+    """RollingBallSystem and RollingDiskSystem evaluate stacks in one call; the stack equals the loop to 1e-13."""
+    rng = np.random.default_rng(5)
+    ball = RollingBall(paper_ball_parameters())
+    sys_ = ball.to_constrained_system()
+    assert sys_.batched
+    x = _random_ball_states(ball, rng)
+    X, XD = (np.array(a) for a in zip(*(sys_.from_ode_state(xi) for xi in x)))
+    u = rng.normal(size=(N_SAMPLES, 3))
+    xdd, lam = sys_.accelerations(X, XD, u)
+    assert xdd.shape == (N_SAMPLES, 8) and lam.shape == (N_SAMPLES, 2)
+    for k in range(N_SAMPLES):
+        a, b = sys_.accelerations(X[k], XD[k], u[k])
+        assert np.max(np.abs(a - xdd[k])) < 1e-13 * max(1.0, np.max(np.abs(a)))
+    assert sys_.mass_matrix(X).shape == (N_SAMPLES, 8, 8)
+    assert sys_.constraint_jacobian(X[:2].reshape(2, 1, 8)).shape == (2, 1, 2, 8)
+    assert sys_.holonomic(X).shape == (N_SAMPLES, 0)
