@@ -60,6 +60,12 @@ _NO_TABLE = np.zeros((0, _rail_kernels.ROW_SIZE))
 _FLOAT = np.dtype(np.float64)
 
 
+def _writable(a: np.ndarray) -> np.ndarray:
+    """``a`` itself, or a copy when it is read-only (a broadcast view): numba compiles read-only arrays as a
+    separate type, so every kernel argument that varies per call is passed writable (one specialization per dtype)."""
+    return a if a.flags.writeable else a.copy()
+
+
 @dataclass(frozen=True, kw_only=True)
 class PointMass:
     """A point mass on a rail.
@@ -205,7 +211,7 @@ class InternalMassesPlant:
             Positions in m and their first and second derivatives along the rails.
         """
         lead, (th,) = as_stacks([theta], [self._n])
-        out = self._geometry(th)
+        out = self._geometry(_writable(th))
         return tuple(restore(a, lead) for a in out)
 
     def _geometry(self, theta):
@@ -234,6 +240,7 @@ class InternalMassesPlant:
             lead, xs, us = (), x.reshape(1, nx), u.reshape(1, self._n)
         else:
             lead, (xs, us) = as_stacks([x, u], [nx, self._n])
+            xs, us = _writable(xs), _writable(us)
         if self._rail_table is not None:
             dummy = self._no_geometry if xs.dtype == _FLOAT else np.empty((0, self._n, 3), dtype=xs.dtype)
             out = kernel(xs, us, self._rail_table, True, dummy, dummy, dummy, self.kernel_parameters,
@@ -464,6 +471,7 @@ class InternalMassesSystem(ConstrainedSystem):
         plant = self.plant
         N, b = self.n_coordinates, self._n_body
         lead, (xs, xds, us) = as_stacks([x, xd, u], [N, N, plant.n_masses])
+        xs, xds, us = _writable(xs), _writable(xds), _writable(us)
         self._check_coordinates(xs)
         mode = INPUT_MODES.index(plant.inputs)
         if plant._rail_table is not None:

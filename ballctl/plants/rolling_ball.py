@@ -70,8 +70,7 @@ from .kernels.batching import restore
 __all__ = ["PointMass", "RollingBallParameters", "RollingBall", "RollingBallSystem"]
 
 _QUAT_TOL = 1e-9
-_NO_FORCE = np.zeros(3)
-_NO_FORCE.setflags(write=False)
+_NO_FORCE = np.zeros(3)  # writable like a user's force (one numba specialization); never written
 
 #: names that moved in 0.2: old spelling here -> (module, new name); importable for one release with a warning
 _MOVED = {"RollingBallTrajectory": ("ballctl.ode", "ODETrajectory"),
@@ -278,7 +277,7 @@ class RollingBall(InternalMassesPlant):
         F = self.params.external_force
         if F is None:
             return _NO_FORCE
-        return as_vector(F(t), "external_force(t)", 3)
+        return np.array(as_vector(F(t), "external_force(t)", 3), dtype=float)
 
     def _rails(self, theta):
         """zeta, zeta', zeta'' of the moving masses, each (..., n, 3)."""
