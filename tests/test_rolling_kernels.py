@@ -327,3 +327,65 @@ def test_simulate_runs_a_batch_of_ball_systems_in_one_call():
         ode = ball.simulate(x_ode[b], (0.0, 0.5), lambda t: u, t_eval=t_eval)
         coords = np.array([system.from_ode_state(x)[0] for x in ode.x])
         assert np.max(np.abs(coords - batch.x[b])) < 1e-7
+
+
+# ---------------------------------------------------------------------------------------------
+# batched simulate of the ODE plants
+# ---------------------------------------------------------------------------------------------
+
+def _paper_ball_batch():
+    from ballctl.plants.paper import paper_ball_initial_state
+
+    X0 = np.tile(paper_ball_initial_state(), (3, 1))
+    X0[:, 3:6] = [[0.3, 0.0, 0.0], [0.0, -0.2, 0.1], [0.1, 0.1, 0.1]]    # rail rates
+    return X0
+
+
+@pytest.mark.parametrize("method", ["DOP853", "Radau"])
+def test_ball_simulate_runs_a_stack_of_initial_states(method):
+    """A stack of 3 runs (one input per run) equals the 3 single runs to the tolerance scale (1e-8 at
+    rtol = atol = 1e-10); Radau gets the block-diagonal complex-step Jacobian of the stack."""
+    ball = RollingBall(paper_ball_parameters())
+    X0 = _paper_ball_batch()
+    gains = np.array([[1.0], [-0.5], [0.2]])
+    t_eval = np.linspace(0.0, 0.5, 6)
+    batch = ball.simulate(X0, (0.0, 0.5), lambda t: gains * np.array([1.0, 0.5, -0.3]), method=method,
+                          t_eval=t_eval, breakpoints=())
+    assert batch.x.shape == (3, 6, 15)
+    for b in range(3):
+        one = ball.simulate(X0[b], (0.0, 0.5), lambda t, b=b: gains[b] * np.array([1.0, 0.5, -0.3]),
+                            method=method, t_eval=t_eval, breakpoints=())
+        assert np.max(np.abs(one.x - batch.x[b])) < 1e-8
+
+
+def test_disk_simulate_batch_with_one_input_for_all_runs_and_its_errors():
+    from ballctl.plants.paper import paper_disk_initial_state, paper_disk_rail_accelerations
+
+    disk = RollingDisk(paper_disk_parameters())
+    X0 = np.tile(paper_disk_initial_state(), (2, 1))
+    X0[1, 8] = 0.3
+    kinks = (0.1, 0.2)
+    batch = disk.simulate(X0, (0.0, 1.0), paper_disk_rail_accelerations, t_eval=[0.5, 1.0], breakpoints=kinks)
+    one = disk.simulate(X0[1], (0.0, 1.0), paper_disk_rail_accelerations, t_eval=[0.5, 1.0], breakpoints=kinks)
+    assert batch.x.shape == (2, 2, 10)
+    assert np.max(np.abs(one.x - batch.x[1])) < 1e-10       # default tolerance 1e-12
+    import ballctl
+    with pytest.raises(ballctl.ShapeError, match=r"rail_input must return shape \(4,\) or \(2, 4\)"):
+        disk.simulate(X0, (0.0, 1.0), lambda t: np.ones((3, 4)))
+    with pytest.raises(ballctl.NonFiniteStateError, match="rail_input"):
+        disk.simulate(X0, (0.0, 1.0), lambda t: np.full(4, np.nan))
+
+
+def test_a_batch_run_that_drives_a_mass_out_of_the_ball_names_the_run():
+    import ballctl
+
+    params = RollingBallParameters(mass_kg=1.0, radius_m=1.0, principal_inertia_kgm2=[0.5, 0.6, 0.7],
+                                   point_masses=(PointMass(mass_kg=0.3, rail=SegmentRail(start_m=[-0.5, 0, 0],
+                                                                                          end_m=[0.5, 0, 0])),))
+    ball = RollingBall(params)
+    x0 = np.zeros(11)
+    x0[0] = 0.5
+    x0[2] = 1.0
+    X0 = np.stack([x0, x0])
+    with pytest.raises(ballctl.ParameterError, match="run 1 of the batch"):
+        ball.simulate(X0, (0.0, 5.0), lambda t: np.array([[0.0], [2.0]]))

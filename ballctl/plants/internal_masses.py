@@ -38,13 +38,15 @@ internal point masses", Meccanica 53 (2018) 3839-3868, eqs. (5.23)-(5.28), (7.2)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.sparse import block_diag
 
 from .._derivatives import COMPLEX_STEP, jacobian
-from .._errors import ParameterError, ParameterTypeError
-from .._validation import as_vector, check_bool, check_choice, check_instance, check_positive, checked_input
+from .._errors import ParameterError, ParameterTypeError, ShapeError
+from .._validation import (as_vector, check_bool, check_callable, check_choice, check_finite_at, check_instance,
+                           check_positive, checked_input)
 from ..ode import ODETrajectory, integrate_piecewise
 from ..system import ConstrainedSystem
 from .kernels import rails as _rail_kernels
@@ -346,12 +348,16 @@ class InternalMassesPlant:
 
         Parameters
         ----------
-        x0 : array_like, shape (n_states,)
-            Initial state (checked by :meth:`validate_state`).
+        x0 : array_like, shape (n_states,) or (B, n_states)
+            Initial state (checked by :meth:`validate_state`). A stack of B
+            initial states is integrated as one system (one step-size
+            sequence for all runs, the stack evaluated by one kernel call per
+            stage) and the result's ``x`` gains a leading run axis, (B, K, n_states).
         t_span : (float, float)
             Start and end time in s.
         rail_input : callable
-            ``u(t) -> (n,)``: rail accelerations or forces (per ``inputs``).
+            ``u(t) -> (n,)``: rail accelerations or forces (per ``inputs``);
+            for a batch ``(n,)`` (the same for every run) or ``(B, n)``.
         method : str
             Any ``solve_ivp`` method (``"DOP853"``, ``"Radau"``, ``"BDF"``, ...).
         rtol, atol : float, optional
@@ -384,6 +390,10 @@ class InternalMassesPlant:
         IntegrationError
             When ``solve_ivp`` fails.
         """
+        if np.ndim(x0) == 2:
+            return self._simulate_batch(x0, t_span, rail_input, method=method, rtol=rtol, atol=atol,
+                                        breakpoints=breakpoints, t_eval=t_eval, use_jacobian=use_jacobian,
+                                        check_rails=check_rails)
         x0 = self.validate_state(x0)
         tol = self.default_tolerance
         if breakpoints is None:
@@ -400,6 +410,68 @@ class InternalMassesPlant:
                                    rtol=tol if rtol is None else rtol, atol=tol if atol is None else atol,
                                    t_eval=t_eval, jac=jac, event=event,
                                    event_error=None if event is None else event.describe)
+
+    def _simulate_batch(self, x0, t_span, rail_input, *, method, rtol, atol, breakpoints, t_eval, use_jacobian,
+                        check_rails) -> ODETrajectory:
+        """:meth:`simulate` of a stack of initial states ``(B, n_states)`` as one ODE of size ``B n_states``."""
+        x0 = np.asarray(x0, dtype=float)
+        B, nx, n = x0.shape[0], self.n_states, self._n
+        if B < 1:
+            raise ShapeError(f"x0 must hold at least one initial state, got shape {x0.shape}")
+        X0 = np.array([self.validate_state(x, f"x0[{b}]") for b, x in enumerate(x0)])
+        check_callable(rail_input, "rail_input", f"u(t) -> ({n},) or ({B}, {n})")
+        tol = self.default_tolerance
+        if breakpoints is None:
+            breakpoints = self.default_breakpoints
+
+        def u(t):
+            value = rail_input(t)
+            try:
+                arr = np.asarray(value, dtype=float)
+            except (TypeError, ValueError) as exc:
+                raise ParameterTypeError(f"rail_input returned a non-numeric value at t = {t:.6g} s") from exc
+            if arr.shape == (n,):
+                arr = np.broadcast_to(arr, (B, n))
+            elif arr.shape != (B, n):
+                raise ShapeError(f"rail_input must return shape ({n},) or ({B}, {n}) for a batch of {B} runs, "
+                                 f"got {arr.shape} at t = {t:.6g} s")
+            if not np.all(np.isfinite(arr)):
+                check_finite_at(arr, time=t, quantity="rail_input", context="simulate")
+            return arr
+
+        def fun(t, y):
+            return self.rhs(t, y.reshape(B, nx), u(t)).ravel()
+
+        def jac(t, y):
+            X, U = y.reshape(B, nx), u(t)
+            if self._rail_table is not None:
+                # every run's every column in one batched complex-step kernel call
+                Xc = X[:, None, :] + 1j * COMPLEX_STEP * np.eye(nx)
+                F = self.rhs(t, Xc, U[:, None, :])
+                blocks = np.swapaxes(F.imag, 1, 2) / COMPLEX_STEP
+            else:
+                blocks = [self.rhs_jacobian(t, X[b], U[b]) for b in range(B)]
+            return block_diag(list(blocks), format="csc")
+
+        single = rail_exit_event(self.params.point_masses, self.params.radius_m) \
+            if check_bool(check_rails, "check_rails") else None
+        event = None
+        if single is not None:
+            def event(t, y):
+                return min(single(t, x) for x in y.reshape(B, nx))
+
+            def describe(t, y):
+                Y = y.reshape(B, nx)
+                b = int(np.argmin([single(t, x) for x in Y]))
+                return f"run {b} of the batch: " + single.describe(t, Y[b])
+
+            event.describe = describe
+        traj = integrate_piecewise(fun, X0.ravel(), t_span, breakpoints=breakpoints, method=method,
+                                   rtol=tol if rtol is None else rtol, atol=tol if atol is None else atol,
+                                   t_eval=t_eval, jac=jac if check_bool(use_jacobian, "use_jacobian") else None,
+                                   event=event, event_error=None if event is None else event.describe)
+        x = np.ascontiguousarray(traj.x.reshape(traj.x.shape[0], B, nx).swapaxes(0, 1))
+        return replace(traj, x=x)
 
     def to_constrained_system(self) -> "InternalMassesSystem":
         """This plant in the common interface (plant-specific)."""
