@@ -202,6 +202,22 @@ def test_straight_roll_is_exact_and_layout_ranks():
     assert "3 circles, orthogonal" in table.to_table()
 
 
+def test_layout_study_through_an_executor_equals_the_serial_table():
+    """compare_rail_layouts(executor=) hands one layout per task; the table is identical, in the given order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    layouts = default_layouts()[:3]
+    serial = compare_rail_layouts(layouts, samples=12)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        parallel = compare_rail_layouts(layouts, samples=12, executor=pool)
+    assert [r.layout.name for r in parallel.rows] == [lay.name for lay in layouts]
+    for a, b in zip(serial.rows, parallel.rows):
+        assert (a.rank, a.min_relative_eigenvalue, a.least_controllable) == (b.rank, b.min_relative_eigenvalue,
+                                                                             b.least_controllable)
+    with pytest.raises(ballctl.ParameterTypeError, match="executor"):
+        compare_rail_layouts(layouts[:1], samples=4, executor="threads")
+
+
 def test_straight_roll_kinematic_invariant_is_along_track_position_and_roll():
     layout = default_layouts()[6]                        # 3 orthogonal circles
     system, axis = straight_roll_setup(layout)
