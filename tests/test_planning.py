@@ -298,7 +298,6 @@ def test_segment_rail_ends_and_force_inputs_are_respected():
     assert abs(disk.contact_position(x[-1], phi_start=0.0) - 0.6) < 1e-3
 
 
-@pytest.mark.slow
 def test_plan_tracked_by_lqr_from_a_perturbed_start():
     """Plan -> IntegratedReference -> linearize -> finite-horizon LQR -> nonlinear closed loop."""
     from ballctl.planning import track_plan
