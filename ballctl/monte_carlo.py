@@ -215,8 +215,7 @@ class MonteCarloResult:
 class _Job:
     """Everything a chunk needs (plain arrays and small frozen objects, picklable)."""
 
-    plant_type: type
-    params: object
+    system: object
     partition: object
     code: int
     coordinate_names: tuple
@@ -249,6 +248,23 @@ def _index_of(name: str, coords: tuple, states: tuple, label: str) -> int:
     return -1  # a coordinate the controller does not measure
 
 
+def _ball_parameters(system):
+    """The ball's parameters of a ball-plate (``params``) or a moving-plate plant (``params.ball``)."""
+    params = system.params
+    return getattr(params, "ball", params)
+
+
+def _with_ball(system, changes: dict):
+    """The same plant with the ball's ``mass``/``radius``/``inertia`` replaced (the plate and servos kept)."""
+    if not changes:
+        return system
+    params = system.params
+    if hasattr(params, "ball"):  # moving or servo plate: the ball is one field of the parameters
+        params = dataclasses.replace(params, ball=dataclasses.replace(params.ball, **changes))
+        return type(system)(params, system.servo) if hasattr(system, "servo") else type(system)(params)
+    return type(system)(dataclasses.replace(params, **changes))
+
+
 def _run_chunk(job: _Job, seeds) -> dict:
     """Run the runs of ``seeds`` (one SeedSequence each) through the compiled loop."""
     B = len(seeds)
@@ -269,12 +285,12 @@ def _run_chunk(job: _Job, seeds) -> dict:
             dist = getattr(unc, name)
             if dist is not None:
                 changes[name] = dist.sample(rng)
-        params = dataclasses.replace(job.params, **changes) if changes else job.params
-        plant = job.plant_type(params)
+        plant = _with_ball(job.system, changes)
         pvecs.append(plant.kernel_parameters)
-        samples["mass"][i] = params.mass
-        samples["radius"][i] = params.radius
-        samples["inertia"][i] = params.ball_inertia
+        ball = _ball_parameters(plant)
+        samples["mass"][i] = ball.mass
+        samples["radius"][i] = ball.radius
+        samples["inertia"][i] = ball.ball_inertia
         delay = job.limits.delay if unc.latency is None else unc.latency.sample(rng)
         if not np.isfinite(delay) or delay < 0:
             raise ParameterError(f"uncertainty.latency drew {delay!r} s for run {i}; latency must be >= 0 s "
@@ -415,7 +431,7 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     pct = np.asarray(percentiles, dtype=float)
     if pct.ndim != 1 or pct.size == 0 or np.any((pct < 0) | (pct > 100)):
         raise ParameterError(f"percentiles must be values in [0, 100] %, got {percentiles!r}")
-    job = _Job(type(system), params, controller.partition, code, coords, names, controller.dt, ref.t[:K].copy(),
+    job = _Job(system, controller.partition, code, coords, names, controller.dt, ref.t[:K].copy(),
                ref.x[:K].copy(), ref.xd[:K].copy(), ref.u[:K].copy(), np.asarray(controller.lqr.gains[:steps]),
                state_selection(controller), x0, xd0, unc, noise, limits or RigLimits(), int(substeps),
                stabilization, system.n_constraints, failure_error, contact)
