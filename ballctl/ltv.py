@@ -87,6 +87,12 @@ class LTVSystem:
         K, N = t.shape[0], A.shape[1]
         if A.shape != (K, N, N) or B.shape[:2] != (K, N):
             raise ParameterError(f"inconsistent shapes: t {t.shape}, A {A.shape}, B {B.shape}")
+        for name, arr in (("t", t), ("A", A), ("B", B)):
+            bad = ~np.isfinite(arr.reshape(K, -1)).all(axis=1) if K else np.zeros(0, bool)
+            if bad.any():
+                k = int(np.argmax(bad))
+                raise ParameterError(f"LTVSystem {name} must be finite; sample {k} (t = {float(t[k]):.6g} s) "
+                                     f"holds NaN or inf")
         if K > 1 and np.any(np.diff(t) <= 0):
             raise ParameterError("t must be strictly increasing")
         if len(self.state_names) != N or len(self.input_names) != B.shape[2]:

@@ -233,12 +233,43 @@ def test_large_tilt_warns_with_the_tilt():
         ballctl.CircularMotion(plant, 0.5, 3.65, 200.0)  # k = sin(tilt) = rho w^2 / (k_b g) = 0.95
 
 
+def test_a_path_that_does_not_move_is_refused():
+    with pytest.raises(ballctl.ParameterError, match=r"omega_x and omega_y \(rad/s\) cannot both be zero"):
+        ballctl.CirclePath(0.5, 0.0)
+
+
+def test_a_users_path_that_raises_or_has_the_wrong_shape_is_named():
+    plant = ballctl.BallPlate()
+    with pytest.raises(ballctl.ParameterError, match=r"the path raised ZeroDivisionError: .* in \[0, 1\] s"):
+        ballctl.PathMotion(plant, lambda t: 1 / 0, duration=1.0)
+
+    def three_d(t):
+        z = np.zeros((np.size(t), 3))
+        return z, z, z
+
+    with pytest.raises(ballctl.ShapeError, match=r"the path's position must have shape \(K, 2\)"):
+        ballctl.PathMotion(plant, three_d, duration=1.0)
+
+
+def test_exact_circle_names_the_plant_it_needs():
+    with pytest.raises(ballctl.ParameterTypeError, match="MovingPlateBallPlate or ServoPlateBallPlate .*got BallPlate"):
+        ballctl.exact_circular_motion(ballctl.BallPlate(), 0.5, 1.0, 40.0)
+
+
+def test_ltv_system_refuses_non_finite_matrices_naming_the_sample():
+    A = np.zeros((3, 2, 2))
+    A[2, 1, 0] = np.nan
+    with pytest.raises(ballctl.ParameterError, match=r"LTVSystem A must be finite; sample 2 \(t = 2 s\)"):
+        ballctl.LTVSystem(np.arange(3.0), A, np.zeros((3, 2, 1)), ("a", "b"), ("u",))
+
+
 # ------------------------------------------------------------------ CLI: one line, exit 2, no traceback
 @pytest.mark.parametrize("argv, match", [
     ([], "a command is required"),
     (["nope"], "invalid choice: 'nope'"),
     (["partitions", "--dt", "0"], "argument --dt: must be > 0 s, got 0"),
     (["partitions", "--dt", "nan"], "argument --dt: must be a finite number in s"),
+    (["partitions", "--dt", "100"], r"argument --dt: must be at most a third of the circle's period, 2.09\d* s"),
     (["track", "--max-rms-error", "-0.01"], "argument --max-rms-error: must be > 0 m"),
     (["track", "--max-input-error-deg", "-5"], "argument --max-input-error-deg: must be > 0 deg, got -5"),
     (["reference", "--ball-radius", "0"], "argument --ball-radius: must be > 0 m"),

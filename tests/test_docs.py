@@ -42,6 +42,9 @@ def test_readme_and_ci_carry_the_test_and_docs_commands():
     install, run = TEST_COMMAND.split(" && ")
     assert install in ci and run in ci and DOCS_COMMAND in ci
     assert ci.index(run) < ci.index(DOCS_COMMAND), "the site is built after the tests"
+    # the default run leaves out the tests marked slow; CI runs them too, and the README says how
+    slow = "python -m pytest -q -n auto -m slow"
+    assert slow in ci and slow in readme
 
 
 def test_api_pages_cover_every_public_name(tmp_path):

@@ -4,11 +4,13 @@ import runpy
 from pathlib import Path
 
 import numpy as np
+import pytest
 from figure_checks import assert_drawn_png
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
+@pytest.mark.slow
 def test_tracking_study_quick(tmp_path):
     ns = runpy.run_path(str(EXAMPLES / "tracking_study.py"))
     res = ns["main"](["--quick", "--out", str(tmp_path)])

@@ -129,6 +129,7 @@ def _rest_to_rest(T=4.0, d=(0.3, 0.15)):
     return path
 
 
+@pytest.mark.slow
 def test_non_periodic_path_inversion_converges_spectrally_and_starts_level():
     from ballctl.plants.ball_plate_moving import MovingPlateParameters
     from ballctl.references.moving_plate import MovingPlateMotion

@@ -101,6 +101,7 @@ def test_disk_reference_rejects_unreachable_speed(disk_setup):
         DiskRollReference(system, cruise_speed_mps=0.3, ramp_time_s=4.0, stop_position_m=0.5)
 
 
+@pytest.mark.slow
 def test_disk_lqr_converges_to_position_and_speed_open_loop_does_not(disk_setup):
     system, ref = disk_setup
     part = ballctl.Partition.from_coordinates(system, ["phi"] + [f"theta_{i}" for i in range(1, 5)], [],
@@ -156,6 +157,7 @@ def test_ball_reference_solves_the_dae_and_matches_the_quaternion_ode(ball_setup
     assert np.abs((sp.xd - sm.xd) / (2 * h) - s.xdd[5:-1]).max() < 1e-5
 
 
+@pytest.mark.slow
 def test_ball_lqr_on_rail_accelerations_tracks_the_paper_motion(ball_setup):
     system, ref = ball_setup
     part = ballctl.Partition.from_coordinates(system, ["yaw", "pitch", "roll", "theta_1", "theta_2", "theta_3"],

@@ -6,6 +6,7 @@ import argparse
 
 import numpy as np
 
+from .._errors import ParameterError
 from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle, number
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
@@ -40,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
 
     plant = ball_plate(args)
     ref = circle(args, plant)
-    steps = max(int(round(ref.period / args.dt)), 3)
+    if args.dt > ref.period / 3:
+        raise ParameterError(f"argument --dt: must be at most a third of the circle's period, "
+                             f"{ref.period / 3:.6g} s, got {args.dt:g} s")
+    steps = int(round(ref.period / args.dt))
     table = compare_partitions(plant, ref, np.linspace(0.0, steps * args.dt, steps + 1))
     print(table)
     return 0

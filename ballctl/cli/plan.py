@@ -8,6 +8,7 @@ overrides any of it (see :data:`DEFAULT_PROBLEM` for every key; unknown keys are
     [maneuver]
     duration_s = 10.0
     target_contact_m = [0.0, 4.0]
+    # target_heading_rad = 0.5   # optional: the heading at the end (rad)
     rest_at_end = true
     clearance_margin_m = 0.05
     max_rail_speed = 2.0          # rad/s
@@ -33,14 +34,13 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from .._errors import ConfigError
+from .._io import atomic_path, atomic_write_text
 
 __all__ = ["DEFAULT_PROBLEM", "HELP", "NAME", "add_arguments", "load_problem", "run"]
 
@@ -51,7 +51,7 @@ HELP = "optimal maneuver of the internal-mass ball around obstacles (CasADi + IP
 DEFAULT_PROBLEM = {
     "plant": {"preset": "paper_ball", "initial_state": None},
     "maneuver": {"duration_s": 10.0, "target_contact_m": [0.0, 4.0], "final_velocity_mps": None,
-                 "rest_at_end": True, "effort_weight": 1.0, "clearance_margin_m": 0.05,
+                 "target_heading_rad": None, "rest_at_end": True, "effort_weight": 1.0, "clearance_margin_m": 0.05,
                  "max_rail_speed": 2.0, "max_rail_acceleration": 2.0},
     "obstacles": [{"center_m": [0.25, 1.2], "radius_m": 0.4}, {"center_m": [-0.25, 2.6], "radius_m": 0.4}],
     "solver": {"intervals": 100, "obstacle_continuation": [0.25, 0.5, 0.75, 1.0], "refine_tolerance": None},
@@ -117,18 +117,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="ballctl_plan", help="output folder (default ballctl_plan)")
 
 
-def _atomic_write(path: Path, writer) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        writer(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _plant(spec: dict):
     from ..plants.paper import paper_ball_initial_state, paper_ball_parameters
     from ..plants.rolling_ball import RollingBall
@@ -170,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
     m = spec["maneuver"]
     problem = ManeuverProblem(
         initial_state=x0, duration_s=m["duration_s"], target_contact_m=m["target_contact_m"],
-        final_velocity_mps=m["final_velocity_mps"], rest_at_end=bool(m["rest_at_end"]),
+        final_velocity_mps=m["final_velocity_mps"], target_heading_rad=m["target_heading_rad"],
+        rest_at_end=bool(m["rest_at_end"]),
         effort_weight=m["effort_weight"], clearance_margin_m=m["clearance_margin_m"],
         max_rail_speed=m["max_rail_speed"], max_rail_acceleration=m["max_rail_acceleration"],
         obstacles=tuple(CircularObstacle(center_m=o["center_m"], radius_m=o["radius_m"]) for o in spec["obstacles"]))
@@ -219,9 +208,9 @@ def run(args: argparse.Namespace) -> int:
             "max_constraint_residual": float(tr.closed_loop.summary().max_constraint_residual)}
         save_figure(plot_plan_tracking(plan, tr), out / "plan_tracking.png")
     print("[4/4] writing plan.json, plan.npz and figures", file=sys.stderr)
-    _atomic_write(out / "plan.npz", lambda tmp: np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u,
-                                                          nodes_s=plan.nodes))
-    _atomic_write(out / "plan.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2) + "\n"))
+    with atomic_path(out / "plan.npz") as tmp:
+        np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u, nodes_s=plan.nodes)
+    atomic_write_text(out / "plan.json", json.dumps(summary, indent=2) + "\n")
     print(json.dumps({k: summary[k] for k in ("converged", "solve_time_s", "iterations", "max_constraint_violation",
                                               "resimulation_error_m", "min_obstacle_clearance_m")}))
     return 0 if r.converged else 1

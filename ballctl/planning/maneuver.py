@@ -62,7 +62,7 @@ from .._validation import as_vector, check_positive
 from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
-from .symbolic import ball_rhs_function, disk_rhs_function
+from .symbolic import ball_rhs_function, disk_rhs_function, quat_to_matrix_casadi
 from .transcription import (
     Transcription,
     collocation_times,
@@ -148,6 +148,10 @@ class ManeuverProblem:
         Contact point at T (ball: (e1, e2); disk: e1 travel from the start).
     final_velocity_mps : ndarray, shape (2,) or (1,), optional
         Contact-point velocity at T (m/s); ``None`` leaves it free.
+    target_heading_rad : float, optional
+        Ball only: heading at T, the direction (rad, from the floor's e1
+        towards e2) of the body's first axis ``Lambda e1`` projected on the
+        floor (:meth:`ManeuverPlan.heading`); ``None`` leaves it free.
     rest_at_end : bool
         Ball (all of ``Omega``) and masses (``theta_dot``) at rest at T.
     path : callable, optional
@@ -172,6 +176,7 @@ class ManeuverProblem:
     duration_s: float
     target_contact_m: np.ndarray | None = None
     final_velocity_mps: np.ndarray | None = None
+    target_heading_rad: float | None = None
     rest_at_end: bool = False
     path: Callable | None = None
     tracking_weight: float = 0.0
@@ -195,6 +200,11 @@ class ManeuverProblem:
                     raise ParameterError(f"{name} must have length 2 (ball, m) or 1 (disk), got length {v.size}")
                 v.setflags(write=False)
                 object.__setattr__(self, name, v)
+        if self.target_heading_rad is not None:
+            h = self.target_heading_rad
+            if isinstance(h, bool) or not isinstance(h, (int, float, np.floating, np.integer)) or not np.isfinite(h):
+                raise ParameterError(f"target_heading_rad must be a finite angle in rad, got {h!r}")
+            object.__setattr__(self, "target_heading_rad", float(h))
         if self.rest_at_end and self.final_velocity_mps is not None and np.any(self.final_velocity_mps != 0):
             raise ParameterError("rest_at_end=True contradicts a non-zero final_velocity_mps; give one of them")
         if self.path is not None and not callable(self.path):
@@ -296,6 +306,15 @@ class _BallModel:
 
     def contact_velocity_casadi(self, F):
         return F[2 * self.n + 7:2 * self.n + 9, :]
+
+    def heading_axis_casadi(self, x):
+        """Floor projection ``(Lambda_11, Lambda_21)`` of the body's first axis at one state column."""
+        Lam = quat_to_matrix_casadi(x[self.q_slice])
+        return Lam[0, 0], Lam[1, 0]
+
+    def heading(self, x):
+        Lam = quat_to_matrix(np.asarray(x)[..., self.q_slice])
+        return np.arctan2(Lam[..., 1, 0], Lam[..., 0, 0])
 
     def contact(self, x, x0):
         return np.asarray(x)[..., 2 * self.n + 7:]
@@ -482,6 +501,32 @@ class ManeuverPlan:
         x = self.x if t is None else self.state(t)
         return model.contact(x, self.problem.initial_state)
 
+    def heading(self, t=None) -> np.ndarray:
+        """Planned heading of the ball in rad: ``atan2(Lambda_21, Lambda_11)``.
+
+        The direction of the body's first axis ``Lambda e1`` projected on the
+        floor, from e1 towards e2 (undefined when that axis is vertical).
+
+        Parameters
+        ----------
+        t : array_like, shape (K,), optional
+            Times in s (default: the collocation points).
+
+        Returns
+        -------
+        ndarray, shape (K,)
+
+        Raises
+        ------
+        ParameterError
+            For a disk (it has no heading).
+        """
+        model = _model(self.plant)
+        if not isinstance(model, _BallModel):
+            raise ParameterError("heading is defined for a RollingBall plan; a planar disk has no heading")
+        x = self.x if t is None else self.state(t)
+        return model.heading(x)
+
 
 def resimulate(plan: ManeuverPlan, t_eval=None, *, rtol: float = 1e-12, atol: float = 1e-12):
     """Integrate the plant under the planned inputs (DOP853, restarting at every mesh node).
@@ -514,6 +559,9 @@ def resimulate(plan: ManeuverPlan, t_eval=None, *, rtol: float = 1e-12, atol: fl
 def _precheck(model, problem: ManeuverProblem, x0: np.ndarray) -> None:
     problems = []
     n = model.n
+    if model.dim == 1 and problem.target_heading_rad is not None:
+        problems.append("target_heading_rad is for the ball (a planar disk has no heading); remove it for a "
+                        "RollingDisk")
     if model.dim == 1 and problem.obstacles:
         problems.append("obstacles are for the ball (the disk rolls on a line); remove them for a RollingDisk")
     for name in ("target_contact_m", "final_velocity_mps"):
@@ -581,6 +629,13 @@ class _NLP:
         if problem.target_contact_m is not None:
             groups.append(("target contact point target_contact_m", C[:, -1] - ca.DM(problem.target_contact_m),
                            0.0, 0.0))
+        if problem.target_heading_rad is not None:
+            ax = model.heading_axis_casadi(tr.X[:, -1])
+            c, s_ = np.cos(problem.target_heading_rad), np.sin(problem.target_heading_rad)
+            # the projected axis is parallel to (cos h, sin h) and points along it (not against it)
+            groups.append(("target heading target_heading_rad", -s_ * ax[0] + c * ax[1], 0.0, 0.0))
+            groups.append(("target heading target_heading_rad (the axis points along it, not against it)",
+                           c * ax[0] + s_ * ax[1], 0.0, np.inf))
         if problem.final_velocity_mps is not None:
             V = model.contact_velocity_casadi(tr.F)
             groups.append(("final contact velocity final_velocity_mps",

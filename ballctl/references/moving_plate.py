@@ -44,7 +44,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._errors import ChartSingularityError, InfeasibleReferenceError, ParameterError, ParameterTypeError
-from .._validation import check_finite_scalar, check_positive
+from .._validation import check_finite_scalar, check_instance, check_positive
 from .._quaternion import cross
 from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate, plate_kinematics
 from ..plants.kernels import moving_plate as _plate_kernels
@@ -567,6 +567,8 @@ def exact_circular_motion(plant: MovingPlateBallPlate | ServoPlateBallPlate, rad
     initial orientation as the quasi-static reference; the plate angles are
     solved from the exact dynamics. ``duration`` defaults to one period.
     """
+    check_instance(plant, "plant", (MovingPlateBallPlate, ServoPlateBallPlate),
+                   "MovingPlateBallPlate or ServoPlateBallPlate (for a BallPlate use CircularMotion)")
     qs = CircularMotion(plant.quasi_static(), radius, omega, roll_rate, center=center, phase=phase, roll0=roll0)
     s0 = qs(0.0)
     path = CirclePath(radius, omega, center=center, phase=phase)

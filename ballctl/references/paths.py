@@ -36,7 +36,8 @@ from scipy.integrate import solve_ivp
 from scipy.interpolate import make_interp_spline
 
 from .._derivatives import directional_derivative
-from .._errors import ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
+from .._errors import (BallctlError, ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError,
+                       ShapeError)
 from .._validation import (as_array, as_vector, check_bool, check_finite_scalar, check_integer, check_nonnegative,
                            check_positive, guard_rhs)
 from ..plants.ball_plate import BallPlate
@@ -89,6 +90,9 @@ class LissajousPath:
         as_vector(self.center, "center", 2)
         if self.amplitude_x == 0 and self.amplitude_y == 0:
             raise ParameterError("amplitude_x and amplitude_y cannot both be zero")
+        if self.omega_x == 0 and self.omega_y == 0:
+            raise ParameterError("omega_x and omega_y (rad/s) cannot both be zero: the path would be a point; "
+                                 "give a non-zero rate (negative runs it backwards)")
 
     @property
     def period(self) -> float | None:
@@ -307,19 +311,38 @@ def evaluate_path(path: Callable, t: np.ndarray):
     ValueError
         If the path returns the wrong number of arrays or non-finite values.
     """
-    out = path(t)
+    names = ("position", "velocity", "acceleration", "jerk")
+    out = _call_path(path, t)
     if not isinstance(out, (tuple, list)) or len(out) not in (3, 4):
         raise ShapeError("a path must return (p, v, a) or (p, v, a, jerk), each of shape (K, 2)")
-    arrays = [np.asarray(o, dtype=float).reshape(t.shape[0], 2) for o in out]
+    arrays = [_path_array(o, name, t.shape[0]) for o, name in zip(out, names)]
     if len(arrays) == 3:
         def acc(tt):
-            return np.asarray(path(tt)[2])
+            return np.asarray(_call_path(path, tt)[2])
         jerk, _ = directional_derivative(acc, t, np.ones_like(t))
-        arrays.append(np.asarray(jerk, dtype=float).reshape(t.shape[0], 2))
+        arrays.append(_path_array(jerk, "jerk", t.shape[0]))
     for name, arr in zip(("position", "velocity", "acceleration", "jerk"), arrays):
         if not np.all(np.isfinite(arr)):
             raise ParameterError(f"the path returned a non-finite {name}")
     return arrays
+
+
+def _call_path(path: Callable, t: np.ndarray):
+    """``path(t)``; an exception inside the user's function is re-raised naming the path and the times."""
+    try:
+        return path(t)
+    except BallctlError:
+        raise
+    except Exception as exc:
+        raise ParameterError(f"the path raised {type(exc).__name__}: {exc} (evaluated at {t.shape[0]} times in "
+                             f"[{float(np.min(t.real)):.6g}, {float(np.max(t.real)):.6g}] s)") from exc
+
+
+def _path_array(value, name: str, K: int) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.shape != (K, 2) and not (arr.ndim <= 2 and arr.size == 2 * K and arr.shape[-1:] in ((2,), (2 * K,))):
+        raise ShapeError(f"the path's {name} must have shape (K, 2) = ({K}, 2) in SI units, got {arr.shape}")
+    return arr.reshape(K, 2)
 
 
 def initial_ball_orientation(initial_orientation: Sequence[float] | None, velocity) -> tuple[float, float, float]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["solve_symmetric_inplace", "solve_inplace", "solve_unit_constrained"]
+__all__ = ["inverse_stack", "solve_symmetric_inplace", "solve_inplace", "solve_unit_constrained"]
 
 
 @njit(cache=True)
@@ -155,3 +155,40 @@ def solve_unit_constrained(M, Q, E, r, xdd, lam):
         for j in range(k):
             acc -= M[i, c + j] * z[j]
         lam[i] = acc
+
+
+@njit(cache=True)
+def inverse_stack(A):
+    """Inverses of a stack of small real matrices, by :func:`solve_inplace` on the unit columns.
+
+    numpy's batched ``inv``/``solve`` call LAPACK once per matrix, which
+    dominates for 2x2 to 6x6 matrices; this loop does the same elimination
+    (partial pivoting) without the per-matrix overhead.
+
+    Parameters
+    ----------
+    A : ndarray, shape (K, k, k), float64
+
+    Returns
+    -------
+    inv : ndarray, shape (K, k, k)
+        ``A[j]^{-1}``; NaN where ``A[j]`` is singular.
+    ok : ndarray of bool, shape (K,)
+        False where a pivot was exactly zero.
+    """
+    K, k = A.shape[0], A.shape[1]
+    inv = np.empty((K, k, k))
+    ok = np.ones(K, dtype=np.bool_)
+    work = np.empty((k, k))
+    col = np.empty(k)
+    for j in range(K):
+        for c in range(k):
+            work[:, :] = A[j]
+            col[:] = 0.0
+            col[c] = 1.0
+            if not solve_inplace(work, col):
+                ok[j] = False
+                inv[j, :, :] = np.nan
+                break
+            inv[j, :, c] = col
+    return inv, ok
