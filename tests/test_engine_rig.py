@@ -112,6 +112,11 @@ def test_a_diverging_design_stops_at_the_same_sample(references):
     assert batch.status[0] == len(cc.t) - 1 and batch.run(0).diverged_at == cc.diverged_at
     assert np.isnan(batch.x[0, len(cc.t):]).all() and np.isfinite(batch.x[1]).all()
     np.testing.assert_array_equal(batch.run(0).x, cc.x)
+    slow = simulate_closed_loop(ctrl, X0, xd0, truth=truth, limits=TABLETOP.limits, integrator="rk4", substeps=2,
+                                seed=[0, 0], divergence_error=0.07, backend="python")
+    assert slow.backend == "python"
+    np.testing.assert_array_equal(slow.status, batch.status)
+    np.testing.assert_array_equal(np.isnan(slow.x), np.isnan(batch.x))
     with pytest.raises(ballctl.NonFiniteStateError):  # without divergence_error a blow-up raises
         simulate_closed_loop(ctrl, x0, 1e200 * xd0, truth=truth, integrator="rk4", backend="compiled",
                              duration=0.1)
