@@ -38,7 +38,7 @@ from ._errors import (BallctlError, ChartSingularityError, ConstraintViolationEr
                       NonFiniteStateError, ParameterError, ParameterTypeError)
 from ._validation import (as_vector, check_bool, check_choice, check_finite_at, check_instance, check_integer,
                           check_nonnegative, check_positive, check_stabilization, check_tolerances, guard_rhs)
-from .engine import EstimatorArrays, kernel_code, run_closed_loop
+from .engine import EstimatorArrays, kernel_code, run_closed_loop, sensor_draws
 from .loop_step import (control_law, delay_segments, effective_input, kalman_predict, kalman_update, measure,
                         shape_command)
 from .rig import RigLimits
@@ -47,7 +47,7 @@ from .system import ConstrainedSystem
 from .tracking import TrackingController
 
 __all__ = ["RigLimits", "ClosedLoopResult", "ClosedLoopSummary", "ClosedLoopBatchResult", "simulate_closed_loop",
-           "state_selection", "INTEGRATORS"]
+           "state_selection", "estimator_arrays", "INTEGRATORS"]
 
 #: integrators of the truth plant between samples
 INTEGRATORS = ("DOP853", "RK45", "Radau", "rk4")
@@ -484,7 +484,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         start = _time.perf_counter()
         K = steps + 1
         err = (noise * rng.standard_normal((K, len(names))))[None] if noise_std else None
-        draws = _sensor_draws(rng, K, steps_available, est.n_signals)[None] if output_feedback else None
+        draws = sensor_draws(rng, K, steps_available, est.n_signals)[None] if output_feedback else None
         out = _run_compiled(controller, code, [plant], x[None], xd[None], steps, err, limits, feedback,
                             substeps, stabilization, draws=draws, divergence_error=divergence_error)
         if out.status[0] >= 0 and divergence_error is None:
@@ -698,12 +698,34 @@ def _truth_layout(controller, plant):
     return cmap, selection, x_ref, xd_ref
 
 
-def _sensor_draws(rng, K: int, steps_available: int, n_signals: int) -> np.ndarray:
-    """The standard normals the Python loop draws for the sensors (one row per sampled step), shape (K, ny)."""
-    z = np.zeros((K, n_signals))
-    rows = min(K, steps_available)
-    z[:rows] = rng.standard_normal((rows, n_signals))
-    return z
+def estimator_arrays(controller: TrackingController, truth: ConstrainedSystem, draws, *, bias=None
+                     ) -> EstimatorArrays:
+    """The controller's Kalman filter and sensors as the compiled loop takes them (``EstimatorArrays``).
+
+    Parameters
+    ----------
+    controller : TrackingController
+        With an ``estimator``.
+    truth : ConstrainedSystem
+        The truth plant (its coordinates locate the measured signals).
+    draws : ndarray, shape (B, K, ny)
+        Standard normal draws of the sensor noise per run (:func:`ballctl.engine.sensor_draws`).
+    bias : ndarray, shape (ny,) or (B, ny), optional
+        Sensor bias in m or rad (default: the sensors' own).
+
+    Returns
+    -------
+    EstimatorArrays
+    """
+    est = controller.estimator
+    K = np.shape(draws)[1]
+    return EstimatorArrays(
+        sampled=est.sampled, C=est.kalman.C, update_gains=est.kalman.update_gains, Ad=controller.discrete.Ad,
+        Bd=controller.discrete.Bd,
+        signal_index=np.array([truth.coordinate_names.index(s) for s in est.signal_names], dtype=np.int64),
+        signal_reference=controller.samples.x[:K][:, list(est.coordinate_index)],
+        bias=est.bias if bias is None else bias, noise_std=est.noise_std, standard_normal=draws,
+        latency_steps=est.latency_steps)
 
 
 def _run_compiled(controller, code, plants, x0, xd0, steps, err, limits, feedback, substeps, stabilization,
@@ -712,15 +734,7 @@ def _run_compiled(controller, code, plants, x0, xd0, steps, err, limits, feedbac
     K = steps + 1
     cmap, selection, x_ref, xd_ref = _truth_layout(controller, plants[0])
     params = np.stack([np.asarray(p.kernel_parameters, dtype=float) for p in plants])
-    arrays = None
-    if draws is not None:
-        est = controller.estimator
-        arrays = EstimatorArrays(
-            sampled=est.sampled, C=est.kalman.C, update_gains=est.kalman.update_gains, Ad=controller.discrete.Ad,
-            Bd=controller.discrete.Bd,
-            signal_index=np.array([plants[0].coordinate_names.index(s) for s in est.signal_names], dtype=np.int64),
-            signal_reference=ref.x[:K][:, list(est.coordinate_index)], bias=est.bias, noise_std=est.noise_std,
-            standard_normal=draws, latency_steps=est.latency_steps)
+    arrays = None if draws is None else estimator_arrays(controller, plants[0], draws)
     return run_closed_loop(code, params, x0, xd0, dt=controller.dt, times=ref.t[:K], x_ref=x_ref[:K],
                            xd_ref=xd_ref[:K], u_ref=ref.u[:K], gains=controller.lqr.gains[:steps],
                            selection=selection, measurement_error=err, feedback=feedback,
@@ -907,7 +921,7 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, ou
     K = steps + 1
     err = draws = None
     if output:
-        draws = np.stack([_sensor_draws(np.random.default_rng(s), K, len(controller.times),
+        draws = np.stack([sensor_draws(np.random.default_rng(s), K, len(controller.times),
                                         controller.estimator.n_signals) for s in seeds])
     elif noise_std:
         noise = np.array([noise_std.get(name, 0.0) for name in names])

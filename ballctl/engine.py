@@ -61,7 +61,7 @@ from .loop_step import delay_segments, shape_command
 from .plants.kernels import ball_plate as _bp
 from .plants.kernels import moving_plate as _mp
 
-__all__ = ["KERNEL_CODES", "CompiledLoopOutput", "EstimatorArrays", "kernel_code", "run_closed_loop"]
+__all__ = ["KERNEL_CODES", "CompiledLoopOutput", "EstimatorArrays", "kernel_code", "run_closed_loop", "sensor_draws"]
 
 #: kernel module name -> code used by the compiled dispatch
 KERNEL_CODES = {_bp.__name__: 0, _mp.__name__: 1}
@@ -242,7 +242,7 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
             if has_est:
                 if k < Kt:
                     for j in range(n_sig):
-                        reading = y[sig_idx[j]] + bias[j] + noise_std[j] * z[r, k, j]
+                        reading = y[sig_idx[j]] + bias[r, j] + noise_std[j] * z[r, k, j]
                         if sampled[k, j]:
                             out_meas[r, k, j] = reading
                             y_dev[k, j] = reading - sig_ref[k, j]
@@ -365,8 +365,10 @@ class EstimatorArrays:
         Index of each signal among the truth's coordinates.
     signal_reference : ndarray, shape (K, ny)
         Reference value of each signal at the control times (m or rad).
-    bias, noise_std : ndarray, shape (ny,)
-        Sensor bias and noise std (m or rad).
+    bias : ndarray, shape (ny,) or (B, ny)
+        Sensor bias (m or rad), one for all runs or one per run.
+    noise_std : ndarray, shape (ny,)
+        Sensor noise std (m or rad).
     standard_normal : ndarray, shape (B, K, ny)
         Each run's standard normal draws for the sensor noise (rows of steps ``k >= Kt`` unused).
     latency_steps : int
@@ -422,6 +424,29 @@ class CompiledLoopOutput:
     limit_events: np.ndarray
     status: np.ndarray
     measurements: np.ndarray
+
+
+def sensor_draws(rng: np.random.Generator, K: int, steps_available: int, n_signals: int) -> np.ndarray:
+    """The standard normals of one run's sensor noise, in the Python loop's order, shape (K, ny).
+
+    The Python loop draws ``ny`` values at every step ``k < steps_available``
+    (sampled or not); the rows of later steps are zero (unused).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The run's generator.
+    K : int
+        Control samples of the run (steps + 1).
+    steps_available : int
+        Steps the controller (and its filter) covers.
+    n_signals : int
+        Measured signals ny.
+    """
+    z = np.zeros((K, n_signals))
+    rows = min(K, steps_available)
+    z[:rows] = rng.standard_normal((rows, n_signals))
+    return z
 
 
 def _arr(value, dtype, ndim: int) -> np.ndarray:
@@ -522,7 +547,7 @@ def run_closed_loop(code: int, params, x0, xd0, *, dt: float, times, x_ref, xd_r
     div_error = 0.0 if divergence_error is None else float(divergence_error)
     if estimator is None:
         est = (np.zeros((0, 0), dtype=np.bool_), np.zeros((0, 0, N)), np.zeros((0, N, 0)), np.zeros((0, N, N)),
-               np.zeros((0, N, nu)), np.zeros(0, dtype=np.int64), np.zeros((K, 0)), np.zeros(0), np.zeros(0),
+               np.zeros((0, N, nu)), np.zeros(0, dtype=np.int64), np.zeros((K, 0)), np.zeros((B, 0)), np.zeros(0),
                np.zeros((B, K, 0)), 0)
         n_sig = 0
     else:
@@ -533,7 +558,8 @@ def run_closed_loop(code: int, params, x0, xd0, *, dt: float, times, x_ref, xd_r
             raise ShapeError(f"estimator.standard_normal must have shape {(B, K, n_sig)}, got {z.shape}")
         est = (_arr(e.sampled, np.bool_, 2), _arr(e.C, np.float64, 3), _arr(e.update_gains, np.float64, 3),
                _arr(e.Ad, np.float64, 3), _arr(e.Bd, np.float64, 3), _arr(e.signal_index, np.int64, 1),
-               _arr(np.asarray(e.signal_reference)[:K], np.float64, 2), _arr(e.bias, np.float64, 1),
+               _arr(np.asarray(e.signal_reference)[:K], np.float64, 2),
+               _arr(np.broadcast_to(np.asarray(e.bias, dtype=float), (B, n_sig)), np.float64, 2),
                _arr(e.noise_std, np.float64, 1), z, int(e.latency_steps))
     out_y = np.empty((B, K, ny))
     out_u = np.empty((B, K, nu))

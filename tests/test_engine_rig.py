@@ -169,3 +169,28 @@ def test_monte_carlo_keeps_the_servo_plate(references):
                                    seed=seeds[i])
         assert mc.metrics["final_error"][i] == pytest.approx(one.position_error[-1], abs=1e-10)
     assert np.ptp(mc.samples["mass"]) > 1e-3
+
+
+def test_monte_carlo_runs_the_kalman_filter_on_the_sensors(references):
+    # an LQG design: each Monte Carlo run is the output-feedback loop of simulate_closed_loop (the same draws:
+    # with no uncertainty the run's generator draws only the sensor noise), and a sensor bias moves the ball
+    truth, exact, qs, x0, xd0 = references
+    ctrl = _design(references, ODD, "exact")
+    mc = ballctl.monte_carlo(ctrl, 2, seed=4, x0=x0, xd0=xd0, substeps=2, limits=ODD.limits)
+    seeds = np.random.SeedSequence(4).spawn(2)
+    for i in range(2):
+        one = simulate_closed_loop(ctrl, x0, xd0, limits=ODD.limits, integrator="rk4", substeps=2, seed=seeds[i],
+                                   backend="python")
+        assert one.feedback == "output"
+        assert mc.metrics["final_error"][i] == pytest.approx(one.position_error[-1], abs=1e-10)
+    assert mc.metrics["final_error"][0] != mc.metrics["final_error"][1]  # different noise
+    biased = ballctl.monte_carlo(ctrl, 1, seed=4, x0=x0, xd0=xd0, substeps=2, limits=ODD.limits,
+                                 uncertainty=ballctl.Uncertainty(bias={"contact_x": ballctl.Uniform(0.01, 0.01)}))
+    assert biased.samples["bias_contact_x"][0] == pytest.approx(0.01)
+    assert abs(biased.metrics["final_error"][0] - mc.metrics["final_error"][0]) > 1e-3
+    state = ballctl.monte_carlo(ctrl, 1, seed=4, x0=x0, xd0=xd0, substeps=2, output_feedback=False)
+    assert state.metrics["final_error"][0] < mc.metrics["final_error"][0]  # full state, no noise: closer
+    with pytest.raises(ValueError, match="sensors carry the noise"):
+        ballctl.monte_carlo(ctrl, 1, uncertainty=ballctl.Uncertainty(noise_std={"contact_x": 1e-3}))
+    with pytest.raises(ValueError, match="not a measured signal"):
+        ballctl.monte_carlo(ctrl, 1, uncertainty=ballctl.Uncertainty(bias={"yaw": ballctl.Normal(0, 1e-3)}))
