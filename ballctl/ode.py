@@ -35,8 +35,10 @@ class ODETrajectory:
     ----------
     t : ndarray, shape (K,)
         Times in s.
-    x : ndarray, shape (K, nx)
-        States (layout of the plant that produced it).
+    x : ndarray, shape (K, nx) or (B, K, nx)
+        States (layout of the plant that produced it); a batch of B runs
+        integrated together (e.g. ``RollingBall.simulate`` of a stack) has a
+        leading run axis.
     method : str
         Integrator used (a ``solve_ivp`` method name).
     nfev : int

@@ -1,28 +1,74 @@
 """Benchmark the paper's rolling ball (section 7): t in [0, 20], rtol = atol = 1e-10.
 
-Reports RHS evaluations per second and wall time for DOP853 and Radau, and the throughput of a
+Reports the cost of one compiled RHS call (compiled rail geometry vs the same rails as
+CallableRails, whose geometry is evaluated in Python before the same dynamics kernel), RHS
+evaluations per second and wall time for DOP853 and Radau, the generalized-coordinate form
+(``RollingBallSystem.accelerations``) on a stack vs one state at a time, and the throughput of a
 vectorised batch mode: ``RollingBall.rhs`` accepts a ``(batch, 15)`` state stack, which is integrated
-(a) as one big system by DOP853 and (b) by a fixed-step classical RK4 on the stack.
+(a) as one big system by DOP853 (``RollingBall.simulate`` of a stack) and (b) by a fixed-step
+classical RK4 on the stack. ``--cold`` also times the first calls in fresh processes, with an empty
+numba cache and then with the cache on disk.
 
 Usage::
 
-    python benchmarks/bench_rolling_ball.py [--batch 256]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_rolling_ball.py [--batch 256] [--cold]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from ballctl.simulate import rk4
+from ballctl.plants.internal_masses import PointMass
 from ballctl.plants.paper import (PAPER_KINK_TIMES, paper_ball_initial_state, paper_ball_parameters,
                                   paper_rail_acceleration)
+from ballctl.plants.rails import CallableRail
 from ballctl.plants.rolling_ball import RollingBall
 
-__all__ = ["main", "rk4_batch"]
+__all__ = ["main", "rk4_batch", "cold_compile"]
+
+_FIRST_CALLS = r'''
+import time
+import numpy as np
+from ballctl.plants.paper import (paper_ball_initial_state, paper_ball_parameters, paper_disk_initial_state,
+                                  paper_disk_parameters)
+from ballctl.plants.rolling_ball import RollingBall
+from ballctl.plants.rolling_disk import RollingDisk
+ball, x0 = RollingBall(paper_ball_parameters()), paper_ball_initial_state()
+disk, d0 = RollingDisk(paper_disk_parameters()), paper_disk_initial_state()
+bs, ds = ball.to_constrained_system(), disk.to_constrained_system()
+steps = [("ball rhs", lambda: ball.rhs(0.0, x0, np.ones(3))),
+         ("ball rhs complex", lambda: ball.rhs_jacobian(0.0, x0, np.ones(3))),
+         ("ball system", lambda: bs.accelerations(*bs.from_ode_state(x0), np.ones(3))),
+         ("disk rhs", lambda: disk.rhs(0.0, d0, np.ones(4))),
+         ("disk rhs complex", lambda: disk.rhs_jacobian(0.0, d0, np.ones(4))),
+         ("disk system", lambda: ds.accelerations(*ds.from_ode_state(d0), np.ones(4)))]
+out = []
+for label, fn in steps:
+    t0 = time.perf_counter()
+    fn()
+    out.append(f"{label} {time.perf_counter() - t0:.2f} s")
+print("; ".join(out))
+'''
+
+
+def cold_compile() -> None:
+    """Time the first calls of every rolling ball/disk kernel in fresh processes (empty numba cache, then warm)."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        for label in ("empty numba cache", "numba cache on disk"):
+            t0 = time.perf_counter()
+            res = subprocess.run([sys.executable, "-c", _FIRST_CALLS], env=env, capture_output=True, text=True,
+                                 check=True)
+            print(f"first calls, {label}: {time.perf_counter() - t0:.1f} s wall incl. imports; {res.stdout.strip()}")
 
 
 def rk4_batch(fun, t_span, x0, dt: float) -> np.ndarray:
@@ -39,23 +85,50 @@ def main(argv=None) -> int:
     """Run the benchmark and print a table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=256, help="number of initial conditions in batch mode")
+    parser.add_argument("--cold", action="store_true", help="also time the first calls with an empty numba cache")
     args = parser.parse_args(argv)
-    ball = RollingBall(paper_ball_parameters())
+    if args.cold:
+        cold_compile()
+    params = paper_ball_parameters()
+    ball = RollingBall(params)
+    python_rails = RollingBall(dataclasses.replace(params, point_masses=tuple(
+        PointMass(mass_kg=pm.mass_kg, rail=CallableRail(function=pm.rail.evaluate)) for pm in params.point_masses)))
     x0 = paper_ball_initial_state()
     u = lambda t: paper_rail_acceleration(t) * np.ones(3)  # noqa: E731
 
-    t0 = time.perf_counter()
     reps = 2000
-    for _ in range(reps):
-        ball.rhs(0.05, x0, u(0.05))
-    per_call = (time.perf_counter() - t0) / reps
-    print(f"single RHS call: {per_call * 1e6:.1f} us  ({1 / per_call:,.0f} RHS/s)")
+    u0 = u(0.05)
+    for label, plant in (("compiled rails", ball), ("Python rail geometry", python_rails)):
+        plant.rhs(0.05, x0, u0)
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            plant.rhs(0.05, x0, u0)
+        per_call = (time.perf_counter() - t0) / reps
+        print(f"single RHS call, {label}: {per_call * 1e6:.1f} us  ({1 / per_call:,.0f} RHS/s)")
+
+    system = ball.to_constrained_system()
+    rng = np.random.default_rng(1)
+    K = 1000
+    X, XD = system.from_ode_state(x0)
+    XS = X + 0.1 * rng.normal(size=(K, X.shape[0]))
+    XDS = XD + 0.1 * rng.normal(size=(K, X.shape[0]))
+    US = rng.normal(size=(K, 3))
+    system.accelerations(XS[:2], XDS[:2], US[:2])
+    t0 = time.perf_counter()
+    stacked = system.accelerations(XS, XDS, US)[0]
+    t_stack = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    looped = np.array([system.accelerations(a, b, c)[0] for a, b, c in zip(XS, XDS, US)])
+    t_loop = time.perf_counter() - t0
+    print(f"RollingBallSystem.accelerations, {K} states: stack {t_stack * 1e6 / K:.2f} us/state, "
+          f"one at a time {t_loop * 1e6 / K:.1f} us/state (ratio {t_loop / t_stack:.0f}); "
+          f"max difference {np.max(np.abs(stacked - looped)):.1e}")
 
     runs = {}
     for method in ("DOP853", "Radau"):
         run = ball.simulate(x0, (0.0, 20.0), u, method=method, rtol=1e-10, atol=1e-10, breakpoints=PAPER_KINK_TIMES)
         runs[method] = run
-        print(f"{method:7s}: wall {run.wall_time_s:6.2f} s, {run.nfev:6d} RHS evals "
+        print(f"{method:7s}: wall {run.wall_time_s:6.3f} s, {run.nfev:6d} RHS evals "
               f"({run.nfev / run.wall_time_s:,.0f} RHS/s incl. solver overhead)")
     diff = np.max(np.abs(runs["DOP853"].x[-1] - runs["Radau"].x[-1]))
     print(f"max |x_DOP853(20) - x_Radau(20)| = {diff:.2e}")
@@ -65,23 +138,19 @@ def main(argv=None) -> int:
     B = args.batch
     X0 = np.tile(x0, (B, 1))
     X0[:, :3] += 1e-2 * rng.normal(size=(B, 3))
-    nx = X0.shape[1]
-    fun_flat = lambda t, y: ball.rhs(t, y.reshape(B, nx), np.broadcast_to(u(t), (B, 3))).ravel()  # noqa: E731
     start = time.perf_counter()
-    y = X0.ravel()
-    nfev = 0
-    for a, b in ((0.0, 0.1), (0.1, 0.2), (0.2, 20.0)):
-        sol = solve_ivp(fun_flat, (a, b), y, method="DOP853", rtol=1e-10, atol=1e-10)
-        y, nfev = sol.y[:, -1], nfev + sol.nfev
+    stack = ball.simulate(X0, (0.0, 20.0), u, method="DOP853", rtol=1e-10, atol=1e-10, breakpoints=PAPER_KINK_TIMES,
+                          t_eval=[20.0])
     wall = time.perf_counter() - start
-    print(f"batch {B} as one DOP853 system: wall {wall:.2f} s, {nfev} stacked RHS evals, "
-          f"{B * 20.0 / wall:,.0f} simulated-s per wall-s, {B / wall:.1f} trajectories/s")
+    y = stack.x[:, -1]
+    print(f"batch {B} as one DOP853 system (RollingBall.simulate of a stack): wall {wall:.2f} s, {stack.nfev} "
+          f"stacked RHS evals, {B * 20.0 / wall:,.0f} simulated-s per wall-s, {B / wall:.1f} trajectories/s")
 
     dt = 1e-2
     start = time.perf_counter()
     XT = rk4_batch(lambda t, X: ball.rhs(t, X, np.broadcast_to(u(t), (B, 3))), (0.0, 20.0), X0, dt)
     wall_rk = time.perf_counter() - start
-    err = np.max(np.abs(XT - y.reshape(B, nx)))
+    err = np.max(np.abs(XT - y))
     print(f"batch {B} fixed-step RK4 (dt = {dt} s): wall {wall_rk:.2f} s, {B / wall_rk:.1f} trajectories/s, "
           f"max deviation from DOP853 {err:.1e}")
     return 0

@@ -10,7 +10,6 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
-@pytest.mark.slow
 def test_rolling_disk_control_example(tmp_path):
     """The LQR brings the disk from 10 cm / 0.1 m/s off back to the reference; open loop stays off."""
     ns = runpy.run_path(str(EXAMPLES / "rolling_disk_control.py"))

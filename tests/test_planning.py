@@ -298,7 +298,6 @@ def test_segment_rail_ends_and_force_inputs_are_respected():
     assert abs(disk.contact_position(x[-1], phi_start=0.0) - 0.6) < 1e-3
 
 
-@pytest.mark.slow
 def test_plan_tracked_by_lqr_from_a_perturbed_start():
     """Plan -> IntegratedReference -> linearize -> finite-horizon LQR -> nonlinear closed loop."""
     from ballctl.planning import track_plan
@@ -308,8 +307,11 @@ def test_plan_tracked_by_lqr_from_a_perturbed_start():
     plan = plan_maneuver(ball, problem, intervals=12)
     tr = track_plan(plan, dt=0.2)
     e, e_open = tr.contact_error_m, tr.open_loop_contact_error_m
-    # 7.1 cm contact offset, yaw and rails 0.1 rad off: measured 9.8 mm at the end (open loop 0.49 m)
-    assert e[0] == pytest.approx(0.05 * 2 ** 0.5) and e[-1] < 0.02 and e_open[-1] > 10 * e[-1]
+    # 7.1 cm contact offset, yaw and rails 0.1 rad off: measured 4.0 mm at the end with the default terminal
+    # weight (9.8 mm with terminal_factor=1; open loop 0.49 m)
+    assert e[0] == pytest.approx(0.05 * 2 ** 0.5) and e[-1] < 0.008 and e_open[-1] > 50 * e[-1]
+    weak = track_plan(plan, dt=0.2, terminal_factor=1.0)
+    assert weak.contact_error_m[-1] > 1.5 * e[-1]      # the terminal weight is what brings it to the end point
     assert tr.closed_loop.summary().max_constraint_residual < 1e-9
     # the reference replays the plan: its contact point agrees with the collocation polynomial
     t = np.linspace(0.0, 6.0, 31)

@@ -101,7 +101,6 @@ def test_disk_reference_rejects_unreachable_speed(disk_setup):
         DiskRollReference(system, cruise_speed_mps=0.3, ramp_time_s=4.0, stop_position_m=0.5)
 
 
-@pytest.mark.slow
 def test_disk_lqr_converges_to_position_and_speed_open_loop_does_not(disk_setup):
     system, ref = disk_setup
     part = ballctl.Partition.from_coordinates(system, ["phi"] + [f"theta_{i}" for i in range(1, 5)], [],
@@ -157,7 +156,6 @@ def test_ball_reference_solves_the_dae_and_matches_the_quaternion_ode(ball_setup
     assert np.abs((sp.xd - sm.xd) / (2 * h) - s.xdd[5:-1]).max() < 1e-5
 
 
-@pytest.mark.slow
 def test_ball_lqr_on_rail_accelerations_tracks_the_paper_motion(ball_setup):
     system, ref = ball_setup
     part = ballctl.Partition.from_coordinates(system, ["yaw", "pitch", "roll", "theta_1", "theta_2", "theta_3"],
@@ -200,6 +198,22 @@ def test_straight_roll_is_exact_and_layout_ranks():
     assert orth.controllable and orth.rank == orth.n_states - ROLL_INVARIANTS
     assert orth.min_relative_eigenvalue > 1e-7           # well above the 1e-9 rank tolerance
     assert "3 circles, orthogonal" in table.to_table()
+
+
+def test_layout_study_through_an_executor_equals_the_serial_table():
+    """compare_rail_layouts(executor=) hands one layout per task; the table is identical, in the given order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    layouts = default_layouts()[:3]
+    serial = compare_rail_layouts(layouts, samples=12)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        parallel = compare_rail_layouts(layouts, samples=12, executor=pool)
+    assert [r.layout.name for r in parallel.rows] == [lay.name for lay in layouts]
+    for a, b in zip(serial.rows, parallel.rows):
+        assert (a.rank, a.min_relative_eigenvalue, a.least_controllable) == (b.rank, b.min_relative_eigenvalue,
+                                                                             b.least_controllable)
+    with pytest.raises(ballctl.ParameterTypeError, match="executor"):
+        compare_rail_layouts(layouts[:1], samples=4, executor="threads")
 
 
 def test_straight_roll_kinematic_invariant_is_along_track_position_and_roll():

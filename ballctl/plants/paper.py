@@ -41,6 +41,9 @@ def paper_rail_acceleration(t):
     -------
     float or ndarray
     """
+    if isinstance(t, (float, int)):
+        # scalar fast path (the integrators call this at every stage); same branches as below
+        return 1.0 if t <= 0.1 else (2.0 - 10.0 * t if t <= 0.2 else 0.0)
     t = np.asarray(t, dtype=float)
     out = np.where(t <= 0.1, 1.0, np.where(t <= 0.2, 2.0 - 10.0 * t, 0.0))
     return float(out) if out.ndim == 0 else out

@@ -190,6 +190,19 @@ class Rail:
     def _local(self, theta):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def kernel_row(self) -> np.ndarray | None:
+        """This rail packed for the compiled geometry (:mod:`ballctl.plants.kernels.rails`), or None.
+
+        Closed-form rails return their row; rails the kernels do not know
+        (:class:`CallableRail`, user subclasses that override the curve) return
+        None and are evaluated in Python.
+
+        Returns
+        -------
+        ndarray, shape (15,), or None
+        """
+        return None
+
     def max_distance_m(self) -> float:
         """Largest distance ``|zeta|`` from the GC over ``parameter_range``, in m."""
         lo, hi = self.parameter_range
@@ -201,6 +214,14 @@ def _embed(rotation, center, local, dlocal, ddlocal):
     """Rotate local (..., 3) curves into the body frame and shift by ``center``."""
     zeta = local @ rotation.T + center
     return zeta, dlocal @ rotation.T, ddlocal @ rotation.T
+
+
+def _row(rail, cls, kind: int, a: float, b: float, rotation, center):
+    """Kernel row ``(kind, a, b, R (9), c (3))``; None when a subclass of ``cls`` redefines the curve."""
+    if type(rail)._local is not cls._local:
+        return None
+    return np.concatenate([[float(kind), float(a), float(b)], np.asarray(rotation, dtype=float).ravel(),
+                           np.asarray(center, dtype=float)])
 
 
 def _plane_curve(x, z):
@@ -261,6 +282,15 @@ class CircleRail(Rail):
         return _embed(self.rotation, self.center_m, rho * _plane_curve(c, s),
                       rho * _plane_curve(-s, c), rho * _plane_curve(-c, -s))
 
+    def kernel_row(self) -> np.ndarray | None:
+        """Row for the compiled geometry: an ellipse with equal semi-axes (see :meth:`Rail.kernel_row`).
+
+        Returns
+        -------
+        ndarray, shape (15,), or None
+        """
+        return _row(self, CircleRail, 0, self.radius_m, self.radius_m, self.rotation, self.center_m)
+
     def max_distance_m(self) -> float:
         if not np.any(self.center_m):
             return self.radius_m
@@ -298,6 +328,16 @@ class EllipseRail(Rail):
         return _embed(self.rotation, self.center_m, _plane_curve(a * c, b * s),
                       _plane_curve(-a * s, b * c), _plane_curve(-a * c, -b * s))
 
+    def kernel_row(self) -> np.ndarray | None:
+        """Row for the compiled geometry (see :meth:`Rail.kernel_row`).
+
+        Returns
+        -------
+        ndarray, shape (15,), or None
+        """
+        return _row(self, EllipseRail, 0, self.semi_axis_first_m, self.semi_axis_third_m, self.rotation,
+                    self.center_m)
+
 
 @dataclass(frozen=True, kw_only=True)
 class FigureEightRail(Rail):
@@ -331,6 +371,16 @@ class FigureEightRail(Rail):
         a, b = self.half_width_m, 0.5 * self.half_height_m
         return _embed(self.rotation, self.center_m, _plane_curve(a * s, b * s2),
                       _plane_curve(a * c, 2 * b * c2), _plane_curve(-a * s, -4 * b * s2))
+
+    def kernel_row(self) -> np.ndarray | None:
+        """Row for the compiled geometry (see :meth:`Rail.kernel_row`).
+
+        Returns
+        -------
+        ndarray, shape (15,), or None
+        """
+        return _row(self, FigureEightRail, 1, self.half_width_m, 0.5 * self.half_height_m, self.rotation,
+                    self.center_m)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -374,6 +424,17 @@ class SegmentRail(Rail):
         ones = np.ones_like(theta)
         zeta = self.start_m + theta[..., None] * direction
         return zeta, ones[..., None] * direction, 0.0 * ones[..., None] * direction
+
+    def kernel_row(self) -> np.ndarray | None:
+        """Row for the compiled geometry: the direction as the first column of ``R`` (see :meth:`Rail.kernel_row`).
+
+        Returns
+        -------
+        ndarray, shape (15,), or None
+        """
+        R = np.zeros((3, 3))
+        R[:, 0] = (self.end_m - self.start_m) / self.length_m
+        return _row(self, SegmentRail, 2, 0.0, 0.0, R, self.start_m)
 
     def max_distance_m(self) -> float:
         # |zeta| is convex along a line: its maximum over the segment is at an end.

@@ -61,13 +61,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._errors import ChartSingularityError, ParameterError, ParameterTypeError
-from .._quaternion import cross, hat, quat_from_matrix, quat_multiply, quat_to_matrix
+from .._quaternion import cross, quat_from_matrix, quat_to_matrix
 from .._validation import ProblemCollector, as_vector, check_positive
 from .internal_masses import InternalMassesPlant, InternalMassesSystem, PointMass
+from .kernels import rolling_ball as _kernels
+from .kernels.batching import restore
 
 __all__ = ["PointMass", "RollingBallParameters", "RollingBall", "RollingBallSystem"]
 
 _QUAT_TOL = 1e-9
+_NO_FORCE = np.zeros(3)  # writable like a user's force (one numba specialization); never written
 
 #: names that moved in 0.2: old spelling here -> (module, new name); importable for one release with a warning
 _MOVED = {"RollingBallTrajectory": ("ballctl.ode", "ODETrajectory"),
@@ -210,6 +213,9 @@ class RollingBall(InternalMassesPlant):
     def __init__(self, params: RollingBallParameters, *, inputs: str = "acceleration") -> None:
         super().__init__(params, inputs=inputs)
         self._inertia = np.asarray(params.principal_inertia_kgm2, dtype=float)
+        self._kernel_parameters = np.concatenate([[params.mass_kg, params.radius_m], self._inertia,
+                                                  params.cm_offset_m, [params.gravity_mps2], self._masses[1:]])
+        self._kernel_parameters.setflags(write=False)
 
     # ------------------------------------------------------------ layout
     @property
@@ -255,55 +261,44 @@ class RollingBall(InternalMassesPlant):
         return x
 
     # ------------------------------------------------------------ pieces
-    def _rails(self, theta):
-        """zeta, zeta', zeta'' of the moving masses, each (..., n, 3)."""
-        theta = np.asarray(theta)
-        lead = theta.shape[:-1]
-        if self._n == 0:
-            z = np.zeros(lead + (0, 3), dtype=np.result_type(theta, float))
-            return z, z, z
-        out = [pm.rail.evaluate(theta[..., i]) for i, pm in enumerate(self.params.point_masses)]
-        return tuple(np.stack([np.broadcast_to(o[k], lead + (3,)) for o in out], axis=-2) for k in range(3))
+    # the equations of motion are evaluated by the compiled kernels of
+    # ballctl.plants.kernels.rolling_ball (one source of truth)
+    kernels = _kernels
 
-    def _external_body(self, t, Lam):
+    @property
+    def kernel_parameters(self) -> np.ndarray:
+        """Parameters packed for the kernels, shape (9 + n,).
+
+        ``(m0 kg, r m, d1, d2, d3 kg m^2, chi0 (3) m, g m/s^2, m_1 .. m_n kg)``.
+        """
+        return self._kernel_parameters
+
+    def _external(self, t):
         F = self.params.external_force
         if F is None:
-            return None
-        Fe = as_vector(F(t), "external_force(t)", 3)
-        return np.einsum("...ji,j->...i", Lam, Fe)
+            return _NO_FORCE
+        return np.array(as_vector(F(t), "external_force(t)", 3), dtype=float)
 
-    def _terms(self, t, x):
-        """Shared intermediate quantities for the equations of motion."""
-        theta, theta_dot, q, Om, _ = self.split_state(x)
-        p = self.params
-        Lam = quat_to_matrix(q)
+    def _rails(self, theta):
+        """zeta, zeta', zeta'' of the moving masses, each (..., n, 3)."""
+        return self.rail_geometry(theta)
+
+    def _kinematics(self, x):
+        """Orientation, rail geometry and the vectors ``s_i`` from the contact point (observables only)."""
+        theta = self.split_state(x)[0]
+        Lam = quat_to_matrix(self.split_state(x)[2])
         Gam = Lam[..., 2, :]  # Lambda^T e3
-        zeta, dzeta, ddzeta = self._rails(theta)
-        chi0 = np.broadcast_to(p.cm_offset_m, Gam.shape)
+        zeta, dzeta, _ = self._rails(theta)
+        chi0 = np.broadcast_to(self.params.cm_offset_m, Gam.shape)
         zeta_all = np.concatenate([chi0[..., None, :], zeta], axis=-2)  # (..., n+1, 3)
-        s = p.radius_m * Gam[..., None, :] + zeta_all
-        m = self._masses
-        ss = np.einsum("...ki,...kj,k->...ij", s, s, m)
-        s2 = np.einsum("...ki,...ki,k->...", s, s, m)
-        # A = sum m_i hat(s_i)^2 - I, hat(s)^2 = s s^T - |s|^2 1
-        A = ss - s2[..., None, None] * np.eye(3) - np.diag(self._inertia)
-        Om_b = Om[..., None, :]
-        td = theta_dot[..., :, None]
-        # c_i = g Gamma + Omega x (Omega x zeta_i) + 2 theta_dot_i Omega x zeta_i' + theta_dot_i^2 zeta_i''
-        c_all = p.gravity_mps2 * Gam[..., None, :] + cross(Om_b, cross(Om_b, zeta_all))
-        if self._n:
-            c_moving = 2.0 * td * cross(Om_b, dzeta) + td * td * ddzeta
-            c_all = c_all + np.concatenate([np.zeros_like(c_all[..., :1, :]), c_moving], axis=-2)
-        IOm = Om * self._inertia
-        b0 = cross(Om, IOm) + np.einsum("k,...ki->...i", m, cross(s, c_all))
-        Ge = self._external_body(t, Lam)
-        if Ge is not None:
-            b0 = b0 + p.radius_m * cross(Ge, Gam)
-        k = cross(s[..., 1:, :], dzeta)  # s_i x zeta_i', (..., n, 3)
-        return dict(Lam=Lam, Gam=Gam, zeta=zeta, dzeta=dzeta, ddzeta=ddzeta, s=s, A=A, b0=b0, k=k,
-                    c=c_all[..., 1:, :], zeta_all=zeta_all)
+        s = self.params.radius_m * Gam[..., None, :] + zeta_all
+        return dict(Lam=Lam, Gam=Gam, dzeta=dzeta, s=s, zeta_all=zeta_all)
 
     # ------------------------------------------------------- equations
+    def _solve(self, t, x, u, mode):
+        lead, (Omd, thdd, tau) = self._call(_kernels.solve_batch, t, x, u, mode)
+        return restore(Omd, lead), restore(thdd, lead), restore(tau, lead)
+
     def angular_acceleration(self, t, x, rail_accelerations):
         """``Omega_dot = kappa(t, x, u)``, eq. (7.4) (and (5.28)), shape (..., 3).
 
@@ -315,10 +310,7 @@ class RollingBall(InternalMassesPlant):
         rail_accelerations : array_like, shape (..., n)
             ``theta_ddot``.
         """
-        T = self._terms(t, x)
-        u = np.asarray(rail_accelerations)
-        b = T["b0"] + np.einsum("k,...k,...ki->...i", self._masses[1:], u, T["k"])
-        return np.linalg.solve(T["A"], b[..., None])[..., 0]
+        return self._solve(t, x, rail_accelerations, 0)[0]
 
     def rail_forces(self, t, x, rail_accelerations):
         """Generalized rail forces ``tau`` that produce the given rail accelerations, shape (..., n).
@@ -334,32 +326,7 @@ class RollingBall(InternalMassesPlant):
         rail_accelerations : array_like, shape (..., n)
             Rail accelerations ``theta_ddot`` (units of theta per s^2).
         """
-        T = self._terms(t, x)
-        u = np.asarray(rail_accelerations)
-        b = T["b0"] + np.einsum("k,...k,...ki->...i", self._masses[1:], u, T["k"])
-        Omd = np.linalg.solve(T["A"], b[..., None])[..., 0]
-        dz = T["dzeta"]
-        m = self._masses[1:]
-        return m * (np.einsum("...i,...ki->...k", Omd, T["k"]) + np.einsum("...ki,...ki->...k", dz, T["c"])
-                    + u * np.einsum("...ki,...ki->...k", dz, dz))
-
-    def _force_solve(self, T, tau):
-        n = self._n
-        m = self._masses[1:]
-        lead = T["b0"].shape[:-1]
-        dtype = np.result_type(T["A"], tau)
-        K = np.zeros(lead + (3 + n, 3 + n), dtype=dtype)
-        K[..., :3, :3] = -T["A"]
-        mk = m[:, None] * T["k"]  # (..., n, 3)
-        K[..., :3, 3:] = np.swapaxes(mk, -1, -2)
-        K[..., 3:, :3] = mk
-        dz = T["dzeta"]
-        idx = np.arange(n)
-        K[..., 3 + idx, 3 + idx] = m * np.einsum("...ki,...ki->...k", dz, dz)
-        rhs = np.concatenate([-T["b0"], tau - m * np.einsum("...ki,...ki->...k", dz, T["c"])], axis=-1)
-        sol = np.linalg.solve(K, rhs[..., None])[..., 0]
-        # first block row: -A Omd + sum m k thdd = -b0  <=>  A Omd = b0 + sum m k thdd  (eq. 7.4)
-        return sol[..., :3], sol[..., 3:]
+        return self._solve(t, x, rail_accelerations, 0)[2]
 
     def rail_accelerations(self, t, x, rail_forces):
         """Rail accelerations ``theta_ddot`` produced by generalized rail forces ``tau``, shape (..., n).
@@ -373,10 +340,10 @@ class RollingBall(InternalMassesPlant):
         rail_forces : array_like, shape (..., n)
             Generalized rail forces ``tau`` (N, or N m for an angle parameter).
         """
-        return self._force_solve(self._terms(t, x), np.asarray(rail_forces))[1]
+        return self._solve(t, x, rail_forces, 1)[1]
 
     def rhs(self, t, x, u):
-        """ODE right-hand side (7.2): ``x_dot = f(t, x, u)``, shape (..., 2n + 9).
+        """ODE right-hand side (7.2): ``x_dot = f(t, x, u)``, shape (..., 2n + 9) (compiled kernel).
 
         Parameters
         ----------
@@ -386,23 +353,12 @@ class RollingBall(InternalMassesPlant):
             State (eq. 7.1).
         u : array_like, shape (..., n)
             Rail accelerations or rail forces, per ``inputs``.
+
+        Returns
+        -------
+        ndarray, shape (..., 2n + 9)
         """
-        x = np.asarray(x)
-        u = np.asarray(u)
-        theta, theta_dot, q, Om, _ = self.split_state(x)
-        T = self._terms(t, x)
-        if self.inputs == "acceleration":
-            thdd = np.broadcast_to(u, theta.shape) if self._n else theta
-            b = T["b0"] + np.einsum("k,...k,...ki->...i", self._masses[1:], thdd, T["k"])
-            Omd = np.linalg.solve(T["A"], b[..., None])[..., 0]
-        else:
-            Omd, thdd = self._force_solve(T, np.broadcast_to(u, theta.shape))
-        Om_sharp = np.concatenate([np.zeros_like(Om[..., :1]), Om], axis=-1)
-        qd = 0.5 * quat_multiply(q, Om_sharp)
-        omega = np.einsum("...ij,...j->...i", T["Lam"], Om)
-        r = self.params.radius_m
-        zd = np.stack([r * omega[..., 1], -r * omega[..., 0]], axis=-1)  # (omega x r e3)_12
-        return np.concatenate([theta_dot, thdd, qd, Omd, zd], axis=-1)
+        return super().rhs(t, x, u)
 
     def dae_mass_matrix(self) -> np.ndarray:
         """The DAE mass matrix (7.5), ``diag(1_{2n}, 0, 1_8)``, shape (2n + 9, 2n + 9)."""
@@ -443,7 +399,7 @@ class RollingBall(InternalMassesPlant):
         x : array_like, shape (..., 2n + 9)
             States.
         """
-        T = self._terms(0.0, x)
+        T = self._kinematics(x)
         _, theta_dot, _, Om, _ = self.split_state(x)
         vel = cross(Om[..., None, :], T["s"])
         if self._n:
@@ -467,7 +423,7 @@ class RollingBall(InternalMassesPlant):
         x : array_like, shape (..., 2n + 9)
             States.
         """
-        T = self._terms(0.0, x)
+        T = self._kinematics(x)
         _, theta_dot, _, Om, _ = self.split_state(x)
         vel = cross(Om[..., None, :], T["s"])
         if self._n:
@@ -597,7 +553,8 @@ class RollingBallSystem(InternalMassesSystem):
     ``g sum m_i e3 . Lambda zeta_i``; the two input modes are eliminated as
     in :class:`~ballctl.plants.internal_masses.InternalMassesSystem`.
 
-    The callables take one state at a time (``batched = False``).
+    Every callable accepts stacks (``batched = True``) and runs in one
+    compiled kernel call (:mod:`ballctl.plants.kernels.rolling_ball`).
 
     Parameters
     ----------
@@ -610,8 +567,6 @@ class RollingBallSystem(InternalMassesSystem):
         ``|cos(pitch)| < singularity_margin``.
     """
 
-    batched = False
-
     def __init__(self, ball: RollingBall, *, chart_rotation=None, singularity_margin: float = 1e-3) -> None:
         if not isinstance(ball, RollingBall):
             raise ParameterTypeError(f"ball must be a RollingBall, got {type(ball).__name__}")
@@ -619,6 +574,8 @@ class RollingBallSystem(InternalMassesSystem):
         C = np.eye(3) if chart_rotation is None else np.asarray(chart_rotation, dtype=float)
         if C.shape != (3, 3) or np.max(np.abs(C.T @ C - np.eye(3))) > 1e-9 or np.linalg.det(C) < 0:
             raise ParameterError("chart_rotation must be a 3x3 rotation matrix (C^T C = I within 1e-9, det = +1)")
+        C = np.ascontiguousarray(C)
+        C.setflags(write=False)
         self.chart_rotation = C
         self.singularity_margin = check_positive(singularity_margin, "singularity_margin")
         super().__init__(ball, body_coordinate_names=("contact_x", "contact_y", "yaw", "pitch", "roll"),
@@ -666,75 +623,33 @@ class RollingBallSystem(InternalMassesSystem):
                          a1d * a2d * (-s1) + a3d * (a1d * (c1 * c2) + a2d * (-s1 * s2)),
                          a3d * a2d * (-c2)])
 
-    def _bodies(self, x):
-        """Positions and rail tangents of all masses in the spatial frame about the GC."""
-        ball = self.ball
-        Lam, W = self._kinematics(x)
-        theta = x[5:]
-        zeta, dzeta, ddzeta = ball._rails(theta)
-        rho0 = Lam @ ball.params.cm_offset_m
-        rho = zeta @ Lam.T
-        return Lam, W, rho0, rho, dzeta @ Lam.T, ddzeta @ Lam.T
-
-    def _jacobians(self, Lam, W, rho0, rho, tang):
-        """Velocity Jacobians ``v_i = J_i xd`` for i = 0..n, shape (n+1, 3, n+5)."""
-        n = self.ball.n_masses
-        dtype = np.result_type(Lam, W, rho)
-        J = np.zeros((n + 1, 3, n + 5), dtype=dtype)
-        J[:, 0, 0] = 1.0
-        J[:, 1, 1] = 1.0
-        allrho = np.concatenate([rho0[None, :], rho], axis=0)
-        J[:, :, 2:5] = -hat(allrho) @ W
-        for i in range(n):
-            J[i + 1, :, 5 + i] = tang[i]
-        return J
-
-    def _full_mass_matrix(self, x):
-        ball = self.ball
-        Lam, W, rho0, rho, tang, _ = self._bodies(x)
-        J = self._jacobians(Lam, W, rho0, rho, tang)
-        Is = Lam @ np.diag(ball._inertia) @ Lam.T
-        M = np.einsum("k,kai,kaj->ij", ball._masses, J, J)
-        M[2:5, 2:5] = M[2:5, 2:5] + W.T @ Is @ W
-        return M
-
-    def _full_forces(self, x, xd):
-        ball = self.ball
-        p = ball.params
-        Lam, W, rho0, rho, tang, curv = self._bodies(x)
-        J = self._jacobians(Lam, W, rho0, rho, tang)
-        omega = W @ xd[2:5]
-        beta = self._w_dot_times_rate(x, xd)
-        allrho = np.concatenate([rho0[None, :], rho], axis=0)
-        bias = cross(beta, allrho) + cross(omega, cross(omega, allrho))
-        if ball.n_masses:
-            td = xd[5:, None]
-            moving = 2.0 * td * cross(omega, tang) + td * td * curv
-            bias = bias + np.concatenate([np.zeros_like(moving[:1]), moving], axis=0)
-        gravity = np.zeros(3, dtype=bias.dtype)
-        gravity[2] = -p.gravity_mps2
-        f = ball._masses[:, None] * (gravity - bias)
-        Q = np.einsum("kai,ka->i", J, f)
-        Is = Lam @ np.diag(ball._inertia) @ Lam.T
-        Q[2:5] = Q[2:5] - W.T @ (Is @ beta + cross(omega, Is @ omega))
-        return Q
-
     # ------------------------------------------------------- interface
-    def constraint_jacobian(self, x) -> np.ndarray:
-        x = np.asarray(x)
-        _, W = self._kinematics(x)
-        r = self.ball.params.radius_m
-        D = np.zeros((2, self.n_coordinates), dtype=np.result_type(W, float))
-        D[0, 0] = 1.0
-        D[0, 2:5] = -r * W[1]
-        D[1, 1] = 1.0
-        D[1, 2:5] = r * W[0]
-        return D
+    # M, Q, D, Ddot xd and the index-1 solve: the compiled system_terms_batch /
+    # system_accelerations_batch of ballctl.plants.kernels.rolling_ball (InternalMassesSystem)
+    def _kernel_arguments(self) -> tuple:
+        return (self.chart_rotation,)
 
-    def constraint_bias(self, x, xd) -> np.ndarray:
-        beta = self._w_dot_times_rate(np.asarray(x), np.asarray(xd))
-        r = self.ball.params.radius_m
-        return np.array([-r * beta[1], r * beta[0]])
+    def holonomic(self, x) -> np.ndarray:
+        """No holonomic constraints: an empty array of shape (..., 0).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n + 5)
+            Coordinates.
+
+        Returns
+        -------
+        ndarray, shape (..., 0)
+        """
+        x = np.asarray(x)
+        return np.zeros(x.shape[:-1] + (0,), dtype=np.result_type(x, float))
+
+    def _check_coordinates(self, x) -> None:
+        if x.shape[0]:
+            cos_pitch = np.abs(np.cos(np.real(x[:, 3])))
+            k = int(np.argmin(cos_pitch))
+            if cos_pitch[k] < self.singularity_margin:
+                self._check_chart(x[k, 3])
 
     # ------------------------------------------------------- conversions
     def from_ode_state(self, x_ode) -> tuple[np.ndarray, np.ndarray]:

@@ -43,6 +43,8 @@ import numpy as np
 from .._errors import ParameterError, ParameterTypeError
 from .._validation import ProblemCollector, as_vector, check_positive
 from .internal_masses import InternalMassesPlant, InternalMassesSystem, PointMass
+from .kernels import rolling_disk as _kernels
+from .kernels.batching import restore
 
 __all__ = ["RollingDiskParameters", "RollingDisk", "newton_single_mass_angular_acceleration", "RollingDiskSystem"]
 
@@ -216,41 +218,40 @@ class RollingDisk(InternalMassesPlant):
         n = self._n
         return x[..., :n], x[..., n:2 * n], x[..., 2 * n], x[..., 2 * n + 1]
 
+    # the equations of motion are evaluated by the compiled kernels of
+    # ballctl.plants.kernels.rolling_disk (one source of truth)
+    kernels = _kernels
+
+    def __init__(self, params: RollingDiskParameters, *, inputs: str = "acceleration") -> None:
+        super().__init__(params, inputs=inputs)
+        self._kernel_parameters = np.concatenate([[params.mass_kg, params.radius_m, params.inertia_kgm2],
+                                                  params.cm_offset_m, [params.gravity_mps2], self._masses[1:]])
+        self._kernel_parameters.setflags(write=False)
+
+    @property
+    def kernel_parameters(self) -> np.ndarray:
+        """Parameters packed for the kernels, shape (6 + n,).
+
+        ``(m0 kg, r m, d2 kg m^2, chi0 (2) m, g m/s^2, m_1 .. m_n kg)``.
+        """
+        return self._kernel_parameters
+
+    def _external(self, t):
+        F = self.params.external_force
+        return 0.0 if F is None else float(F(t))
+
     def _rails(self, theta):
         """(zeta_1, zeta_3) and derivatives of all bodies i = 0..n, each (..., n+1, 2)."""
         theta = np.asarray(theta)
-        lead = theta.shape[:-1]
-        chi0 = np.broadcast_to(np.asarray(self.params.cm_offset_m, dtype=float), lead + (2,))
-        parts = [[chi0], [np.zeros_like(chi0)], [np.zeros_like(chi0)]]
-        for i, pm in enumerate(self.params.point_masses):
-            out = pm.rail.evaluate(theta[..., i])
-            for k in range(3):
-                parts[k].append(np.asarray(out[k])[..., [0, 2]])
-        return tuple(np.stack(p, axis=-2) for p in parts)
+        geometry = self.rail_geometry(theta)
+        lead = geometry[0].shape[:-2]
+        chi0 = np.broadcast_to(np.asarray(self.params.cm_offset_m, dtype=float), lead + (1, 2))
+        zero = np.zeros_like(chi0)
+        return tuple(np.concatenate([c, g[..., [0, 2]]], axis=-2) for c, g in zip((chi0, zero, zero), geometry))
 
-    def _terms(self, t, x):
-        theta, theta_dot, phi, phi_dot = self.split_state(x)
-        p = self.params
-        r, g, m = p.radius_m, p.gravity_mps2, self._masses
-        zeta, dzeta, ddzeta = self._rails(theta)
-        z1, z3 = zeta[..., 0], zeta[..., 1]
-        d1, d3 = dzeta[..., 0], dzeta[..., 1]
-        dd1, dd3 = ddzeta[..., 0], ddzeta[..., 1]
-        sphi, cphi = np.sin(phi)[..., None], np.cos(phi)[..., None]
-        pd = phi_dot[..., None]
-        td = np.concatenate([np.zeros_like(theta_dot[..., :1]), theta_dot], axis=-1)
-        s1, s3 = r * sphi + z1, r * cphi + z3
-        # K_i of eq. (5.38) at theta_ddot = 0
-        K0 = ((g + r * pd ** 2) * (z3 * sphi - z1 * cphi) + s3 * (-2 * pd * td * d3 + td ** 2 * dd1)
-              - s1 * (2 * pd * td * d1 + td ** 2 * dd3))
-        k = s3 * d1 - s1 * d3
-        den = p.inertia_kgm2 + np.einsum("k,...k->...", m, s1 ** 2 + s3 ** 2)
-        Fe = 0.0 if p.external_force is None else float(p.external_force(t))
-        num0 = -r * Fe + np.einsum("k,...k->...", m, K0)
-        # <zeta', c_i>, c_i = g Gamma - phi_dot^2 zeta - 2 theta_dot phi_dot e2 x zeta' + theta_dot^2 zeta''
-        zc = g * (d1 * sphi + d3 * cphi) - pd ** 2 * (d1 * z1 + d3 * z3) + td ** 2 * (d1 * dd1 + d3 * dd3)
-        return dict(k=k[..., 1:], den=den, num0=num0, zc=zc[..., 1:], dd=(d1 ** 2 + d3 ** 2)[..., 1:],
-                    s1=s1, s3=s3, zeta=zeta, dzeta=dzeta)
+    def _solve(self, t, x, u, mode):
+        lead, (phidd, thdd, tau) = self._call(_kernels.solve_batch, t, x, u, mode)
+        return restore(phidd, lead), restore(thdd, lead), restore(tau, lead)
 
     def angular_acceleration(self, t, x, rail_accelerations):
         """``phi_ddot = kappa(t, x, u)``, eqs. (5.40)/(6.3), shape (...).
@@ -264,9 +265,7 @@ class RollingDisk(InternalMassesPlant):
         rail_accelerations : array_like, shape (..., n)
             Rail accelerations ``theta_ddot`` (units of theta per s^2).
         """
-        T = self._terms(t, x)
-        u = np.asarray(rail_accelerations)
-        return (T["num0"] + np.einsum("k,...k,...k->...", self._masses[1:], T["k"], u)) / T["den"]
+        return self._solve(t, x, rail_accelerations, 0)[0]
 
     def rail_forces(self, t, x, rail_accelerations):
         """Generalized rail forces that produce the given rail accelerations, shape (..., n).
@@ -280,24 +279,7 @@ class RollingDisk(InternalMassesPlant):
         rail_accelerations : array_like, shape (..., n)
             Rail accelerations ``theta_ddot`` (units of theta per s^2).
         """
-        T = self._terms(t, x)
-        u = np.asarray(rail_accelerations)
-        phidd = (T["num0"] + np.einsum("k,...k,...k->...", self._masses[1:], T["k"], u)) / T["den"]
-        m = self._masses[1:]
-        return m * (T["dd"] * u - T["k"] * phidd[..., None] + T["zc"])
-
-    def _force_solve(self, T, tau):
-        n, m = self._n, self._masses[1:]
-        lead = T["den"].shape
-        K = np.zeros(lead + (n + 1, n + 1), dtype=np.result_type(T["den"], tau))
-        K[..., 0, 0] = T["den"]
-        K[..., 0, 1:] = -m * T["k"]
-        K[..., 1:, 0] = -m * T["k"]
-        idx = np.arange(n)
-        K[..., 1 + idx, 1 + idx] = m * T["dd"]
-        rhs = np.concatenate([T["num0"][..., None], tau - m * T["zc"]], axis=-1)
-        sol = np.linalg.solve(K, rhs[..., None])[..., 0]
-        return sol[..., 0], sol[..., 1:]
+        return self._solve(t, x, rail_accelerations, 0)[2]
 
     def rail_accelerations(self, t, x, rail_forces):
         """Rail accelerations produced by generalized rail forces, shape (..., n).
@@ -311,10 +293,10 @@ class RollingDisk(InternalMassesPlant):
         rail_forces : array_like, shape (..., n)
             Generalized rail forces ``tau`` (N, or N m for an angle parameter).
         """
-        return self._force_solve(self._terms(t, x), np.asarray(rail_forces))[1]
+        return self._solve(t, x, rail_forces, 1)[1]
 
     def rhs(self, t, x, u):
-        """ODE right-hand side (6.2), shape (..., 2n + 2).
+        """ODE right-hand side (6.2), shape (..., 2n + 2) (compiled kernel).
 
         Parameters
         ----------
@@ -324,15 +306,12 @@ class RollingDisk(InternalMassesPlant):
             States.
         u : array_like, shape (..., n)
             Rail accelerations or rail forces, per ``inputs``.
+
+        Returns
+        -------
+        ndarray, shape (..., 2n + 2)
         """
-        theta, theta_dot, phi, phi_dot = self.split_state(x)
-        u = np.asarray(u)
-        if self.inputs == "acceleration":
-            thdd = np.broadcast_to(u, theta.shape)
-            phidd = self.angular_acceleration(t, x, thdd)
-        else:
-            phidd, thdd = self._force_solve(self._terms(t, x), np.broadcast_to(u, theta.shape))
-        return np.concatenate([theta_dot, thdd, phi_dot[..., None], phidd[..., None]], axis=-1)
+        return super().rhs(t, x, u)
 
     def energy(self, x):
         """Total energy ``T + V`` in J, shape (...); conserved with fixed (or free) masses and ``F_e = 0``.
@@ -343,16 +322,19 @@ class RollingDisk(InternalMassesPlant):
             States.
         """
         theta, theta_dot, phi, phi_dot = self.split_state(x)
-        T = self._terms(0.0, x)
+        zeta, dzeta, _ = self._rails(theta)
+        r = self.params.radius_m
+        s1 = r * np.sin(phi)[..., None] + zeta[..., 0]
+        s3 = r * np.cos(phi)[..., None] + zeta[..., 1]
         pd = phi_dot[..., None]
         td = np.concatenate([np.zeros_like(theta_dot[..., :1]), theta_dot], axis=-1)
-        v1 = -pd * T["s3"] + td * T["dzeta"][..., 0]
-        v3 = pd * T["s1"] + td * T["dzeta"][..., 1]
+        v1 = -pd * s3 + td * dzeta[..., 0]
+        v3 = pd * s1 + td * dzeta[..., 1]
         kin = (0.5 * np.einsum("k,...k->...", self._masses, v1 ** 2 + v3 ** 2)
                + 0.5 * self.params.inertia_kgm2 * phi_dot ** 2)
         gam1, gam3 = np.sin(phi)[..., None], np.cos(phi)[..., None]
         pot = self.params.gravity_mps2 * np.einsum(
-            "k,...k->...", self._masses, T["zeta"][..., 0] * gam1 + T["zeta"][..., 1] * gam3)
+            "k,...k->...", self._masses, zeta[..., 0] * gam1 + zeta[..., 1] * gam3)
         return kin + pot
 
     def contact_position(self, x, *, z_start_m: float = 0.0, phi_start: float = 0.0):
@@ -472,8 +454,6 @@ class RollingDiskSystem(InternalMassesSystem):
     ('contact_x', 'phi', 'theta_1')
     """
 
-    batched = True
-
     def __init__(self, disk: RollingDisk, *, contact_at_zero_angle_m: float = 0.0) -> None:
         if not isinstance(disk, RollingDisk):
             raise ParameterTypeError(f"disk must be a RollingDisk, got {type(disk).__name__}")
@@ -484,69 +464,27 @@ class RollingDiskSystem(InternalMassesSystem):
         self.contact_at_zero_angle_m = z0
         super().__init__(disk, body_coordinate_names=("contact_x", "phi"), n_holonomic=1, n_nonholonomic=0)
 
-    # --------------------------------------------------------- kinematics
-    def _bodies(self, x):
-        """Spatial (e1, e3) vectors about the GC of all bodies i = 0..n: rho, tangent, curvature, (..., n+1, 2)."""
-        x = np.asarray(x)
-        phi = x[..., 1]
-        zeta, dzeta, ddzeta = self.disk._rails(x[..., 2:])
-        c, s = np.cos(phi)[..., None], np.sin(phi)[..., None]
-
-        def rot(v):
-            return np.stack([c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1]], axis=-1)
-
-        return rot(zeta), rot(dzeta), rot(ddzeta)
-
-    @staticmethod
-    def _perp(v):
-        """``e2 x``-rotation in the e1-e3 plane: ``(v1, v3) -> (-v3, v1)``."""
-        return np.stack([-v[..., 1], v[..., 0]], axis=-1)
-
-    def _jacobians(self, rho, tang):
-        """Velocity Jacobians ``v_i = J_i xd``, shape (..., n+1, 2, n+2)."""
-        n = self.disk.n_masses
-        lead = rho.shape[:-2]
-        J = np.zeros(lead + (n + 1, 2, n + 2), dtype=np.result_type(rho, tang, float))
-        J[..., 0, 0] = 1.0
-        J[..., :, :, 1] = self._perp(rho)
-        for i in range(n):
-            J[..., i + 1, :, 2 + i] = tang[..., i + 1, :]
-        return J
-
-    def _full_mass_matrix(self, x):
-        rho, tang, _ = self._bodies(x)
-        J = self._jacobians(rho, tang)
-        M = np.einsum("k,...kai,...kaj->...ij", self.disk._masses, J, J)
-        M[..., 1, 1] = M[..., 1, 1] + self.disk.params.inertia_kgm2
-        return M
-
-    def _full_forces(self, x, xd):
-        p = self.disk.params
-        rho, tang, curv = self._bodies(x)
-        J = self._jacobians(rho, tang)
-        xd = np.asarray(xd)
-        pd = xd[..., 1][..., None, None]
-        td = np.concatenate([np.zeros_like(xd[..., :1]), xd[..., 2:]], axis=-1)[..., :, None]
-        bias = -pd * pd * rho + 2.0 * pd * td * self._perp(tang) + td * td * curv
-        gravity = np.array([0.0, -p.gravity_mps2])
-        f = self.disk._masses[:, None] * (gravity - bias)
-        return np.einsum("...kai,...ka->...i", J, f)
-
     # ------------------------------------------------------- interface
+    # M, Q, D, Ddot xd and the index-1 solve: the compiled system_terms_batch /
+    # system_accelerations_batch of ballctl.plants.kernels.rolling_disk (InternalMassesSystem)
+    def _kernel_arguments(self) -> tuple:
+        return (self.contact_at_zero_angle_m,)
+
     def holonomic(self, x) -> np.ndarray:
+        """Rolling without slipping, eq. (5.41): ``contact_x + r phi - z_0``, m, shape (..., 1).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n + 2)
+            Coordinates.
+
+        Returns
+        -------
+        ndarray, shape (..., 1)
+        """
         x = np.asarray(x)
         r = self.disk.params.radius_m
         return (x[..., 0] + r * x[..., 1] - self.contact_at_zero_angle_m)[..., None]
-
-    def constraint_jacobian(self, x) -> np.ndarray:
-        x = np.asarray(x)
-        D = np.zeros(x.shape[:-1] + (1, self.n_coordinates), dtype=np.result_type(x, float))
-        D[..., 0, 0] = 1.0
-        D[..., 0, 1] = self.disk.params.radius_m
-        return D
-
-    def constraint_bias(self, x, xd) -> np.ndarray:
-        return np.zeros(np.shape(x)[:-1] + (1,), dtype=np.result_type(np.asarray(x), np.asarray(xd), float))
 
     # ------------------------------------------------------- conversions
     def from_ode_state(self, x_ode) -> tuple[np.ndarray, np.ndarray]:

@@ -45,6 +45,7 @@ A.G. Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, sections 2.2-2.3.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
@@ -331,7 +332,7 @@ def default_layouts() -> tuple[RailLayout, ...]:
 
 def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_rate: float = 1.0,
                          samples: int = 48, rank_rtol: float = 1e-9, state_scales: dict[str, float] | None = None,
-                         **ball_options) -> LayoutTable:
+                         executor: Executor | None = None, **ball_options) -> LayoutTable:
     r"""Tabulate the controllability of rail layouts along a straight-line roll.
 
     Parameters
@@ -347,6 +348,10 @@ def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_ra
     state_scales : dict, optional
         Scale (deviation of unit size) of named reduced states; the Gramian is
         that of the scaled states ``X / scale``. Default 1 for every state.
+    executor : concurrent.futures.Executor, optional
+        Evaluate the layouts there, one task each (a ``ThreadPoolExecutor``,
+        a ``ProcessPoolExecutor`` or a Dask client's ``get_executor()``); the
+        table is the same as the serial one, in the order of ``layouts``.
     **ball_options
         Passed to :func:`straight_roll_setup` (masses, radius, inertia, g).
 
@@ -370,26 +375,41 @@ def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_ra
     horizon = 2 * np.pi / abs(roll_rate)
     dt = horizon / samples
     times = dt * np.arange(samples)
-    rows = []
-    for layout in layouts:
-        system, _ = straight_roll_setup(layout, **ball_options)
-        n = layout.n_rails
-        ref = StraightRollReference(system, layout.park_angles, roll_rate=roll_rate)
-        part = Partition.from_coordinates(system, ["yaw", "pitch", "roll"] + [f"theta_{i + 1}" for i in range(n)],
-                                          ["contact_x", "contact_y"])
-        ltv = linearize(system, ref, times, part)
-        disc = discretize(ltv, dt)
-        scales = np.ones(ltv.n_states)
-        for name, value in (state_scales or {}).items():
-            scales[ltv.state_index(name)] = float(value)
-        S = np.diag(1.0 / scales)
-        Sinv = np.diag(scales)
-        rep = discrete_gramian(DiscreteLTVSystem.from_arrays(S @ disc.Ad @ Sinv, S @ disc.Bd, dt=disc.dt,
-                                                             state_names=ltv.state_names), rank_rtol=rank_rtol)
-        ev = rep.eigenvalues
-        acc = float(np.max(np.abs(ref(times[:4]).xdd)))
-        k = min(ROLL_INVARIANTS, len(ev) - 1)
-        weakest = rep.directions[k] if rep.rank >= ltv.n_states - ROLL_INVARIANTS else rep.directions[0]
-        rows.append(LayoutResult(layout, ltv.n_states, int(rep.rank), float(max(ev[k], 0.0) / ev[-1]),
-                                 tuple(weakest), acc))
+    layouts = list(layouts)
+    for k, layout in enumerate(layouts):
+        if not isinstance(layout, RailLayout):
+            raise ParameterTypeError(f"layouts[{k}] must be a RailLayout, got {type(layout).__name__}")
+    args = (float(roll_rate), times, dt, float(rank_rtol), dict(state_scales or {}), dict(ball_options))
+    if executor is None:
+        rows = [_layout_row(layout, *args) for layout in layouts]
+    else:
+        if not isinstance(executor, Executor):
+            raise ParameterTypeError("executor must be a concurrent.futures.Executor (e.g. a ThreadPoolExecutor or "
+                                     f"a Dask client's get_executor()), got {type(executor).__name__}")
+        futures = [executor.submit(_layout_row, layout, *args) for layout in layouts]
+        rows = [f.result() for f in futures]
     return LayoutTable(tuple(rows), float(roll_rate), float(horizon), float(rank_rtol))
+
+
+def _layout_row(layout: RailLayout, roll_rate: float, times: np.ndarray, dt: float, rank_rtol: float,
+                state_scales: dict, ball_options: dict) -> LayoutResult:
+    """One row of :func:`compare_rail_layouts` (a task for an executor)."""
+    system, _ = straight_roll_setup(layout, **ball_options)
+    n = layout.n_rails
+    ref = StraightRollReference(system, layout.park_angles, roll_rate=roll_rate)
+    part = Partition.from_coordinates(system, ["yaw", "pitch", "roll"] + [f"theta_{i + 1}" for i in range(n)],
+                                      ["contact_x", "contact_y"])
+    ltv = linearize(system, ref, times, part)
+    disc = discretize(ltv, dt)
+    scales = np.ones(ltv.n_states)
+    for name, value in state_scales.items():
+        scales[ltv.state_index(name)] = float(value)
+    S = np.diag(1.0 / scales)
+    Sinv = np.diag(scales)
+    rep = discrete_gramian(DiscreteLTVSystem.from_arrays(S @ disc.Ad @ Sinv, S @ disc.Bd, dt=disc.dt,
+                                                         state_names=ltv.state_names), rank_rtol=rank_rtol)
+    ev = rep.eigenvalues
+    acc = float(np.max(np.abs(ref(times[:4]).xdd)))
+    k = min(ROLL_INVARIANTS, len(ev) - 1)
+    weakest = rep.directions[k] if rep.rank >= ltv.n_states - ROLL_INVARIANTS else rep.directions[0]
+    return LayoutResult(layout, ltv.n_states, int(rep.rank), float(max(ev[k], 0.0) / ev[-1]), tuple(weakest), acc)

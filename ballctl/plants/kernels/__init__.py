@@ -36,6 +36,6 @@ callables) and pass them to ``ConstrainedSystem``; the generic dense
 index-1 solve is then the only Python left per call.
 """
 
-from . import ball_plate, batching, linalg, moving_plate
+from . import ball_plate, batching, linalg, moving_plate, rails, rolling_ball, rolling_disk
 
-__all__ = ["ball_plate", "batching", "linalg", "moving_plate"]
+__all__ = ["ball_plate", "batching", "linalg", "moving_plate", "rails", "rolling_ball", "rolling_disk"]
