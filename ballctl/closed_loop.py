@@ -820,8 +820,12 @@ class ClosedLoopBatchResult:
 
     @property
     def position_error(self) -> np.ndarray:
-        """Distance in m between the contact point and its reference, shape (B, K)."""
-        return np.stack([r.position_error for r in self.runs])
+        """Distance in m between the contact point and its reference, shape (B, K) (NaN after a divergence)."""
+        out = np.full((len(self.runs), len(self.t)), np.nan)
+        for i, r in enumerate(self.runs):
+            e = r.position_error
+            out[i, :e.shape[0]] = e
+        return out
 
     def run(self, i: int) -> ClosedLoopResult:
         """Run ``i`` as a :class:`ClosedLoopResult`.

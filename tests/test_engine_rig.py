@@ -111,6 +111,9 @@ def test_a_diverging_design_stops_at_the_same_sample(references):
     assert batch.backend == "compiled" and batch.status[1] == -1
     assert batch.status[0] == len(cc.t) - 1 and batch.run(0).diverged_at == cc.diverged_at
     assert np.isnan(batch.x[0, len(cc.t):]).all() and np.isfinite(batch.x[1]).all()
+    err = batch.position_error
+    assert err.shape == (2, len(batch.t)) and np.isnan(err[0, len(cc.t):]).all()
+    np.testing.assert_array_equal(err[0, :len(cc.t)], cc.position_error)
     np.testing.assert_array_equal(batch.run(0).x, cc.x)
     slow = simulate_closed_loop(ctrl, X0, xd0, truth=truth, limits=TABLETOP.limits, integrator="rk4", substeps=2,
                                 seed=[0, 0], divergence_error=0.07, backend="python")
