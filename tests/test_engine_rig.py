@@ -197,3 +197,26 @@ def test_monte_carlo_runs_the_kalman_filter_on_the_sensors(references):
         ballctl.monte_carlo(ctrl, 1, uncertainty=ballctl.Uncertainty(noise_std={"contact_x": 1e-3}))
     with pytest.raises(ValueError, match="not a measured signal"):
         ballctl.monte_carlo(ctrl, 1, uncertainty=ballctl.Uncertainty(bias={"yaw": ballctl.Normal(0, 1e-3)}))
+
+
+def test_prescribed_moving_plate_runs_compiled_too():
+    # the other plant of the moving-plate kernels: inputs are the plate's angular accelerations (kind 0)
+    from ballctl.plants.ball_plate_moving import MovingPlateBallPlate, MovingPlateParameters
+    from ballctl.tracking import EXACT_STATE_ERRORS
+
+    plant = MovingPlateBallPlate(MovingPlateParameters(pivot_depth=0.02))
+    assert ballctl.engine.kernel_code(plant) == 1
+    ref = exact_circular_motion(plant, 0.5, 1.0, 40.0, duration=1.1)
+    part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw", "alpha", "beta"],
+                                              ["lean", "roll"])
+    ctrl = ballctl.design_tracking_lqr(
+        plant, ref, part, dt=0.01, horizon=1.0, integrator="rk4", substeps=2,
+        max_state_errors={k: v for k, v in EXACT_STATE_ERRORS.items() if k in part.state_names},
+        max_input_errors={"alpha_acc": 5.0, "beta_acc": 5.0})
+    s = ref(0.0)
+    x0 = s.x[0].copy()
+    x0[0] += 0.02
+    py, cc = _both(ctrl, x0, s.xd[0], substeps=2, noise_std={"contact_x": 1e-3, "alpha": 1e-3}, seed=1,
+                   limits=RigLimits(delay=0.004))
+    _assert_same_run(py, cc)
+    assert cc.position_error[-1] < 0.1 * cc.position_error[0]
