@@ -38,7 +38,7 @@ from ._errors import (BallctlError, ChartSingularityError, ConstraintViolationEr
                       NonFiniteStateError, ParameterError, ParameterTypeError)
 from ._validation import (as_vector, check_bool, check_choice, check_finite_at, check_instance, check_integer,
                           check_nonnegative, check_positive, check_stabilization, check_tolerances, guard_rhs)
-from .engine import kernel_code, run_closed_loop
+from .engine import EstimatorArrays, kernel_code, run_closed_loop, sensor_draws
 from .loop_step import (control_law, delay_segments, effective_input, kalman_predict, kalman_update, measure,
                         shape_command)
 from .rig import RigLimits
@@ -47,7 +47,7 @@ from .system import ConstrainedSystem
 from .tracking import TrackingController
 
 __all__ = ["RigLimits", "ClosedLoopResult", "ClosedLoopSummary", "ClosedLoopBatchResult", "simulate_closed_loop",
-           "state_selection", "INTEGRATORS"]
+           "state_selection", "estimator_arrays", "INTEGRATORS"]
 
 #: integrators of the truth plant between samples
 INTEGRATORS = ("DOP853", "RK45", "Radau", "rk4")
@@ -327,7 +327,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     x0, xd0 : array_like, shape (n,) or (B, n)
         Initial truth state (the dependent velocities are completed from the
         independent ones when the truth is the design plant). A stack of B
-        initial states runs B runs together (state feedback) and returns a
+        initial states runs B runs together and returns a
         :class:`ClosedLoopBatchResult` with a leading run axis; ``xd0`` may
         then be one state for all runs.
     duration : float, optional
@@ -373,13 +373,12 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         Baumgarte gains in 1/s of the plant integration (see :func:`ballctl.simulate`).
 
     backend : {"auto", "compiled", "python"}
-        ``"auto"`` runs ``integrator="rk4"`` with state feedback on the
-        nonlinear model through the compiled loop of :mod:`ballctl.engine`
-        when the truth plant has compiled kernels, the design's coordinates
-        and no ``divergence_error`` (the same steps and arithmetic as the
-        Python loop; agreement to 1e-10 m is tested), otherwise the Python
-        loop. ``"compiled"`` requires the compiled loop, ``"python"`` forces
-        the Python loop.
+        ``"auto"`` runs ``integrator="rk4"`` on the nonlinear model through
+        the compiled loop of :mod:`ballctl.engine` when the truth plant has
+        compiled kernels (state or output feedback, rig limits, divergence
+        stops: the same steps and arithmetic as the Python loop; agreement to
+        1e-10 m is tested), otherwise the Python loop. ``"compiled"``
+        requires the compiled loop, ``"python"`` forces the Python loop.
 
     Returns
     -------
@@ -480,17 +479,19 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         divergence_error = check_positive(divergence_error, "divergence_error", "m")
     if not isinstance(substeps, (int, np.integer)) or substeps < 1:
         raise ParameterError(f"substeps must be an integer >= 1, got {substeps!r}")
-    code = _compiled_code(controller, plant, model, integrator, output_feedback, divergence_error, backend)
+    code = _compiled_code(controller, plant, model, integrator, backend)
     if code is not None:
         start = _time.perf_counter()
         K = steps + 1
         err = (noise * rng.standard_normal((K, len(names))))[None] if noise_std else None
+        draws = sensor_draws(rng, K, steps_available, est.n_signals)[None] if output_feedback else None
         out = _run_compiled(controller, code, [plant], x[None], xd[None], steps, err, limits, feedback,
-                            substeps, stabilization)
-        if out.status[0] >= 0:
+                            substeps, stabilization, draws=draws, divergence_error=divergence_error)
+        if out.status[0] >= 0 and divergence_error is None:
             raise NonFiniteStateError(f"the compiled closed loop left the finite numbers at step {out.status[0]} "
                                       f"(t = {controller.samples.t[out.status[0]]:.6g} s)")
-        return _result(controller, plant, out, 0, K, model, feedback, limits, _time.perf_counter() - start)
+        return _result(controller, plant, out, 0, K, model, feedback, output_feedback, limits,
+                       _time.perf_counter() - start, divergence_error is not None)
 
     ref = controller.samples
     ltv = controller.ltv
@@ -671,29 +672,76 @@ def state_selection(controller: TrackingController) -> np.ndarray:
     return np.array([full[p.state_names.index(name)] for name in controller.state_names], dtype=np.int64)
 
 
-def _compiled_code(controller, plant, model, integrator, output_feedback, divergence_error, backend):
+def _compiled_code(controller, plant, model, integrator, backend):
     """Kernel code when the compiled loop runs this request, else None (raises for backend='compiled')."""
     code = kernel_code(plant)
-    ok = (integrator == "rk4" and model == "nonlinear" and not output_feedback and divergence_error is None
-          and code is not None and tuple(plant.coordinate_names) == tuple(controller.system.coordinate_names))
+    ok = integrator == "rk4" and model == "nonlinear" and code is not None
     if backend == "compiled" and not ok:
-        raise ParameterError("backend='compiled' needs integrator='rk4', model='nonlinear', state feedback, no "
-                             "divergence_error and a truth plant with compiled kernels and the design's "
-                             f"coordinates ({type(plant).__name__})")
+        raise ParameterError("backend='compiled' needs integrator='rk4', model='nonlinear' and a truth plant with "
+                             f"compiled kernels ({type(plant).__name__})")
     return code if ok and backend != "python" else None
 
 
+def _truth_layout(controller, plant):
+    """The design's coordinates among the truth's, the controller's states in the truth's ``(x, xd)``,
+    and the reference in the truth's coordinates (0 where the design has no coordinate), shapes
+    ``(n_design,)``, ``(N,)``, ``(Kt + 1, n)`` twice."""
+    design = controller.system
+    n = plant.n_coordinates
+    cmap = np.array([plant.coordinate_names.index(nm) for nm in design.coordinate_names], dtype=np.int64)
+    selection = np.concatenate([cmap, n + cmap])[state_selection(controller)]
+    ref = controller.samples
+    x_ref = np.zeros((ref.x.shape[0], n))
+    xd_ref = np.zeros((ref.x.shape[0], n))
+    x_ref[:, cmap] = ref.x
+    xd_ref[:, cmap] = ref.xd
+    return cmap, selection, x_ref, xd_ref
+
+
+def estimator_arrays(controller: TrackingController, truth: ConstrainedSystem, draws, *, bias=None
+                     ) -> EstimatorArrays:
+    """The controller's Kalman filter and sensors as the compiled loop takes them (``EstimatorArrays``).
+
+    Parameters
+    ----------
+    controller : TrackingController
+        With an ``estimator``.
+    truth : ConstrainedSystem
+        The truth plant (its coordinates locate the measured signals).
+    draws : ndarray, shape (B, K, ny)
+        Standard normal draws of the sensor noise per run (:func:`ballctl.engine.sensor_draws`).
+    bias : ndarray, shape (ny,) or (B, ny), optional
+        Sensor bias in m or rad (default: the sensors' own).
+
+    Returns
+    -------
+    EstimatorArrays
+    """
+    est = controller.estimator
+    K = np.shape(draws)[1]
+    return EstimatorArrays(
+        sampled=est.sampled, C=est.kalman.C, update_gains=est.kalman.update_gains, Ad=controller.discrete.Ad,
+        Bd=controller.discrete.Bd,
+        signal_index=np.array([truth.coordinate_names.index(s) for s in est.signal_names], dtype=np.int64),
+        signal_reference=controller.samples.x[:K][:, list(est.coordinate_index)],
+        bias=est.bias if bias is None else bias, noise_std=est.noise_std, standard_normal=draws,
+        latency_steps=est.latency_steps)
+
+
 def _run_compiled(controller, code, plants, x0, xd0, steps, err, limits, feedback, substeps, stabilization,
-                  delay=None):
+                  delay=None, *, draws=None, divergence_error=None):
     ref = controller.samples
     K = steps + 1
+    cmap, selection, x_ref, xd_ref = _truth_layout(controller, plants[0])
     params = np.stack([np.asarray(p.kernel_parameters, dtype=float) for p in plants])
-    return run_closed_loop(code, params, x0, xd0, dt=controller.dt, times=ref.t[:K], x_ref=ref.x[:K],
-                           xd_ref=ref.xd[:K], u_ref=ref.u[:K], gains=controller.lqr.gains[:steps],
-                           selection=state_selection(controller), measurement_error=err, feedback=feedback,
+    arrays = None if draws is None else estimator_arrays(controller, plants[0], draws)
+    return run_closed_loop(code, params, x0, xd0, dt=controller.dt, times=ref.t[:K], x_ref=x_ref[:K],
+                           xd_ref=xd_ref[:K], u_ref=ref.u[:K], gains=controller.lqr.gains[:steps],
+                           selection=selection, measurement_error=err, feedback=feedback,
                            quantum=limits.quantum, max_angle=limits.max_angle, max_rate=limits.max_rate,
                            delay=limits.delay if delay is None else delay, substeps=substeps,
-                           stabilization=stabilization, n_constraints=plants[0].n_constraints)
+                           stabilization=stabilization, n_constraints=plants[0].n_constraints, estimator=arrays,
+                           divergence_error=divergence_error, divergence_index=cmap[:2])
 
 
 def _events(limits, counts) -> dict:
@@ -704,18 +752,34 @@ def _events(limits, counts) -> dict:
     return active
 
 
-def _result(controller, plant, out, i, K, model, feedback, limits, wall) -> ClosedLoopResult:
+def _result(controller, plant, out, i, K, model, feedback, output_feedback, limits, wall, divergence
+            ) -> ClosedLoopResult:
+    """Run ``i`` of a compiled batch as the Python loop returns it (cut at the divergence)."""
     ref = controller.samples
-    return ClosedLoopResult(ref.t[:K], out.x[i], out.xd[i], ref.x[:K], ref.xd[:K], out.u[i], ref.u[:K], out.X[i],
-                            out.X_measured[i], out.velocity_residual[i], controller.state_names, plant.input_names,
-                            plant.coordinate_names, model, "state" if feedback else "open",
-                            _events(limits, out.limit_events[i]), wall, np.zeros((K, 0)), (), None,
-                            getattr(controller.reference, "period", None))
+    status = int(out.status[i])
+    diverged_at = None
+    last = K
+    if divergence and status >= 0:
+        diverged_at, last = float(ref.t[status]), status + 1
+    keep = slice(0, last)
+    n = plant.n_coordinates
+    cmap = [plant.coordinate_names.index(nm) for nm in controller.system.coordinate_names]
+    x_ref = np.full((last, n), np.nan)
+    xd_ref = np.full((last, n), np.nan)
+    x_ref[:, cmap] = ref.x[keep]
+    xd_ref[:, cmap] = ref.xd[keep]
+    mode = "open" if not feedback else ("output" if output_feedback else "state")
+    signals = tuple(controller.estimator.signal_names) if output_feedback else ()
+    return ClosedLoopResult(ref.t[keep], out.x[i, keep], out.xd[i, keep], x_ref, xd_ref, out.u[i, keep],
+                            ref.u[keep], out.X[i, keep], out.X_measured[i, keep], out.velocity_residual[i, keep],
+                            controller.state_names, plant.input_names, plant.coordinate_names, model, mode,
+                            _events(limits, out.limit_events[i]), wall, out.measurements[i, keep], signals,
+                            diverged_at, getattr(controller.reference, "period", None))
 
 
 @dataclass(frozen=True)
 class ClosedLoopBatchResult:
-    """B closed-loop runs of one controller (state feedback), with a leading run axis.
+    """B closed-loop runs of one controller, with a leading run axis.
 
     Attributes
     ----------
@@ -730,8 +794,10 @@ class ClosedLoopBatchResult:
     X, X_measured : ndarray, shape (B, K, N)
         True and measured reduced deviations.
     status : ndarray of int, shape (B,)
-        -1 for a completed run, else the control step at which the state
-        stopped being finite (compiled loop; the rest of that run is NaN).
+        -1 for a completed run, else the control step at which the run
+        stopped: the state stopped being finite (compiled loop) or, with
+        ``divergence_error``, the run diverged there (its own result ends
+        there; the stacked arrays are NaN after it).
     backend : str
         "compiled" or "python".
     wall_time : float
@@ -754,8 +820,12 @@ class ClosedLoopBatchResult:
 
     @property
     def position_error(self) -> np.ndarray:
-        """Distance in m between the contact point and its reference, shape (B, K)."""
-        return np.stack([r.position_error for r in self.runs])
+        """Distance in m between the contact point and its reference, shape (B, K) (NaN after a divergence)."""
+        out = np.full((len(self.runs), len(self.t)), np.nan)
+        for i, r in enumerate(self.runs):
+            e = r.position_error
+            out[i, :e.shape[0]] = e
+        return out
 
     def run(self, i: int) -> ClosedLoopResult:
         """Run ``i`` as a :class:`ClosedLoopResult`.
@@ -778,10 +848,20 @@ def _batch_seeds(seed, B: int) -> list:
     return seeds
 
 
-def _stack(runs, backend, status, wall) -> ClosedLoopBatchResult:
-    return ClosedLoopBatchResult(tuple(runs), runs[0].t, np.stack([r.x for r in runs]), np.stack([r.xd for r in runs]),
-                                 np.stack([r.u for r in runs]), np.stack([r.X for r in runs]),
-                                 np.stack([r.X_measured for r in runs]), np.asarray(status), backend, wall)
+def _stack(runs, backend, status, wall, T) -> ClosedLoopBatchResult:
+    """Stack the runs' histories on a leading run axis; a run cut at its divergence is padded with NaN."""
+    K = len(T)
+
+    def pad(a):
+        out = np.full((K,) + a.shape[1:], np.nan)
+        out[:a.shape[0]] = a
+        return out
+
+    def stack(name):
+        return np.stack([pad(getattr(r, name)) for r in runs])
+
+    return ClosedLoopBatchResult(tuple(runs), np.asarray(T), stack("x"), stack("xd"), stack("u"), stack("X"),
+                                 stack("X_measured"), np.asarray(status), backend, wall)
 
 
 def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, output_feedback, noise_std, seed,
@@ -816,9 +896,9 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, ou
                   noise_std=noise_std, limits=limits, integrator=integrator, rtol=rtol, atol=atol,
                   substeps=substeps, stabilization=stabilization, divergence_error=divergence_error)
     truths = plants or [design] * B
-    codes = {_compiled_code(controller, p, model, integrator, output_feedback if output_feedback is not None
-                            else controller.estimator is not None and feedback, divergence_error, backend)
-             for p in truths}
+    codes = {_compiled_code(controller, p, model, integrator, backend) for p in truths}
+    if len({tuple(p.coordinate_names) for p in truths}) != 1:
+        codes.add(None)  # one layout per compiled batch
     if len(codes) != 1 or None in codes:
         if backend == "compiled":
             raise ParameterError("backend='compiled' needs truth plants of one type with compiled kernels")
@@ -828,23 +908,31 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, ou
             runs.append(simulate_closed_loop(controller, X0[i], XD0[i], truth=None if plants is None else plants[i],
                                              seed=seeds[i], backend=backend, **kwargs))
             bar.update(i + 1)
-        return _stack(runs, "python", np.full(B, -1), _time.perf_counter() - start)
+        status = [-1 if r.diverged_at is None else len(r.t) - 1 for r in runs]
+        steps = len(controller.times) if duration is None else int(round(duration / controller.dt))
+        return _stack(runs, "python", status, _time.perf_counter() - start, controller.samples.t[:steps + 1])
     code = codes.pop()
-    # validation and the noise vector of a single run, with the first run's arguments
+    # validation of the arguments, with the first run's (one step of the Python loop)
     probe = simulate_closed_loop(controller, X0[0], XD0[0], truth=truths[0], seed=seeds[0], backend="python",
                                  **{**kwargs, "duration": controller.dt})
     del probe
+    output = bool(output_feedback) if output_feedback is not None else controller.estimator is not None and feedback
+    steps = len(controller.times) if duration is None else int(round(duration / controller.dt))
     if plants is None:
         for i in range(B):
             XD0[i] = controller.partition.complete_velocities(design, X0[i], XD0[i])
-    steps = len(controller.times) if duration is None else int(round(duration / controller.dt))
     names = controller.state_names
     K = steps + 1
-    err = None
-    if noise_std:
+    err = draws = None
+    if output:
+        draws = np.stack([sensor_draws(np.random.default_rng(s), K, len(controller.times),
+                                        controller.estimator.n_signals) for s in seeds])
+    elif noise_std:
         noise = np.array([noise_std.get(name, 0.0) for name in names])
         err = np.stack([noise * np.random.default_rng(s).standard_normal((K, len(names))) for s in seeds])
-    out = _run_compiled(controller, code, truths, X0, XD0, steps, err, limits, feedback, substeps, stabilization)
+    out = _run_compiled(controller, code, truths, X0, XD0, steps, err, limits, feedback, substeps, stabilization,
+                        draws=draws, divergence_error=divergence_error)
     wall = _time.perf_counter() - start
-    runs = [_result(controller, truths[i], out, i, K, model, feedback, limits, wall / B) for i in range(B)]
-    return _stack(runs, "compiled", out.status, wall)
+    runs = [_result(controller, truths[i], out, i, K, model, feedback, output, limits, wall / B,
+                    divergence_error is not None) for i in range(B)]
+    return _stack(runs, "compiled", out.status, wall, controller.samples.t[:K])

@@ -141,8 +141,8 @@ def shape_command(cmd: np.ndarray, u_prev: np.ndarray, span_s: float, max_angle:
 
     Quantization (round to a multiple of ``quantum``), then the tilt limit
     (``|u| <= max_angle``), then the slew limit (at most ``max_rate * span_s``
-    from ``u_prev``). With ``u_prev`` itself within the tilt limit, the result
-    is too.
+    from ``u_prev``; an input within reach takes the command exactly). With
+    ``u_prev`` itself within the tilt limit, the result is too.
 
     Parameters
     ----------
@@ -178,9 +178,10 @@ def shape_command(cmd: np.ndarray, u_prev: np.ndarray, span_s: float, max_angle:
         out = c
     if max_rate is not None and span_s > 0:
         step = max_rate * span_s
-        s = u_prev + np.clip(out - u_prev, -step, step)
-        hit_r = bool(np.any(s != out))
-        out = s
+        change = out - u_prev
+        over = np.abs(change) > step  # only these move at the limit; the others reach the command exactly
+        hit_r = bool(np.any(over))
+        out = np.where(over, u_prev + np.clip(change, -step, step), out)
     return out, (hit_q, hit_a, hit_r)
 
 

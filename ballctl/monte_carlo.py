@@ -4,7 +4,9 @@ r"""Monte Carlo runs of a tracking controller on uncertain plants, on one core o
 a constant sensor bias per coordinate, the input latency and an initial
 offset from the distributions in :class:`Uncertainty`, adds Gaussian sensor
 noise, and runs the closed loop through the compiled batched engine
-(:mod:`ballctl.engine`). It returns per-run metrics, percentile bands of the
+(:mod:`ballctl.engine`). A controller with an estimator (LQG) runs its Kalman
+filter on its sensors (their noise, rate and latency; a drawn ``bias`` adds
+to a sensor's), as :func:`ballctl.simulate_closed_loop` does. It returns per-run metrics, percentile bands of the
 position error over time and the failure rate.
 
 Reproducibility: the run seeds are ``numpy.random.SeedSequence(seed).spawn(n_runs)``
@@ -38,8 +40,8 @@ import numpy as np
 
 from ._errors import ParameterError, ParameterTypeError
 from ._validation import check_positive
-from .closed_loop import RigLimits, state_selection
-from .engine import kernel_code, run_closed_loop
+from .closed_loop import RigLimits, estimator_arrays, state_selection
+from .engine import EstimatorArrays, kernel_code, run_closed_loop, sensor_draws
 from .tracking import TrackingController
 
 __all__ = ["Normal", "Uniform", "Uncertainty", "MonteCarloResult", "monte_carlo"]
@@ -215,8 +217,7 @@ class MonteCarloResult:
 class _Job:
     """Everything a chunk needs (plain arrays and small frozen objects, picklable)."""
 
-    plant_type: type
-    params: object
+    system: object
     partition: object
     code: int
     coordinate_names: tuple
@@ -238,6 +239,9 @@ class _Job:
     n_constraints: int
     failure_error: float
     contact: tuple
+    sensing: EstimatorArrays | None = None
+    steps_available: int = 0
+    signal_names: tuple = ()
 
 
 def _index_of(name: str, coords: tuple, states: tuple, label: str) -> int:
@@ -249,6 +253,23 @@ def _index_of(name: str, coords: tuple, states: tuple, label: str) -> int:
     return -1  # a coordinate the controller does not measure
 
 
+def _ball_parameters(system):
+    """The ball's parameters of a ball-plate (``params``) or a moving-plate plant (``params.ball``)."""
+    params = system.params
+    return getattr(params, "ball", params)
+
+
+def _with_ball(system, changes: dict):
+    """The same plant with the ball's ``mass``/``radius``/``inertia`` replaced (the plate and servos kept)."""
+    if not changes:
+        return system
+    params = system.params
+    if hasattr(params, "ball"):  # moving or servo plate: the ball is one field of the parameters
+        params = dataclasses.replace(params, ball=dataclasses.replace(params.ball, **changes))
+        return type(system)(params, system.servo) if hasattr(system, "servo") else type(system)(params)
+    return type(system)(dataclasses.replace(params, **changes))
+
+
 def _run_chunk(job: _Job, seeds) -> dict:
     """Run the runs of ``seeds`` (one SeedSequence each) through the compiled loop."""
     B = len(seeds)
@@ -257,6 +278,11 @@ def _run_chunk(job: _Job, seeds) -> dict:
     N = job.selection.shape[0]
     n = job.x0.shape[0]
     pvecs, X0, XD0, err, delays = [], np.empty((B, n)), np.empty((B, n)), np.empty((B, K, N)), np.empty(B)
+    sensing = job.sensing
+    if sensing is not None:
+        ny = len(job.signal_names)
+        draws = np.empty((B, K, ny))
+        sensor_bias = np.repeat(np.asarray(sensing.bias, dtype=float)[None], B, axis=0)
     samples = {key: np.empty(B) for key in ("mass", "radius", "inertia", "latency")}
     for key in unc.bias:
         samples[f"bias_{key}"] = np.empty(B)
@@ -269,12 +295,12 @@ def _run_chunk(job: _Job, seeds) -> dict:
             dist = getattr(unc, name)
             if dist is not None:
                 changes[name] = dist.sample(rng)
-        params = dataclasses.replace(job.params, **changes) if changes else job.params
-        plant = job.plant_type(params)
+        plant = _with_ball(job.system, changes)
         pvecs.append(plant.kernel_parameters)
-        samples["mass"][i] = params.mass
-        samples["radius"][i] = params.radius
-        samples["inertia"][i] = params.ball_inertia
+        ball = _ball_parameters(plant)
+        samples["mass"][i] = ball.mass
+        samples["radius"][i] = ball.radius
+        samples["inertia"][i] = ball.ball_inertia
         delay = job.limits.delay if unc.latency is None else unc.latency.sample(rng)
         if not np.isfinite(delay) or delay < 0:
             raise ParameterError(f"uncertainty.latency drew {delay!r} s for run {i}; latency must be >= 0 s "
@@ -284,6 +310,9 @@ def _run_chunk(job: _Job, seeds) -> dict:
         for key, dist in sorted(unc.bias.items()):
             value = dist.sample(rng)
             samples[f"bias_{key}"][i] = value
+            if sensing is not None:  # output feedback: on the sensor reading of that signal
+                sensor_bias[i, job.signal_names.index(key)] += value
+                continue
             j = job.state_names.index(key) if key in job.state_names else -1
             if j >= 0:
                 bias[j] = value
@@ -294,12 +323,18 @@ def _run_chunk(job: _Job, seeds) -> dict:
             x0[job.coordinate_names.index(key)] += value
         X0[i] = x0
         XD0[i] = job.partition.complete_velocities(plant, x0, job.xd0)
-        err[i] = bias + job.noise * rng.standard_normal((K, N))
+        if sensing is None:
+            err[i] = bias + job.noise * rng.standard_normal((K, N))
+        else:
+            draws[i] = sensor_draws(rng, K, job.steps_available, draws.shape[2])
+    if sensing is not None:
+        sensing = dataclasses.replace(sensing, standard_normal=draws, bias=sensor_bias)
+        err = None
     out = run_closed_loop(job.code, np.stack(pvecs), X0, XD0, dt=job.dt, times=job.times, x_ref=job.x_ref,
                           xd_ref=job.xd_ref, u_ref=job.u_ref, gains=job.gains, selection=job.selection,
                           measurement_error=err, quantum=job.limits.quantum, max_angle=job.limits.max_angle,
                           max_rate=job.limits.max_rate, delay=delays, substeps=job.substeps,
-                          stabilization=job.stabilization, n_constraints=job.n_constraints)
+                          stabilization=job.stabilization, n_constraints=job.n_constraints, estimator=sensing)
     idx = list(job.contact)
     error = np.linalg.norm(out.x[:, :, idx] - job.x_ref[None, :, idx], axis=2)
     tail = job.times >= job.times[0] + 0.8 * (job.times[-1] - job.times[0])
@@ -318,14 +353,17 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
                 chunk_size: int = 100, x0=None, xd0=None, limits: RigLimits | None = None, substeps: int = 1,
                 stabilization: tuple[float, float] | None = (10.0, 10.0), failure_error: float = 0.01,
                 percentiles=(5.0, 25.0, 50.0, 75.0, 95.0),
-                progress: Callable[[int, int], None] | None = None) -> MonteCarloResult:
+                progress: Callable[[int, int], None] | None = None,
+                output_feedback: bool | None = None) -> MonteCarloResult:
     """Run ``n_runs`` closed loops of ``controller`` on randomly perturbed plants (see the module docstring).
 
     Parameters
     ----------
     controller : TrackingController
-        From :func:`ballctl.design_tracking_lqr`; its plant must have compiled
-        kernels (the built-in :class:`~ballctl.BallPlate` has).
+        From :func:`ballctl.design_tracking_lqr` or :func:`ballctl.tracking.design_for_rig`;
+        its plant must have compiled kernels (the built-in ball-plate and
+        moving/servo plates have; a parameter sample changes the ball and
+        keeps the plate and its servos).
     n_runs : int
         Number of runs (>= 1).
     uncertainty : Uncertainty, optional
@@ -351,6 +389,12 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
         Percentiles of the error bands, in %.
     progress : callable, optional
         Called as ``progress(runs_done, n_runs)`` after each chunk.
+    output_feedback : bool, optional
+        Run the controller's Kalman filter on its sensors (default: when the
+        controller has an ``estimator``, as :func:`ballctl.simulate_closed_loop`).
+        The sensors carry the noise (``uncertainty.noise_std`` must be empty);
+        ``uncertainty.bias`` keys are then measured signals, added to their
+        sensors' bias.
 
     Returns
     -------
@@ -398,8 +442,21 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
         j = _index_of(key, coords, names, "uncertainty.noise_std")
         if j >= 0:
             noise[j] = value
+    est = controller.estimator
+    if output_feedback is None:
+        output_feedback = est is not None
+    if output_feedback and est is None:
+        raise ParameterError("output_feedback=True needs a controller designed with sensors (controller.estimator)")
+    if output_feedback and unc.noise_std:
+        raise ParameterError("uncertainty.noise_std is for state feedback; with output feedback the controller's "
+                             "sensors carry the noise (design it with other sensors to change it)")
     for key in unc.bias:
-        _index_of(key, coords, names, "uncertainty.bias")
+        if output_feedback:
+            if key not in est.signal_names:
+                raise ParameterError(f"uncertainty.bias: {key!r} is not a measured signal; the sensors measure "
+                                     f"{est.signal_names}")
+        else:
+            _index_of(key, coords, names, "uncertainty.bias")
     for key in unc.initial_offset:
         if key not in coords:
             raise ParameterError(f"uncertainty.initial_offset: unknown coordinate {key!r}; coordinates are {coords}")
@@ -415,10 +472,12 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     pct = np.asarray(percentiles, dtype=float)
     if pct.ndim != 1 or pct.size == 0 or np.any((pct < 0) | (pct > 100)):
         raise ParameterError(f"percentiles must be values in [0, 100] %, got {percentiles!r}")
-    job = _Job(type(system), params, controller.partition, code, coords, names, controller.dt, ref.t[:K].copy(),
+    job = _Job(system, controller.partition, code, coords, names, controller.dt, ref.t[:K].copy(),
                ref.x[:K].copy(), ref.xd[:K].copy(), ref.u[:K].copy(), np.asarray(controller.lqr.gains[:steps]),
                state_selection(controller), x0, xd0, unc, noise, limits or RigLimits(), int(substeps),
-               stabilization, system.n_constraints, failure_error, contact)
+               stabilization, system.n_constraints, failure_error, contact,
+               estimator_arrays(controller, system, np.zeros((1, K, est.n_signals))) if output_feedback else None,
+               steps, tuple(est.signal_names) if output_feedback else ())
     seeds = np.random.SeedSequence(seed).spawn(n_runs) if not isinstance(seed, np.random.SeedSequence) \
         else seed.spawn(n_runs)
     chunks = [seeds[i:i + chunk_size] for i in range(0, n_runs, chunk_size)]

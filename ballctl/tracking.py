@@ -51,6 +51,7 @@ from scipy.integrate import solve_ivp
 from ._errors import IntegrationError, ParameterError
 from ._validation import check_positive, guard_rhs
 from .discretize import DiscreteLTVSystem, discretize
+from .engine import kernel_code, run_closed_loop
 from .estimator import StateEstimator, design_estimator
 from .linearize import linearize_samples
 from .loop_step import control_law
@@ -274,7 +275,7 @@ def _design_along(system, reference, partition, samples, states, dt, t0, steps, 
 
 
 def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, samples: ReferenceSample, *,
-                  integrator: str = "DOP853", substeps: int = 1) -> ReferenceSample:
+                  integrator: str = "DOP853", substeps: int = 1, backend: str = "auto") -> ReferenceSample:
     """The zero-order-hold solution of the plant that follows a reference (step 2 of the module docstring).
 
     Parameters
@@ -291,6 +292,10 @@ def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, 
     integrator : {"DOP853", "RK45", "Radau", "rk4"}
     substeps : int
         RK4 steps per sample.
+    backend : {"auto", "python"}
+        ``"auto"`` runs ``integrator="rk4"`` on a plant with compiled kernels
+        through the compiled loop of :mod:`ballctl.engine` (the same steps and
+        arithmetic), ``"python"`` the Python loop.
 
     Returns
     -------
@@ -302,10 +307,42 @@ def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, 
     """
     n = system.n_coordinates
     Kt = gains.shape[0]
+    U = np.array(samples.u, dtype=float)
+    code = kernel_code(system)
+    if backend not in ("auto", "python"):
+        raise ParameterError(f"backend must be 'auto' or 'python', got {backend!r}")
+    if integrator == "rk4" and code is not None and backend == "auto":
+        # the loop below, step for step, compiled (ballctl.engine)
+        out = run_closed_loop(code, np.asarray(system.kernel_parameters, dtype=float)[None], samples.x[:1],
+                              samples.xd[:1], dt=float(samples.t[1] - samples.t[0]), times=samples.t[:Kt + 1],
+                              x_ref=samples.x[:Kt + 1], xd_ref=samples.xd[:Kt + 1], u_ref=samples.u[:Kt + 1],
+                              gains=gains, selection=_reduced_selection(ltv, n), substeps=substeps,
+                              stabilization=(10.0, 10.0), n_constraints=system.n_constraints)
+        if out.status[0] >= 0:
+            raise IntegrationError(f"zero-order-hold reference left the finite numbers at t = "
+                                   f"{samples.t[out.status[0]]:.6g} s")
+        X, XD = out.x[0], out.xd[0]
+        U[:Kt] = out.u[0, :Kt]
+    else:
+        X, XD = _zoh_python(system, ltv, gains, samples, U, integrator, substeps)
+    U[Kt] = U[Kt - 1]
+    if code is not None:  # the plant's kernels take the whole stack
+        XDD, LAM = system.accelerations(X, XD, U)
+    else:
+        XDD = np.zeros_like(X)
+        LAM = np.zeros((Kt + 1, system.n_constraints))
+        for k in range(Kt + 1):
+            XDD[k], LAM[k] = system.accelerations(X[k], XD[k], U[k])
+    return ReferenceSample(samples.t, X, XD, XDD, U, np.zeros_like(U), LAM)
+
+
+def _zoh_python(system, ltv, gains, samples, U, integrator, substeps):
+    """The Python loop of :func:`zoh_reference`: states ``(Kt + 1, n)`` twice; writes the held inputs into ``U``."""
+    n = system.n_coordinates
+    Kt = gains.shape[0]
     x, xd = samples.x[0].copy(), samples.xd[0].copy()
     X = np.zeros((Kt + 1, n))
     XD = np.zeros((Kt + 1, n))
-    U = np.array(samples.u, dtype=float)
     for k in range(Kt + 1):
         X[k], XD[k] = x, xd
         if k == Kt:
@@ -327,12 +364,14 @@ def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, 
                 raise IntegrationError(f"zero-order-hold reference failed at t = {sol.t[-1]:.6g} s: {sol.message}")
             y = sol.y[:, -1]
         x, xd = y[:n], y[n:]
-    U[Kt] = U[Kt - 1]
-    XDD = np.zeros_like(X)
-    LAM = np.zeros((Kt + 1, system.n_constraints))
-    for k in range(Kt + 1):
-        XDD[k], LAM[k] = system.accelerations(X[k], XD[k], U[k])
-    return ReferenceSample(samples.t, X, XD, XDD, U, np.zeros_like(U), LAM)
+    return X, XD
+
+
+def _reduced_selection(ltv: LTVSystem, n: int) -> np.ndarray:
+    """Index of each reduced state of ``ltv`` in the stacked ``(dx, dxd)`` (length 2n): what ``ltv.reduce`` selects."""
+    p = ltv.partition
+    full = list(p.independent) + [n + i for i in p.independent] + list(p.admissible_dependent)
+    return np.array([full[p.state_names.index(name)] for name in ltv.state_names], dtype=np.int64)
 
 
 def _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R, input_shift

@@ -3,9 +3,13 @@ import os
 import matplotlib
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 matplotlib.use("Agg")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# one BLAS thread per test process (as the CLI): the matrices are small, and on a loaded machine
+# threaded BLAS made small solves up to 100x slower (tests/test_lqg.py + test_kalman.py: 16 s -> 5 s)
+threadpool_limits(limits=1, user_api="blas")
 
 
 @pytest.fixture

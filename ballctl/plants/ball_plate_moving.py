@@ -101,7 +101,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError, ShapeError
-from .._quaternion import cross
 from .._validation import as_array, check_finite_scalar, check_positive
 from ..system import ConstrainedSystem
 from .kernels import moving_plate as _kernels
@@ -546,9 +545,7 @@ class ServoPlateBallPlate(_MovingPlateBase):
         xd : array_like, shape (..., n)
             Velocities.
         """
-        x, xd = np.asarray(x), np.asarray(xd)
-        Gp, Om, Gpdot_qd, _ = plate_kinematics(x[..., 5:], xd[..., 5:], 1.0)
-        JOm = np.einsum("ij,...j->...i", self._J, Om)
-        inner = np.einsum("ij,...j->...i", self._J, Gpdot_qd) + cross(Om, JOm)
-        return -np.einsum("...ji,...j->...i", Gp, inner)
+        n = self.n_coordinates
+        lead, (xs, xds) = as_stacks([x, xd], [n, n])
+        return restore(_kernels.plate_forces_batch(xs, xds, self._kernel_parameters), lead)
 

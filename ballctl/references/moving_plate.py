@@ -47,6 +47,7 @@ from .._errors import ChartSingularityError, InfeasibleReferenceError, Parameter
 from .._validation import check_finite_scalar, check_instance, check_positive
 from .._quaternion import cross
 from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate, plate_kinematics
+from ..plants.kernels import moving_plate as _plate_kernels
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT, CircularMotion
 from .inversion import plate_angles_for_acceleration
@@ -139,6 +140,13 @@ class _Chebyshev:
         out = C.chebval(x, c)
         return np.moveaxis(out, -1, 0) if out.ndim > 1 else out
 
+    def value_and_rate(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """Value and first derivative at one time ``t`` (the fast path of an ODE right-hand side)."""
+        if not hasattr(self, "_d1"):
+            self._d1 = self._C.chebder(self.c, m=1, axis=0) * (2.0 / (self.b - self.a))
+        x = (2.0 * t - (self.a + self.b)) / (self.b - self.a)
+        return self._C.chebval(x, self.c), self._C.chebval(x, self._d1)
+
 
 class _Fourier:
     """Trigonometric interpolant of periodic samples with derivatives up to order 3."""
@@ -165,6 +173,22 @@ class _Fourier:
             factor = factor.copy()
             factor[-1] = (-1) ** (order // 2) * self.k[-1] ** order
         return np.real(np.tensordot(phase * factor, self.c, axes=(1, 0)))
+
+    def value_and_rate(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """Value and first derivative at one time ``t`` (the fast path of an ODE right-hand side).
+
+        The same sums as ``self(t)`` and ``self(t, 1)``, without their per-call set-up.
+        """
+        if not hasattr(self, "_rate_factor"):
+            factor = 1j * self.k
+            if self.nyquist:
+                factor[-1] = 0.0
+            self._rate_factor = factor
+            self._c2 = self.c.reshape(self.c.shape[0], -1)
+        phase = np.exp(1j * (t - self.t0) * self.k)
+        shape = self.c.shape[1:]
+        return (np.real(phase @ self._c2).reshape(shape),
+                np.real((phase * self._rate_factor) @ self._c2).reshape(shape))
 
 
 class MovingPlateMotion(Reference):
@@ -368,6 +392,8 @@ class MovingPlateMotion(Reference):
         N = M
         self._angles = self._interpolant(np.stack([z[:N], z[N:2 * N]], axis=-1))
         self._sigma = self._interpolant(z[2 * N:])
+        # the same interpolants stacked, for the scalar right-hand side of the orientation ODE
+        self._angles_and_spin = self._interpolant(np.stack([z[:N], z[N:2 * N], z[2 * N:]], axis=-1))
         diff = np.abs(np.stack([z[:N], z[N:2 * N]], axis=-1) - u_qs).max(axis=0)
         amp = np.abs(u_qs).max(axis=0)
         self.quasi_static_difference = {"alpha_rad": float(diff[0]), "beta_rad": float(diff[1]),
@@ -382,21 +408,46 @@ class MovingPlateMotion(Reference):
     # ------------------------------------------------------------ orientation
     def _relative_rates(self, t, angles, v, qp, qpd, sigma):
         """``(yaw', lean', roll')`` from the rolling kinematics, shapes (K,)."""
-        R = self.system.params.ball.radius
         _, Om, _, _ = plate_kinematics(qp, qpd, 1.0)
-        wx, wy, wz = -v[:, 1] / R, v[:, 0] / R, sigma - Om[:, 2]
-        yaw, lean = angles[:, 0], angles[:, 1]
+        return self._angle_rates(angles, self._relative_angular_velocity(v, sigma, Om[..., 2]))
+
+    def _relative_angular_velocity(self, v, sigma, omega_z):
+        """Ball's angular velocity relative to the plate, ``w = (-v_y / R, v_x / R, sigma - Omega_z)``, (..., 3).
+
+        Rolling fixes the in-plane components from the contact velocity ``v``
+        (m/s); the normal one is the spin ``sigma`` less the plate's ``Omega_z`` (rad/s).
+        """
+        R = self.system.params.ball.radius
+        return np.stack([-v[..., 1] / R, v[..., 0] / R, sigma - omega_z], axis=-1)
+
+    @staticmethod
+    def _angle_rates(angles, w):
+        """Z-X-Y angle rates ``(yaw', lean', roll')`` for the relative angular velocity ``w``, shape (..., 3)."""
+        yaw, lean = angles[..., 0], angles[..., 1]
         cps, sps, cph, sph = np.cos(yaw), np.sin(yaw), np.cos(lean), np.sin(lean)
+        wx, wy, wz = w[..., 0], w[..., 1], w[..., 2]
         dlean = wx * cps + wy * sps
         droll = (-wx * sps + wy * cps) / cph
         dyaw = wz - droll * sph
         return np.stack([dyaw, dlean, droll], axis=-1)
 
     def _integrate_orientation(self):
+        # scalar fast path of the right-hand side (it is called ~10^4 times): the path once, the plate
+        # angles, their rates and the spin from one interpolant, the plate's Omega_z from the kernel
+        n_p = self.system.n_plate
+        Gp, om, gd, gp = np.empty((3, n_p)), np.empty(3), np.empty(3), np.empty(3)
+        kinematics = _plate_kernels.plate_kinematics
+        path = self.path
+
         def rates(t, y):
-            tt = np.array([t])
-            _, v, _, _ = evaluate_path(self.path, tt)
-            return self._relative_rates(tt, y[None], v, self._angles(tt), self._angles(tt, 1), self._sigma(tt))[0]
+            v = np.asarray(path(np.array([t]))[1], dtype=float).reshape(2)
+            value, rate = self._angles_and_spin.value_and_rate(t)
+            kinematics(value[:2], rate[:2], 1.0, Gp, om, gd, gp)
+            out = self._angle_rates(y, self._relative_angular_velocity(v, value[2], om[2]))
+            if not np.all(np.isfinite(out)):
+                raise ParameterError(f"the ball's orientation rates are not finite at t = {t:.6g} s (path "
+                                     f"velocity {v} m/s)")
+            return out
 
         def hit_limit(t, y):
             return LEAN_LIMIT - abs(y[1])
@@ -423,11 +474,7 @@ class MovingPlateMotion(Reference):
         return x, xd, self._angles(t, 2), self._angles(t, 3), a
 
     def _accelerations(self, x, xd, acc):
-        xdd = np.empty_like(x)
-        lam = np.empty((x.shape[0], 2))
-        for i in range(x.shape[0]):
-            xdd[i], lam[i] = self._prescribed.accelerations(x[i], xd[i], acc[i])
-        return xdd, lam
+        return self._prescribed.accelerations(x, xd, acc)
 
     def _servo_commands(self, t: np.ndarray) -> np.ndarray:
         plant = self.system
@@ -457,10 +504,7 @@ class MovingPlateMotion(Reference):
         x, xd, acc, jerk, _ = self._states(t)
         if isinstance(self.system, ServoPlateBallPlate):
             u, ud = self._commands(t), self._commands(t, 1)
-            xdd = np.empty_like(x)
-            lam = np.empty((x.shape[0], 2))
-            for i in range(x.shape[0]):
-                xdd[i], lam[i] = self.system.accelerations(x[i], xd[i], u[i])
+            xdd, lam = self.system.accelerations(x, xd, u)
         else:
             u, ud = acc, jerk
             xdd, lam = self._accelerations(x, xd, acc)

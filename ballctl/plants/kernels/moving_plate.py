@@ -42,7 +42,7 @@ from .linalg import solve_unit_constrained
 __all__ = ["N_PARAMETERS", "plate_kinematics", "terms", "ball_mass_and_forces", "mass_and_forces",
            "constraint_jacobian", "constraint_bias", "accelerations", "plate_kinematics_batch", "terms_batch",
            "ball_mass_and_forces_batch", "mass_and_forces_batch", "accelerations_batch", "servo_torque",
-           "servo_torque_batch"]
+           "servo_torque_batch", "plate_forces", "plate_forces_batch"]
 
 N_PARAMETERS = 14
 
@@ -232,6 +232,25 @@ def mass_and_forces(x, xd, u, p, M, Q):
     M[:, :] = Mb
     Q[:] = Qb
     Gp = np.empty((3, n_p), dtype=dt)
+    plate = np.empty(n_p, dtype=dt)
+    plate_forces(x, xd, p, Gp, plate)
+    tau = np.empty(n_p, dtype=dt)
+    servo_torque(x, xd, u, p, tau)
+    for a in range(n_p):
+        for b in range(n_p):
+            M[5 + a, 5 + b] += Gp[0, a] * p[7] * Gp[0, b] + Gp[1, a] * p[8] * Gp[1, b] + Gp[2, a] * p[9] * Gp[2, b]
+        Q[5 + a] += plate[a] + tau[a]
+
+
+@njit(cache=True)
+def plate_forces(x, xd, p, Gp, out):
+    """The plate's gyroscopic and velocity terms ``-G_p^T (J Gdot_p qd_p + Omega x J Omega)``, length n_p.
+
+    Also writes the plate Jacobian ``Gp (3, n_p)`` (kind 1: ``J = diag(p[7:10])`` in kg m^2).
+    """
+    n_p = int(p[5])
+    n = 5 + n_p
+    dt = out.dtype
     Om = np.empty(3, dtype=dt)
     Gpdot_qd = np.empty(3, dtype=dt)
     g_unit = np.empty(3, dtype=dt)
@@ -243,12 +262,8 @@ def mass_and_forces(x, xd, u, p, M, Q):
     _cross(Om, JOm, inner)
     for i in range(3):
         inner[i] += p[7 + i] * Gpdot_qd[i]
-    tau = np.empty(n_p, dtype=dt)
-    servo_torque(x, xd, u, p, tau)
     for a in range(n_p):
-        for b in range(n_p):
-            M[5 + a, 5 + b] += Gp[0, a] * p[7] * Gp[0, b] + Gp[1, a] * p[8] * Gp[1, b] + Gp[2, a] * p[9] * Gp[2, b]
-        Q[5 + a] += -(Gp[0, a] * inner[0] + Gp[1, a] * inner[1] + Gp[2, a] * inner[2]) + tau[a]
+        out[a] = -(Gp[0, a] * inner[0] + Gp[1, a] * inner[1] + Gp[2, a] * inner[2])
 
 
 @njit(cache=True)
@@ -351,6 +366,18 @@ def accelerations_batch(x, xd, u, p, a, b):
     for k in range(K):
         accelerations(x[k], xd[k], u[k], p, a, b, xdd[k], lam[k])
     return xdd, lam
+
+
+@njit(cache=True)
+def plate_forces_batch(x, xd, p):
+    """``plate_forces`` over stacks ``(K, n)``: returns ``(K, n_p)`` in N m."""
+    K = x.shape[0]
+    n_p = int(p[5])
+    out = np.empty((K, n_p), dtype=x.dtype)
+    Gp = np.empty((3, n_p), dtype=x.dtype)
+    for k in range(K):
+        plate_forces(x[k], xd[k], p, Gp, out[k])
+    return out
 
 
 @njit(cache=True)
