@@ -89,7 +89,6 @@ def _umask():
     return mask
 
 
-@pytest.mark.slow
 def test_animation_example(tmp_path):
     """examples/"animate_tracking.py": the animated closed loop converges and both GIFs are whole (3 frames)."""
     ns = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "animate_tracking.py"))

@@ -23,7 +23,6 @@ def test_rolling_disk_control_example(tmp_path):
     assert_drawn_png(tmp_path / "disk_control.png")
 
 
-@pytest.mark.slow
 def test_rolling_ball_tracking_example(tmp_path):
     """The paper's ball, 7.1 cm off at the start, tracked by the LQR on the rail accelerations (10 s)."""
     ns = runpy.run_path(str(EXAMPLES / "rolling_ball_tracking.py"))

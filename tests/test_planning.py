@@ -116,7 +116,6 @@ def test_resimulation_matches_plan_at_order_four(disk_plans):
     assert abs(costs[2] - costs[1]) < abs(costs[1] - costs[0]) / 8
 
 
-@pytest.mark.slow
 def test_disk_optimum_agrees_with_pontryagin_shooting(disk_plans):
     """Independent optimum: shooting on Pontryagin's conditions with the plant's numpy equations.
 

@@ -129,7 +129,6 @@ def test_limits_hold_between_the_nodes_and_waypoints_are_passed(rig_plan):
     assert np.all(np.diff(plan.waypoint_times_s) > 0)
 
 
-@pytest.mark.slow
 def test_plan_resimulated_on_the_nonlinear_plant_converges_at_order_four():
     """The full BallPlate DAE under the planned plate angles reproduces the planned contact path.
 

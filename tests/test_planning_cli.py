@@ -104,7 +104,6 @@ def test_cli_plan_ball_plate_problem_file(tmp_path, capsys):
     assert "unknown key 'waypoint' in [ball_plate]" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def test_example_plan_ball_plate(tmp_path):
     ns = runpy.run_path(str(EXAMPLES / "plan_ball_plate.py"))
     numbers = ns["run"](tmp_path, intervals=8, tilts_deg=(10.0, 20.0))
