@@ -161,6 +161,18 @@ def _kalman_predict(X, Ad, Bd, du, out):
         out[i] = s + t
 
 
+@njit(cache=True)
+def _blank_after(r, k, out_y, out_X, out_Xm, out_res, out_u, out_meas):
+    """NaN in every output of run ``r`` after step ``k`` (the run stopped there)."""
+    for kk in range(k + 1, out_y.shape[1]):
+        out_y[r, kk] = np.nan
+        out_X[r, kk] = np.nan
+        out_Xm[r, kk] = np.nan
+        out_res[r, kk] = np.nan
+        out_u[r, kk] = np.nan
+        out_meas[r, kk] = np.nan
+
+
 @njit(cache=True, nogil=True)
 def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gains, sel, meas_err, has_err,
           feedback, quantum, max_angle, max_rate, d_int, d_frac, substeps, a, b, div_error, div_idx, div_ref,
@@ -230,13 +242,7 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                     status[r] = k
                     out_Xm[r, k] = X
                     out_u[r, k] = u_app
-                    for kk in range(k + 1, K):
-                        out_y[r, kk] = np.nan
-                        out_X[r, kk] = np.nan
-                        out_Xm[r, kk] = np.nan
-                        out_res[r, kk] = np.nan
-                        out_u[r, kk] = np.nan
-                        out_meas[r, kk] = np.nan
+                    _blank_after(r, k, out_y, out_X, out_Xm, out_res, out_u, out_meas)
                     break
             # 1: sense and estimate
             if has_est:
@@ -337,13 +343,7 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                         finite = False
                 if not finite:
                     status[r] = k + 1
-                    for kk in range(k + 1, K):
-                        out_y[r, kk] = np.nan
-                        out_X[r, kk] = np.nan
-                        out_Xm[r, kk] = np.nan
-                        out_res[r, kk] = np.nan
-                        out_u[r, kk] = np.nan
-                        out_meas[r, kk] = np.nan
+                    _blank_after(r, k, out_y, out_X, out_Xm, out_res, out_u, out_meas)
                     break
 
 
