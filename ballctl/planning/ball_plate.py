@@ -531,7 +531,7 @@ def _servo_commands(plant: ServoPlateBallPlate, prescribed: IntegratedReference)
         s = prescribed(float(t))
         x, xd, xdd = s.x, s.xd, s.xdd
         q = x[:, 5:7]
-        M, Q = plant._mass_and_forces(x, xd, q)
+        M, Q = plant.mass_and_forces(x, xd, q)
         tau = (np.einsum("kij,kj->ki", M, xdd) - Q)[:, 5:] + plant.servo_torque(x, xd, q)
         return plant.commands_for_torque(x, xd, tau)[0]
 

@@ -354,7 +354,21 @@ class _MovingPlateBase(ConstrainedSystem):
         """Parameters packed for :mod:`ballctl.plants.kernels.moving_plate`, shape (14,)."""
         return self._kernel_parameters
 
-    def _mass_and_forces(self, x, xd, u):
+    def mass_and_forces(self, x, xd, u) -> tuple[np.ndarray, np.ndarray]:
+        """``M(x)`` and ``Q(x, xd, u)`` from one kernel call (cheaper than :meth:`mass_matrix` and :meth:`forces`).
+
+        Parameters
+        ----------
+        x, xd : array_like, shape (..., n)
+            Coordinates (m, rad) and velocities.
+        u : array_like, shape (..., n_plate)
+            Plate inputs (see the class docstring).
+
+        Returns
+        -------
+        M : ndarray, shape (..., n, n)
+        Q : ndarray, shape (..., n)
+        """
         n = self.n_coordinates
         lead, (xs, xds, us) = as_stacks([x, xd, u], [n, n, self.n_plate])
         M, Q = _kernels.mass_and_forces_batch(xs, xds, us, self._kernel_parameters)
@@ -364,11 +378,11 @@ class _MovingPlateBase(ConstrainedSystem):
         """Mass matrix ``M(x)``, shape (..., n, n) (see the class docstring)."""
         x = np.asarray(x)
         zero = np.zeros(x.shape, dtype=np.result_type(x, float))
-        return self._mass_and_forces(x, zero, np.zeros(x.shape[:-1] + (self.n_plate,)))[0]
+        return self.mass_and_forces(x, zero, np.zeros(x.shape[:-1] + (self.n_plate,)))[0]
 
     def forces(self, x, xd, u) -> np.ndarray:
         """Generalized forces ``Q(x, xd, u)``, shape (..., n) (see the class docstring)."""
-        return self._mass_and_forces(x, xd, u)[1]
+        return self.mass_and_forces(x, xd, u)[1]
 
     def accelerations(self, x, xd, u, *, stabilization: tuple[float, float] | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:

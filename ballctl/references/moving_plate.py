@@ -481,7 +481,7 @@ class MovingPlateMotion(Reference):
         x, xd, acc, _, _ = self._states(t)
         xdd, _ = self._accelerations(x, xd, acc)
         u0 = x[:, 5:]
-        M, Q = plant._mass_and_forces(x, xd, u0)
+        M, Q = plant.mass_and_forces(x, xd, u0)
         tau = (np.einsum("kij,kj->ki", M, xdd) - Q)[:, 5:] + plant.servo_torque(x, xd, u0)
         return plant.commands_for_torque(x, xd, tau)
 
