@@ -89,12 +89,15 @@ def _jac(fn: _Batched, args: list[np.ndarray], wrt: int, state: dict) -> np.ndar
         e[j] = 1.0
         pert = list(args)
         pert[wrt] = base + 1j * COMPLEX_STEP * e
-        col = None
+        col, written = None, False
         try:
             with np.errstate(all="ignore"):
                 val = fn(*pert)
             if np.iscomplexobj(val):
-                col = val.imag / COMPLEX_STEP
+                if out is None:
+                    out = np.empty(val.shape + (n,))
+                col = np.divide(val.imag, COMPLEX_STEP, out=out[..., j])   # written in place: no temporaries
+                written = True
         except (TypeError, ValueError):
             col = None
         if col is None:
@@ -110,7 +113,8 @@ def _jac(fn: _Batched, args: list[np.ndarray], wrt: int, state: dict) -> np.ndar
                 state["method"] = "central"
         if out is None:
             out = np.empty(np.shape(col) + (n,))
-        out[..., j] = col
+        if not written:
+            out[..., j] = col
     return out if out is not None else np.zeros(base.shape[:1] + (0,))
 
 

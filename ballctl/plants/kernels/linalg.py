@@ -159,11 +159,11 @@ def solve_unit_constrained(M, Q, E, r, xdd, lam):
 
 @njit(cache=True)
 def inverse_stack(A):
-    """Inverses of a stack of small real matrices, by :func:`solve_inplace` on the unit columns.
+    """Inverses of a stack of small real matrices: Gauss-Jordan with partial pivoting on ``[A | I]``.
 
     numpy's batched ``inv``/``solve`` call LAPACK once per matrix, which
-    dominates for 2x2 to 6x6 matrices; this loop does the same elimination
-    (partial pivoting) without the per-matrix overhead.
+    dominates for 2x2 to 6x6 matrices; this loop does one elimination per
+    matrix for all right-hand sides at once, without the per-matrix overhead.
 
     Parameters
     ----------
@@ -179,16 +179,46 @@ def inverse_stack(A):
     K, k = A.shape[0], A.shape[1]
     inv = np.empty((K, k, k))
     ok = np.ones(K, dtype=np.bool_)
-    work = np.empty((k, k))
-    col = np.empty(k)
+    a = np.empty((k, k))
+    b = np.empty((k, k))
     for j in range(K):
+        a[:, :] = A[j]
+        b[:, :] = 0.0
+        for i in range(k):
+            b[i, i] = 1.0
         for c in range(k):
-            work[:, :] = A[j]
-            col[:] = 0.0
-            col[c] = 1.0
-            if not solve_inplace(work, col):
+            piv = c
+            best = abs(a[c, c])
+            for i in range(c + 1, k):
+                v = abs(a[i, c])
+                if v > best:
+                    best = v
+                    piv = i
+            if best == 0.0:
                 ok[j] = False
-                inv[j, :, :] = np.nan
                 break
-            inv[j, :, c] = col
+            if piv != c:
+                for m in range(k):
+                    t = a[c, m]
+                    a[c, m] = a[piv, m]
+                    a[piv, m] = t
+                    t = b[c, m]
+                    b[c, m] = b[piv, m]
+                    b[piv, m] = t
+            for i in range(c + 1, k):
+                f = a[i, c] / a[c, c]
+                for m in range(c, k):
+                    a[i, m] -= f * a[c, m]
+                for m in range(k):
+                    b[i, m] -= f * b[c, m]
+        if not ok[j]:
+            inv[j, :, :] = np.nan
+            continue
+        for i in range(k - 1, -1, -1):
+            for m in range(k):
+                acc = b[i, m]
+                for c in range(i + 1, k):
+                    acc -= a[i, c] * b[c, m]
+                b[i, m] = acc / a[i, i]
+        inv[j, :, :] = b
     return inv, ok
