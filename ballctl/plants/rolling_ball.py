@@ -511,24 +511,6 @@ class RollingBall(InternalMassesPlant):
 # The ball in generalized coordinates
 # ----------------------------------------------------------------------------------------------
 
-def _rot_z(a):
-    c, s = np.cos(a), np.sin(a)
-    o, i = 0.0 * c, 1.0 + 0.0 * c
-    return np.array([[c, -s, o], [s, c, o], [o, o, i]])
-
-
-def _rot_y(a):
-    c, s = np.cos(a), np.sin(a)
-    o, i = 0.0 * c, 1.0 + 0.0 * c
-    return np.array([[c, o, s], [o, i, o], [-s, o, c]])
-
-
-def _rot_x(a):
-    c, s = np.cos(a), np.sin(a)
-    o, i = 0.0 * c, 1.0 + 0.0 * c
-    return np.array([[i, o, o], [o, c, -s], [o, s, c]])
-
-
 class RollingBallSystem(InternalMassesSystem):
     r"""The rolling ball in generalized coordinates, as a :class:`~ballctl.system.ConstrainedSystem`.
 
@@ -605,23 +587,12 @@ class RollingBallSystem(InternalMassesSystem):
                 "is singular at pitch = +-pi/2. Rotate the chart away with chart_rotation=C (Lambda = Rz Ry Rx C).")
 
     def _kinematics(self, x):
-        yaw, pitch, roll = x[2], x[3], x[4]
-        self._check_chart(pitch)
-        Lam = _rot_z(yaw) @ _rot_y(pitch) @ _rot_x(roll) @ self.chart_rotation
-        c1, s1, c2, s2 = np.cos(yaw), np.sin(yaw), np.cos(pitch), np.sin(pitch)
-        o, i = 0.0 * c1, 1.0 + 0.0 * c1
-        W = np.array([[o, -s1, c1 * c2], [o, c1, s1 * c2], [i, o, -s2]])
+        """``(Lambda, W)`` of the chart at coordinates ``x`` (the kernel's :func:`chart_kinematics`)."""
+        x = np.asarray(x, dtype=float)
+        self._check_chart(x[3])
+        Lam, W = np.empty((3, 3)), np.empty((3, 3))
+        _kernels.chart_kinematics(x, self.chart_rotation, Lam, W)
         return Lam, W
-
-    @staticmethod
-    def _w_dot_times_rate(x, xd):
-        """``beta = W_dot(alpha, alpha_dot) alpha_dot``, shape (3,)."""
-        yaw, pitch = x[2], x[3]
-        a1d, a2d, a3d = xd[2], xd[3], xd[4]
-        c1, s1, c2, s2 = np.cos(yaw), np.sin(yaw), np.cos(pitch), np.sin(pitch)
-        return np.array([a1d * a2d * (-c1) + a3d * (a1d * (-s1 * c2) + a2d * (-c1 * s2)),
-                         a1d * a2d * (-s1) + a3d * (a1d * (c1 * c2) + a2d * (-s1 * s2)),
-                         a3d * a2d * (-c2)])
 
     # ------------------------------------------------------- interface
     # M, Q, D, Ddot xd and the index-1 solve: the compiled system_terms_batch /
@@ -705,5 +676,7 @@ class RollingBallSystem(InternalMassesSystem):
         x, xd, xdd : array_like, shape (n + 5,)
             Coordinates, velocities and accelerations.
         """
-        Lam, W = self._kinematics(np.asarray(x))
-        return Lam.T @ (W @ np.asarray(xdd)[2:5] + self._w_dot_times_rate(np.asarray(x), np.asarray(xd)))
+        Lam, W = self._kinematics(x)
+        beta = np.empty(3)
+        _kernels.chart_rate_term(np.asarray(x, dtype=float), np.asarray(xd, dtype=float), beta)
+        return Lam.T @ (W @ np.asarray(xdd)[2:5] + beta)

@@ -32,8 +32,8 @@ from numba import njit
 from .linalg import solve_symmetric_inplace, solve_unit_constrained
 from .rails import rail_geometry
 
-__all__ = ["N_BASE_PARAMETERS", "solve", "rhs", "rhs_batch", "solve_batch", "system_terms", "system_terms_batch",
-           "system_accelerations_batch"]
+__all__ = ["N_BASE_PARAMETERS", "chart_kinematics", "chart_rate_term", "solve", "rhs", "rhs_batch", "solve_batch",
+           "system_terms", "system_terms_batch", "system_accelerations_batch"]
 
 N_BASE_PARAMETERS = 9
 
@@ -235,7 +235,7 @@ def solve_batch(x, u, table, use_table, zeta, dzeta, ddzeta, p, fe, mode):
 # ----------------------------------------------------------------------------------------------
 
 @njit(cache=True)
-def _chart(x, C, Lam, W):
+def chart_kinematics(x, C, Lam, W):
     """``Lambda = Rz(yaw) Ry(pitch) Rx(roll) C`` and ``W(yaw, pitch)`` of the yaw-pitch-roll chart."""
     c1, s1 = np.cos(x[2]), np.sin(x[2])
     c2, s2 = np.cos(x[3]), np.sin(x[3])
@@ -260,7 +260,7 @@ def _chart(x, C, Lam, W):
 
 
 @njit(cache=True)
-def _w_dot_times_rate(x, xd, beta):
+def chart_rate_term(x, xd, beta):
     """``beta = W_dot(alpha, alpha_dot) alpha_dot``."""
     c1, s1 = np.cos(x[2]), np.sin(x[2])
     c2, s2 = np.cos(x[3]), np.sin(x[3])
@@ -284,9 +284,9 @@ def system_terms(x, xd, u, zeta, dzeta, ddzeta, p, C, mode, M, Q, D, bias):
     r, g = p[1], p[8]
     Lam = np.empty((3, 3), dtype=dt)
     W = np.empty((3, 3), dtype=dt)
-    _chart(x, C, Lam, W)
+    chart_kinematics(x, C, Lam, W)
     beta = np.empty(3, dtype=dt)
-    _w_dot_times_rate(x, xd, beta)
+    chart_rate_term(x, xd, beta)
     om = np.empty(3, dtype=dt)
     for a in range(3):
         om[a] = W[a, 0] * xd[2] + W[a, 1] * xd[3] + W[a, 2] * xd[4]
