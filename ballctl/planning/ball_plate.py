@@ -81,7 +81,7 @@ from ..rig import RigLimits, RigProfile
 from ._casadi import require_casadi
 from .maneuver import SolverReport
 from .symbolic import ball_plate_equations, moving_plate_contact_function
-from .transcription import collocation_times, hermite_simpson, hermite_state, quadratic_input
+from .transcription import collocation_times, hermite_simpson, hermite_state, most_violated, quadratic_input
 
 __all__ = ["PlateMotionProblem", "PlateMotionPlan", "PlateTracking", "plan_plate_motion", "track_plate_plan",
            "plan_contact_path", "PLATE_OBJECTIVES"]
@@ -712,17 +712,8 @@ class _PlateNLP:
 
     def violation(self, w) -> tuple[float, str]:
         g = np.asarray(self.g_fun(w), dtype=float).ravel()
-        viol = np.maximum(np.maximum(self.lbg - g, g - self.ubg), 0.0)
-        worst, name, start = 0.0, "", 0
-        for (label, *_), size in zip(self.groups, self.sizes):
-            v = float(viol[start:start + size].max(initial=0.0))
-            if v > worst:
-                worst, name = v, label
-            start += size
-        wv = np.maximum(np.maximum(self.lbw - w, w - self.ubw), 0.0)
-        if wv.size and wv.max() > worst:
-            worst, name = float(wv.max()), "variable bounds (initial state, tilt or slew limit at a point)"
-        return worst, name
+        return most_violated(g, self.lbg, self.ubg, [grp[0] for grp in self.groups], self.sizes, w, self.lbw,
+                             self.ubw, "variable bounds (initial state, tilt or slew limit at a point)")
 
 
 def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits | None = None,

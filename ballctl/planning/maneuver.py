@@ -68,6 +68,7 @@ from .transcription import (
     collocation_times,
     hermite_simpson,
     hermite_state,
+    most_violated,
     quadratic_input,
 )
 
@@ -684,17 +685,8 @@ class _NLP:
 
     def violation(self, w, p) -> tuple[float, str]:
         g = np.asarray(self.g_fun(w, p), dtype=float).ravel()
-        viol = np.maximum(np.maximum(self.lbg - g, g - self.ubg), 0.0)
-        wv = np.maximum(np.maximum(self.lbw - w, w - self.ubw), 0.0)
-        worst, name, start = 0.0, "", 0
-        for (label, *_), size in zip(self.groups, self.sizes):
-            v = float(viol[start:start + size].max(initial=0.0))
-            if v > worst:
-                worst, name = v, label
-            start += size
-        if wv.size and wv.max() > worst:
-            worst, name = float(wv.max()), "variable bounds (initial state, rail ends, rail speed or input limits)"
-        return worst, name
+        return most_violated(g, self.lbg, self.ubg, [grp[0] for grp in self.groups], self.sizes, w, self.lbw,
+                             self.ubw, "variable bounds (initial state, rail ends, rail speed or input limits)")
 
     def solve(self, w0, p):
         start = time.perf_counter()

@@ -31,6 +31,7 @@ Nonlinear Programming*, 2nd ed., SIAM (2010), sections 4.5-4.7.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,7 @@ __all__ = [
     "collocation_times",
     "hermite_simpson",
     "hermite_state",
+    "most_violated",
     "quadratic_input",
     "simpson_weights",
 ]
@@ -264,3 +266,38 @@ def quadratic_input(nodes, U_points, t) -> np.ndarray:
     s = ((t - nodes[k]) / (nodes[k + 1] - nodes[k]))[:, None]
     u0, um, u1 = U_points[2 * k], U_points[2 * k + 1], U_points[2 * k + 2]
     return u0 * (2 * s - 1) * (s - 1) + um * 4 * s * (1 - s) + u1 * s * (2 * s - 1)
+
+
+def most_violated(g, lbg, ubg, labels: Sequence[str], sizes: Sequence[int], w, lbw, ubw,
+                  bounds_label: str) -> tuple[float, str]:
+    """Largest violation of an NLP's constraints and bounds, and the name of the group it falls in.
+
+    Parameters
+    ----------
+    g, lbg, ubg : ndarray, shape (n_g,)
+        Constraint values at the point and their bounds.
+    labels, sizes : sequence
+        The constraint groups in the order of ``g``: a name and a length each.
+    w, lbw, ubw : ndarray, shape (n_w,)
+        The point and its simple bounds.
+    bounds_label : str
+        Name reported when a simple bound is the most violated.
+
+    Returns
+    -------
+    violation : float
+        In the units of the violated constraint (0 at a feasible point).
+    name : str
+        The group's label ("" when nothing is violated).
+    """
+    viol = np.maximum(np.maximum(lbg - g, g - ubg), 0.0)
+    worst, name, start = 0.0, "", 0
+    for label, size in zip(labels, sizes):
+        v = float(viol[start:start + size].max(initial=0.0))
+        if v > worst:
+            worst, name = v, label
+        start += size
+    wv = np.maximum(np.maximum(lbw - w, w - ubw), 0.0)
+    if wv.size and wv.max() > worst:
+        worst, name = float(wv.max()), bounds_label
+    return worst, name
