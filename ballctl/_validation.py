@@ -25,8 +25,8 @@ import numpy as np
 from ._errors import (FileArgumentError, IntegrationBudgetError, MissingFileError, NonFiniteStateError,
                       ParameterError, ParameterTypeError, ShapeError)
 
-__all__ = ["as_array", "as_vector", "as_matrix", "as_stack", "as_system_stacks", "as_times", "check_uniform_spacing",
-           "check_integer",
+__all__ = ["as_array", "as_vector", "as_matrix", "as_stack", "as_system_stacks", "as_time_span", "as_times",
+           "check_uniform_spacing", "check_integer",
            "check_finite_scalar", "check_positive", "check_nonnegative", "check_in_range", "check_choice",
            "check_callable", "check_instance", "check_bool", "check_stabilization", "check_tolerances",
            "check_ivp_method", "IVP_METHODS", "names_tuple", "ProblemCollector",
@@ -283,6 +283,26 @@ def as_times(value, name: str = "t", *, increasing: bool = False, min_size: int 
         raise ParameterError(f"{name} must be strictly increasing (s), but {name}[{k + 1}] = {arr[k + 1]!r} "
                              f"<= {name}[{k}] = {arr[k]!r}")
     return arr
+
+
+def as_time_span(value, name: str = "t_span") -> tuple[float, float]:
+    """Return an integration interval ``(t0, t1)`` in s with ``t1 > t0``, both finite.
+
+    Parameters
+    ----------
+    value : array_like, shape (2,)
+        The user's interval in s.
+    name : str
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    (float, float)
+    """
+    span = as_times(value, name, increasing=True)
+    if span.shape != (2,):
+        raise ShapeError(f"{name} must be (t0, t1) with t1 > t0 in s, got {span!r}")
+    return float(span[0]), float(span[1])
 
 
 def check_uniform_spacing(times: np.ndarray, name: str = "times", dt: float | None = None, *,

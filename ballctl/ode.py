@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import IntegrationError, ParameterError, ShapeError
-from ._validation import as_times, as_vector, check_callable, check_ivp_method, check_tolerances, guard_rhs
+from ._errors import IntegrationError, ParameterError
+from ._validation import (as_time_span, as_times, as_vector, check_callable, check_ivp_method, check_tolerances,
+                          guard_rhs)
 
 __all__ = ["ODETrajectory", "integrate_piecewise"]
 
@@ -113,10 +114,7 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
         If ``solve_ivp`` fails on a piece (the message names the piece and the time).
     """
     check_callable(fun, "fun", "fun(t, x) -> (nx,)")
-    t_span = as_times(t_span, "t_span", increasing=True)
-    if t_span.shape != (2,):
-        raise ShapeError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
-    t0, t1 = (float(v) for v in t_span)
+    t0, t1 = as_time_span(t_span)
     method = check_ivp_method(method)
     rtol, atol = check_tolerances(rtol, atol)
     x0 = as_vector(x0, "x0")

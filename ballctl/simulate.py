@@ -29,10 +29,9 @@ from scipy.integrate import solve_ivp
 
 from ._errors import (ChartSingularityError, ConstraintProjectionWarning, ConstraintViolationError,
                       IntegrationError, ParameterError, ParameterTypeError, ShapeError)
-from ._validation import (as_array, as_stack, as_times, as_vector, check_bool, check_callable, check_finite_at,
-                          check_finite_scalar, check_instance,
-                          check_integer, check_ivp_method, check_nonnegative, check_positive, check_stabilization,
-                          check_tolerances, guard_rhs)
+from ._validation import (as_array, as_stack, as_time_span, as_times, as_vector, check_bool, check_callable,
+                          check_finite_at, check_finite_scalar, check_instance, check_integer, check_ivp_method,
+                          check_nonnegative, check_positive, check_stabilization, check_tolerances, guard_rhs)
 from .system import ConstrainedSystem
 
 __all__ = ["SimulationResult", "simulate", "input_function", "rk4", "check_initial_state", "CONSTRAINT_TOL",
@@ -332,9 +331,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
     n, nu = system.n_coordinates, system.n_inputs
     x0 = as_vector(x0, "x0", n)
     xd0 = as_vector(xd0, "xd0", n)
-    t_span = as_times(t_span, "t_span", increasing=True)
-    if t_span.shape != (2,):
-        raise ShapeError(f"t_span must be (t_start, t_end) in s, got {t_span}")
+    t_span = np.array(as_time_span(t_span))
     if t_eval is None:
         t_eval = np.linspace(t_span[0], t_span[1], 501)
     t_eval = as_times(t_eval, "t_eval", increasing=True)
@@ -481,9 +478,7 @@ def _simulate_batch(system, x0, xd0, inputs, t_span, *, t_eval, method, rtol, at
 
         def ufun(t):
             return const
-    t_span = as_times(t_span, "t_span", increasing=True)
-    if t_span.shape != (2,):
-        raise ShapeError(f"t_span must be (t_start, t_end), got {t_span}")
+    t_span = np.array(as_time_span(t_span))
     t_eval = np.linspace(t_span[0], t_span[1], 501) if t_eval is None else as_times(t_eval, "t_eval",
                                                                                   increasing=True)
     stacked = getattr(system, "kernels", None) is not None  # compiled kernels take stacks

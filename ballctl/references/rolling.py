@@ -52,9 +52,9 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .._errors import InfeasibleReferenceError, IntegrationError, ParameterError, ParameterTypeError, ShapeError
-from .._validation import (as_times, as_vector, check_finite_at, check_instance, check_ivp_method, check_positive,
-                           check_stabilization, check_tolerances, guard_rhs)
+from .._errors import InfeasibleReferenceError, IntegrationError, ParameterError, ParameterTypeError
+from .._validation import (as_time_span, as_times, as_vector, check_finite_at, check_instance, check_ivp_method,
+                           check_positive, check_stabilization, check_tolerances, guard_rhs)
 from ..plants.paper import PAPER_KINK_TIMES, paper_ball_initial_state, paper_rail_acceleration
 from ..plants.rolling_ball import RollingBall, RollingBallSystem
 from ..plants.rolling_disk import RollingDiskSystem
@@ -395,10 +395,7 @@ class IntegratedReference(Reference):
         n, nu = system.n_coordinates, system.n_inputs
         x0 = as_vector(x0, "x0", n)
         xd0 = as_vector(xd0, "xd0", n)
-        t_span = as_times(t_span, "t_span", increasing=True)
-        if t_span.shape != (2,):
-            raise ShapeError(f"t_span must be (t0, t1) with t1 > t0 in s, got {t_span!r}")
-        t0, t1 = (float(v) for v in t_span)
+        t0, t1 = as_time_span(t_span)
         method = check_ivp_method(method)
         rtol, atol = check_tolerances(rtol, atol)
         stabilization = check_stabilization(stabilization)
