@@ -1,10 +1,9 @@
 """Small dense linear algebra for the compiled kernels, analytic in the entries.
 
-The solves below do not pivot on ``abs`` of complex numbers and never
-conjugate, so a complex-step perturbation of the inputs propagates as the
-analytic continuation (Martins, Sturdza & Alonso 2003). Pivoting, where it is
-needed, compares real parts only: the choice of pivot is piecewise constant
-and does not change the derivative.
+The symmetric solves below do not pivot and never conjugate, so a
+complex-step perturbation of the inputs propagates as the analytic
+continuation (Martins, Sturdza & Alonso 2003). :func:`inverse_stack` (real
+matrices only, for the linearizer's reduced equations) pivots partially.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["inverse_stack", "solve_symmetric_inplace", "solve_inplace", "solve_unit_constrained"]
+__all__ = ["inverse_stack", "solve_symmetric_inplace", "solve_unit_constrained"]
 
 
 @njit(cache=True)
@@ -38,54 +37,6 @@ def solve_symmetric_inplace(A, b):
         for c in range(i + 1, k):
             s -= A[i, c] * b[c]
         b[i] = s / A[i, i]
-
-
-@njit(cache=True)
-def solve_inplace(A, b):
-    """Solve ``A z = b`` by Gaussian elimination with partial pivoting on real parts.
-
-    Parameters
-    ----------
-    A : ndarray, shape (k, k)
-        Overwritten.
-    b : ndarray, shape (k,)
-        Overwritten with the solution.
-
-    Returns
-    -------
-    bool
-        False when a pivot is exactly zero (singular matrix).
-    """
-    k = A.shape[0]
-    for j in range(k):
-        piv = j
-        best = np.abs(A[j, j].real)
-        for i in range(j + 1, k):
-            v = np.abs(A[i, j].real)
-            if v > best:
-                best = v
-                piv = i
-        if best == 0.0:
-            return False
-        if piv != j:
-            for c in range(k):
-                tmp = A[j, c]
-                A[j, c] = A[piv, c]
-                A[piv, c] = tmp
-            tmp = b[j]
-            b[j] = b[piv]
-            b[piv] = tmp
-        for i in range(j + 1, k):
-            f = A[i, j] / A[j, j]
-            for c in range(j, k):
-                A[i, c] -= f * A[j, c]
-            b[i] -= f * b[j]
-    for i in range(k - 1, -1, -1):
-        s = b[i]
-        for c in range(i + 1, k):
-            s -= A[i, c] * b[c]
-        b[i] = s / A[i, i]
-    return True
 
 
 @njit(cache=True)
