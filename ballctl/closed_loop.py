@@ -39,15 +39,15 @@ from ._errors import (BallctlError, ChartSingularityError, ConstraintViolationEr
 from ._validation import (as_vector, check_bool, check_choice, check_finite_at, check_instance, check_integer,
                           check_nonnegative, check_positive, check_stabilization, check_tolerances, guard_rhs)
 from .engine import EstimatorArrays, kernel_code, run_closed_loop, sensor_draws
-from .loop_step import (control_law, delay_segments, effective_input, kalman_predict, kalman_update, measure,
-                        shape_command)
-from .rig import RigLimits
+from .loop_step import (backlash, control_law, delay_segments, effective_input, kalman_predict, kalman_update,
+                        measure, shape_command)
+from .rig import Imperfections, RigLimits
 from .simulate import CONSTRAINT_TOL, MAX_STEPS, rk4
 from .system import ConstrainedSystem
 from .tracking import TrackingController
 
 __all__ = ["RigLimits", "ClosedLoopResult", "ClosedLoopSummary", "ClosedLoopBatchResult", "simulate_closed_loop",
-           "state_selection", "estimator_arrays", "INTEGRATORS"]
+           "state_selection", "estimator_arrays", "imperfection_draws", "run_compiled_batch", "INTEGRATORS"]
 
 #: integrators of the truth plant between samples
 INTEGRATORS = ("DOP853", "RK45", "Radau", "rk4")
@@ -162,6 +162,9 @@ class ClosedLoopResult:
         (arrays then end there).
     period : float or None
         Period in s of the reference (for the last-period error).
+    disturbance_estimate : ndarray, shape (K, nd)
+        The offset-free filter's estimate of the constant input disturbances
+        in rad (nd = 0 without them); ``u = u_ff - K X_hat - d_hat``.
     """
 
     t: np.ndarray
@@ -185,6 +188,7 @@ class ClosedLoopResult:
     signal_names: tuple[str, ...] = ()
     diverged_at: float | None = None
     period: float | None = None
+    disturbance_estimate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def X_estimate(self) -> np.ndarray:
@@ -315,7 +319,8 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
                          rtol: float = 1e-9, atol: float = 1e-12, substeps: int = 1,
                          stabilization: tuple[float, float] | None = (10.0, 10.0),
                          divergence_error: float | None = None,
-                         progress: bool = False, backend: str = "auto"
+                         progress: bool = False, backend: str = "auto",
+                         imperfections: Imperfections | None = None
                          ) -> "ClosedLoopResult | ClosedLoopBatchResult":
     """Run a sampled LQR (or LQG) tracking loop on a truth plant (see the module docstring).
 
@@ -379,6 +384,13 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         stops: the same steps and arithmetic as the Python loop; agreement to
         1e-10 m is tested), otherwise the Python loop. ``"compiled"``
         requires the compiled loop, ``"python"`` forces the Python loop.
+    imperfections : Imperfections, optional
+        The loop's share of a rig's imperfections (``rig.imperfections``):
+        lost sensor samples (``frame_drop``; the filter makes no update from a
+        lost sample), timing jitter of the sample instants and the servo dead
+        band, drawn from a stream of their own (the noise draws do not
+        change). The plant's share (level offset, rolling resistance) lives in
+        the truth plant (:meth:`ballctl.RigProfile.truth_plant`).
 
     Returns
     -------
@@ -393,7 +405,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
                                truth=truth, output_feedback=output_feedback, noise_std=noise_std, seed=seed,
                                limits=limits, integrator=integrator, rtol=rtol, atol=atol, substeps=substeps,
                                stabilization=stabilization, divergence_error=divergence_error,
-                               progress=progress, backend=backend)
+                               progress=progress, backend=backend, imperfections=imperfections)
     if truth is not None:
         check_instance(truth, "truth", ConstrainedSystem)
     system = controller.system
@@ -416,6 +428,8 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         output_feedback = check_bool(output_feedback, "output_feedback")
     if limits is not None:
         check_instance(limits, "limits", RigLimits)
+    if imperfections is not None:
+        check_instance(imperfections, "imperfections", Imperfections)
     check_choice(integrator, "integrator", INTEGRATORS)
     rtol, atol = check_tolerances(rtol, atol)
     substeps = check_integer(substeps, "substeps", minimum=1)
@@ -485,8 +499,11 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         K = steps + 1
         err = (noise * rng.standard_normal((K, len(names))))[None] if noise_std else None
         draws = sensor_draws(rng, K, steps_available, est.n_signals)[None] if output_feedback else None
-        out = _run_compiled(controller, code, [plant], x[None], xd[None], steps, err, limits, feedback,
-                            substeps, stabilization, draws=draws, divergence_error=divergence_error)
+        received, shift = imperfection_draws(seed, K, est if output_feedback else None, imperfections, dt)
+        out = run_compiled_batch(controller, code, [plant], x[None], xd[None], steps, err, limits, feedback,
+                            substeps, stabilization, draws=draws, divergence_error=divergence_error,
+                            received=received[None], sample_shift=shift[None],
+                            deadband=imperfections.servo_deadband if imperfections else 0.0)
         if out.status[0] >= 0 and divergence_error is None:
             raise NonFiniteStateError(f"the compiled closed loop left the finite numbers at step {out.status[0]} "
                                       f"(t = {controller.samples.t[out.status[0]]:.6g} s)")
@@ -496,7 +513,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     ref = controller.samples
     ltv = controller.ltv
     Ad, Bd = controller.discrete.Ad, controller.discrete.Bd
-    gains = controller.lqr.gains
+    gains = controller.feedback_gains if output_feedback else controller.lqr.gains
     K = steps + 1
     T = ref.t[:K]
     N = len(names)
@@ -505,6 +522,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     out_u = np.full((K, nu), np.nan)
     out_X = np.full((K, N), np.nan)
     out_Xm = np.full((K, N), np.nan)
+    out_d = np.full((K, gains.shape[2] - N), np.nan)
     out_res = np.full((K, plant.n_constraints), np.nan)
     events = {"quantum": 0, "max_angle": 0, "max_rate": 0}
     d_int, d_frac = delay_segments(limits.delay, dt)
@@ -513,6 +531,8 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     u_start, _ = shape_command(ref.u[0], ref.u[0], 0.0, lim[0], None, lim[2])
     commands: list[np.ndarray] = []
     u_applied = u_start.copy()
+    u_plant = u_start.copy()  # what the plate's servos receive (after a dead band)
+    deadband = imperfections.servo_deadband if imperfections else 0.0
     du_eff = np.zeros((steps, nu))  # input deviation that acted over each step (known to the controller)
     X_lin = ltv.reduce(x[cmap] - ref.x[0], xd[cmap] - ref.xd[0]) if model == "linear" else None
     # output feedback: sensors and the committed filter state
@@ -521,11 +541,14 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         sig_idx = np.array([plant.coordinate_names.index(s) for s in est.signal_names])
         sig_ref_idx = np.array(est.coordinate_index)
         y_dev = np.zeros((K, ny))
+        avail = np.zeros((K, ny), dtype=bool)
         y_out = np.full((K, ny), np.nan)
         M, C = est.kalman.update_gains, est.kalman.C
+        Ad_f, Bd_f = est.Ad, est.Bd  # the filter's model (with the disturbance states, if any)
         lat = est.latency_steps
-        X_c = np.zeros(N)  # committed prior at step j_c: the estimate starts on the reference
+        X_c = np.zeros(est.n_states)  # committed prior at step j_c: the estimate starts on the reference
         j_c = 0
+        received, shift = imperfection_draws(seed, K, est, imperfections, dt)
     else:
         ny = 0
         y_out = np.zeros((K, 0))
@@ -577,23 +600,27 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         # 1-2: sense and estimate
         if output_feedback:
             if k < steps_available:
-                sampled = est.sampled[k]
-                reading = measure(x[sig_idx], est.bias, est.noise_std, rng.standard_normal(ny))
+                sampled = est.sampled[k] & received[k]
+                # the sample instant is off by shift[k] s (latency error, timing jitter): first order
+                reading = measure(x[sig_idx] + shift[k] * xd[sig_idx], est.bias, est.noise_std,
+                                  rng.standard_normal(ny))
                 y_out[k] = np.where(sampled, reading, np.nan)
                 y_dev[k] = np.where(sampled, reading - ref.x[k, sig_ref_idx], 0.0)
+                avail[k] = sampled
             while j_c <= k - lat and j_c < k:   # commit the steps whose samples have all arrived
-                X_post = kalman_update(X_c, y_dev[j_c] - C[j_c] @ X_c, M[j_c])
-                X_c = kalman_predict(X_post, Ad[j_c], Bd[j_c], du_eff[j_c])
+                X_post = kalman_update(X_c, np.where(avail[j_c], y_dev[j_c] - C[j_c] @ X_c, 0.0), M[j_c])
+                X_c = kalman_predict(X_post, Ad_f[j_c], Bd_f[j_c], du_eff[j_c])
                 j_c += 1
             if lat == 0 and k < steps_available:
-                X_hat = kalman_update(X_c, y_dev[k] - C[k] @ X_c, M[k])
+                X_hat = kalman_update(X_c, np.where(avail[k], y_dev[k] - C[k] @ X_c, 0.0), M[k])
             else:
                 X_hat = X_c
                 for j in range(j_c, k):  # latency compensation: predict with the inputs already sent
-                    X_hat = kalman_predict(X_hat, Ad[j], Bd[j], du_eff[j])
+                    X_hat = kalman_predict(X_hat, Ad_f[j], Bd_f[j], du_eff[j])
         else:
             X_hat = X_true + noise * rng.standard_normal(N) if noise_std else X_true
-        out_Xm[k] = X_hat
+        out_Xm[k] = X_hat[:N]
+        out_d[k] = X_hat[N:]
         if k == steps:
             out_u[k] = u_applied
             break
@@ -620,8 +647,9 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
                 u_applied, (_, _, hr) = shape_command(target, u_applied, t_b - t_a, None, lim[1], None)
                 events["max_rate"] += int(hr)
                 held.append(u_applied)
+                u_plant = backlash(u_applied, u_plant, deadband) if deadband > 0 else u_applied
                 if model == "nonlinear":
-                    y = advance(y, t_a, t_b, u_applied)
+                    y = advance(y, t_a, t_b, u_plant)
         except (IntegrationError, BallctlError, np.linalg.LinAlgError, FloatingPointError):
             if divergence_error is None:
                 raise
@@ -653,7 +681,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         T[keep], out_x[keep], out_xd[keep], x_ref, xd_ref, out_u[keep], ref.u[keep], out_X[keep],
         out_Xm[keep], out_res[keep], names, plant.input_names, plant.coordinate_names, model, mode, active, wall,
         y_out[keep], tuple(est.signal_names) if output_feedback else (), diverged_at,
-        getattr(controller.reference, "period", None))
+        getattr(controller.reference, "period", None), out_d[keep])
 
 
 def state_selection(controller: TrackingController) -> np.ndarray:
@@ -720,28 +748,111 @@ def estimator_arrays(controller: TrackingController, truth: ConstrainedSystem, d
     est = controller.estimator
     K = np.shape(draws)[1]
     return EstimatorArrays(
-        sampled=est.sampled, C=est.kalman.C, update_gains=est.kalman.update_gains, Ad=controller.discrete.Ad,
-        Bd=controller.discrete.Bd,
+        sampled=est.sampled, C=est.kalman.C, update_gains=est.kalman.update_gains, Ad=est.Ad, Bd=est.Bd,
         signal_index=np.array([truth.coordinate_names.index(s) for s in est.signal_names], dtype=np.int64),
         signal_reference=controller.samples.x[:K][:, list(est.coordinate_index)],
         bias=est.bias if bias is None else bias, noise_std=est.noise_std, standard_normal=draws,
         latency_steps=est.latency_steps)
 
 
-def _run_compiled(controller, code, plants, x0, xd0, steps, err, limits, feedback, substeps, stabilization,
-                  delay=None, *, draws=None, divergence_error=None):
+def imperfection_draws(seed, K: int, estimator, imperfections: Imperfections | None, dt: float
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """A run's lost samples and sample-instant errors, from a stream of their own.
+
+    The stream is a child of the run's seed (``spawn_key + (1,)``), so the
+    sensor-noise draws are the same with and without imperfections, and both
+    loops (Python and compiled) draw the same values.
+
+    Parameters
+    ----------
+    seed : int, SeedSequence or None
+        The run's seed (as given to :func:`simulate_closed_loop`).
+    K : int
+        Control samples of the run.
+    estimator : StateEstimator or None
+        Its sensors group the signals (a lost frame loses every signal of its sensor).
+    imperfections : Imperfections or None
+        ``frame_drop`` (probability per sensor sample) and ``timing_jitter_s``
+        (std in s of the sample instant).
+    dt : float
+        Control period in s.
+
+    Returns
+    -------
+    received : ndarray of bool, shape (K, ny)
+        False where a sample is lost.
+    sample_shift : ndarray, shape (K,)
+        Error of each step's sample instant in s.
+    """
+    ny = 0 if estimator is None else estimator.n_signals
+    received = np.ones((K, ny), dtype=bool)
+    shift = np.zeros(K)
+    if imperfections is None or (imperfections.frame_drop == 0 and imperfections.timing_jitter_s == 0):
+        return received, shift
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (1,)))
+    if ny and imperfections.frame_drop > 0:
+        col = 0
+        for sensor in estimator.sensors:
+            width = len(sensor.signals)
+            received[:, col:col + width] = (rng.random(K) >= imperfections.frame_drop)[:, None]
+            col += width
+    if imperfections.timing_jitter_s > 0:
+        shift = imperfections.timing_jitter_s * rng.standard_normal(K)
+    return received, shift
+
+
+def run_compiled_batch(controller, code, plants, x0, xd0, steps, err, limits, feedback, substeps, stabilization,
+                       delay=None, *, draws=None, divergence_error=None, received=None, sample_shift=None,
+                       deadband=0.0):
+    """B runs of ``controller`` on the truth plants ``plants`` (one per run, one layout) in the compiled loop.
+
+    The one place that packs a controller into :func:`ballctl.engine.run_closed_loop`
+    (no validation beyond the engine's: callers check their arguments).
+
+    Parameters
+    ----------
+    controller : TrackingController
+    code : int
+        Kernel code of the truth plants (:func:`ballctl.engine.kernel_code`).
+    plants : sequence of ConstrainedSystem
+        One truth plant per run (their ``kernel_parameters`` are the runs' parameters).
+    x0, xd0 : ndarray, shape (B, n)
+        Initial truth states.
+    steps : int
+        Control steps to run.
+    err : ndarray, shape (B, steps + 1, N), or None
+        State feedback: measurement error added to the reduced state.
+    limits : RigLimits
+    feedback : bool
+    substeps : int
+    stabilization : (a, b) or None
+    delay : float or ndarray, shape (B,), optional
+        Actuation delay in s (default ``limits.delay``).
+    draws : ndarray, shape (B, steps + 1, ny), optional
+        Output feedback: the sensor noise's standard normals (:func:`ballctl.engine.sensor_draws`).
+    divergence_error, received, sample_shift, deadband
+        As in :func:`ballctl.engine.run_closed_loop`.
+
+    Returns
+    -------
+    CompiledLoopOutput
+    """
     ref = controller.samples
     K = steps + 1
     cmap, selection, x_ref, xd_ref = _truth_layout(controller, plants[0])
     params = np.stack([np.asarray(p.kernel_parameters, dtype=float) for p in plants])
     arrays = None if draws is None else estimator_arrays(controller, plants[0], draws)
+    gains = controller.feedback_gains if arrays is not None else controller.lqr.gains
     return run_closed_loop(code, params, x0, xd0, dt=controller.dt, times=ref.t[:K], x_ref=x_ref[:K],
-                           xd_ref=xd_ref[:K], u_ref=ref.u[:K], gains=controller.lqr.gains[:steps],
+                           xd_ref=xd_ref[:K], u_ref=ref.u[:K], gains=gains[:steps],
                            selection=selection, measurement_error=err, feedback=feedback,
                            quantum=limits.quantum, max_angle=limits.max_angle, max_rate=limits.max_rate,
                            delay=limits.delay if delay is None else delay, substeps=substeps,
                            stabilization=stabilization, n_constraints=plants[0].n_constraints, estimator=arrays,
-                           divergence_error=divergence_error, divergence_index=cmap[:2])
+                           divergence_error=divergence_error, divergence_index=cmap[:2],
+                           received=received if arrays is not None else None,
+                           sample_shift=sample_shift if arrays is not None else None, deadband=deadband)
 
 
 def _events(limits, counts) -> dict:
@@ -774,7 +885,8 @@ def _result(controller, plant, out, i, K, model, feedback, output_feedback, limi
                             ref.u[keep], out.X[i, keep], out.X_measured[i, keep], out.velocity_residual[i, keep],
                             controller.state_names, plant.input_names, plant.coordinate_names, model, mode,
                             _events(limits, out.limit_events[i]), wall, out.measurements[i, keep], signals,
-                            diverged_at, getattr(controller.reference, "period", None))
+                            diverged_at, getattr(controller.reference, "period", None),
+                            out.disturbance_estimate[i, keep])
 
 
 @dataclass(frozen=True)
@@ -866,7 +978,7 @@ def _stack(runs, backend, status, wall, T) -> ClosedLoopBatchResult:
 
 def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, output_feedback, noise_std, seed,
                     limits, integrator, rtol, atol, substeps, stabilization, divergence_error, progress,
-                    backend) -> ClosedLoopBatchResult:
+                    backend, imperfections) -> ClosedLoopBatchResult:
     start = _time.perf_counter()
     design = controller.system
     if truth is None:
@@ -894,7 +1006,8 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, ou
     limits = limits or RigLimits()
     kwargs = dict(duration=duration, model=model, feedback=feedback, output_feedback=output_feedback,
                   noise_std=noise_std, limits=limits, integrator=integrator, rtol=rtol, atol=atol,
-                  substeps=substeps, stabilization=stabilization, divergence_error=divergence_error)
+                  substeps=substeps, stabilization=stabilization, divergence_error=divergence_error,
+                  imperfections=imperfections)
     truths = plants or [design] * B
     codes = {_compiled_code(controller, p, model, integrator, backend) for p in truths}
     if len({tuple(p.coordinate_names) for p in truths}) != 1:
@@ -923,15 +1036,19 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, ou
             XD0[i] = controller.partition.complete_velocities(design, X0[i], XD0[i])
     names = controller.state_names
     K = steps + 1
-    err = draws = None
+    err = draws = received = shift = None
     if output:
         draws = np.stack([sensor_draws(np.random.default_rng(s), K, len(controller.times),
                                         controller.estimator.n_signals) for s in seeds])
+        pairs = [imperfection_draws(s, K, controller.estimator, imperfections, controller.dt) for s in seeds]
+        received = np.stack([p[0] for p in pairs])
+        shift = np.stack([p[1] for p in pairs])
     elif noise_std:
         noise = np.array([noise_std.get(name, 0.0) for name in names])
         err = np.stack([noise * np.random.default_rng(s).standard_normal((K, len(names))) for s in seeds])
-    out = _run_compiled(controller, code, truths, X0, XD0, steps, err, limits, feedback, substeps, stabilization,
-                        draws=draws, divergence_error=divergence_error)
+    out = run_compiled_batch(controller, code, truths, X0, XD0, steps, err, limits, feedback, substeps, stabilization,
+                        draws=draws, divergence_error=divergence_error, received=received, sample_shift=shift,
+                        deadband=imperfections.servo_deadband if imperfections else 0.0)
     wall = _time.perf_counter() - start
     runs = [_result(controller, truths[i], out, i, K, model, feedback, output, limits, wall / B,
                     divergence_error is not None) for i in range(B)]

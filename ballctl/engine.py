@@ -130,11 +130,14 @@ def _rk4(code, y, h, substeps, u, p, a, b, n, k1, k2, k3, k4, tmp, xdd, lam):
 
 
 @njit(cache=True)
-def _kalman_update(X, y_dev, C, M, inn, out):
-    """``out = X + M @ (y_dev - C @ X)`` (:func:`ballctl.loop_step.kalman_update`)."""
+def _kalman_update(X, y_dev, avail, C, M, inn, out):
+    """``out = X + M @ (y_dev - C @ X)`` over the signals that arrived (:func:`ballctl.loop_step.kalman_update`)."""
     ny = y_dev.shape[0]
     N = X.shape[0]
     for j in range(ny):
+        if not avail[j]:
+            inn[j] = 0.0  # a lost sample: no update from that signal
+            continue
         s = 0.0
         for l in range(N):
             s += C[j, l] * X[l]
@@ -162,27 +165,40 @@ def _kalman_predict(X, Ad, Bd, du, out):
 
 
 @njit(cache=True)
-def _blank_after(r, k, out_y, out_X, out_Xm, out_res, out_u, out_meas):
+def _blank_after(r, k, out_y, out_X, out_Xm, out_d, out_res, out_u, out_meas):
     """NaN in every output of run ``r`` after step ``k`` (the run stopped there)."""
     for kk in range(k + 1, out_y.shape[1]):
         out_y[r, kk] = np.nan
         out_X[r, kk] = np.nan
         out_Xm[r, kk] = np.nan
+        out_d[r, kk] = np.nan
         out_res[r, kk] = np.nan
         out_u[r, kk] = np.nan
         out_meas[r, kk] = np.nan
 
 
+@njit(cache=True)
+def _backlash(u_app, width, u_plant):
+    """The servo's dead band: ``u_plant`` follows ``u_app`` only once it is more than ``width / 2`` away."""
+    half = 0.5 * width
+    for i in range(u_app.shape[0]):
+        if u_app[i] - u_plant[i] > half:
+            u_plant[i] = u_app[i] - half
+        elif u_app[i] - u_plant[i] < -half:
+            u_plant[i] = u_app[i] + half
+
+
 @njit(cache=True, nogil=True)
 def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gains, sel, meas_err, has_err,
           feedback, quantum, max_angle, max_rate, d_int, d_frac, substeps, a, b, div_error, div_idx, div_ref,
-          has_est, sampled, Cm, Mg, Ad, Bd, sig_idx, sig_ref, bias, noise_std, z, lat,
-          out_y, out_u, out_X, out_Xm, out_res, out_meas, events, status):
+          has_est, sampled, Cm, Mg, Ad, Bd, sig_idx, sig_ref, bias, noise_std, z, lat, received, shift, deadband,
+          out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas, events, status):
     B = Y0.shape[0]
     K = out_y.shape[1]
     steps = K - 1
     nu = u_ref.shape[1]
     N = sel.shape[0]
+    Ne = gains.shape[2]  # what the control law acts on: the design's states (+ disturbance estimates)
     ny = 2 * n
     n_sig = sig_idx.shape[0]
     Kt = sampled.shape[0]  # steps the estimator covers
@@ -197,26 +213,30 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
     y = np.empty(ny)
     dy = np.empty(ny)
     X = np.empty(N)
-    Xm = np.empty(N)
+    Xm = np.empty(Ne)
     cmd = np.empty(nu)
     new = np.empty(nu)
     u_app = np.empty(nu)
+    u_plant = np.empty(nu)
     commands = np.empty((K, nu))
     held = np.empty((2, nu))
     du_eff = np.zeros((K, nu))
     y_dev = np.zeros((K, n_sig))
+    avail = np.zeros((K, n_sig), dtype=np.bool_)
     inn = np.empty(n_sig)
-    X_c = np.empty(N)
-    X_post = np.empty(N)
-    X_tmp = np.empty(N)
+    X_c = np.empty(Ne)
+    X_post = np.empty(Ne)
+    X_tmp = np.empty(Ne)
     for r in range(B):
         p = params[r]
         y[:] = Y0[r]
         u_app[:] = u_start
+        u_plant[:] = u_start
         status[r] = -1
         X_c[:] = 0.0  # the estimate starts on the reference
         j_c = 0
         y_dev[:, :] = 0.0
+        avail[:, :] = False
         for k in range(K):
             for i in range(ny):
                 dy[i] = y[i] - y_ref[k, i]
@@ -241,25 +261,29 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                 if not finite or e > div_error:
                     status[r] = k
                     out_Xm[r, k] = X
+                    out_d[r, k] = np.nan
                     out_u[r, k] = u_app
-                    _blank_after(r, k, out_y, out_X, out_Xm, out_res, out_u, out_meas)
+                    _blank_after(r, k, out_y, out_X, out_Xm, out_d, out_res, out_u, out_meas)
                     break
             # 1: sense and estimate
             if has_est:
                 if k < Kt:
                     for j in range(n_sig):
-                        reading = y[sig_idx[j]] + bias[r, j] + noise_std[j] * z[r, k, j]
-                        if sampled[k, j]:
+                        # the sample instant is off by shift[r, k] s (latency error, timing jitter): first order
+                        reading = (y[sig_idx[j]] + shift[r, k] * y[n + sig_idx[j]] + bias[r, j]
+                                   + noise_std[j] * z[r, k, j])
+                        if sampled[k, j] and received[r, k, j]:
                             out_meas[r, k, j] = reading
                             y_dev[k, j] = reading - sig_ref[k, j]
+                            avail[k, j] = True
                         else:
                             y_dev[k, j] = 0.0
                 while j_c <= k - lat and j_c < k:  # commit the steps whose samples have all arrived
-                    _kalman_update(X_c, y_dev[j_c], Cm[j_c], Mg[j_c], inn, X_post)
+                    _kalman_update(X_c, y_dev[j_c], avail[j_c], Cm[j_c], Mg[j_c], inn, X_post)
                     _kalman_predict(X_post, Ad[j_c], Bd[j_c], du_eff[j_c], X_c)
                     j_c += 1
                 if lat == 0 and k < Kt:
-                    _kalman_update(X_c, y_dev[k], Cm[k], Mg[k], inn, Xm)
+                    _kalman_update(X_c, y_dev[k], avail[k], Cm[k], Mg[k], inn, Xm)
                 else:
                     Xm[:] = X_c
                     for j in range(j_c, k):  # latency compensation: predict with the inputs already sent
@@ -268,7 +292,10 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
             else:
                 for j in range(N):
                     Xm[j] = X[j] + meas_err[r, k, j] if has_err else X[j]
-            out_Xm[r, k] = Xm
+            for j in range(N):
+                out_Xm[r, k, j] = Xm[j]
+            for j in range(N, Ne):
+                out_d[r, k, j - N] = Xm[j]
             if k == steps:
                 out_u[r, k] = u_app
                 break
@@ -276,7 +303,7 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
             for i in range(nu):
                 if feedback:
                     kx = 0.0
-                    for j in range(N):
+                    for j in range(Ne):
                         kx += gains[k, i, j] * Xm[j]
                     cmd[i] = u_ref[k, i] - kx
                 else:
@@ -331,7 +358,11 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                     for i in range(nu):
                         u_app[i] = commands[src, i] if src >= 0 else u_start[i]
                 held[seg] = u_app
-                _rk4(code, y, t_b - t_a, substeps, u_app, p, a, b, n, k1, k2, k3, k4, tmp, xdd, lam)
+                if deadband > 0:
+                    _backlash(u_app, deadband, u_plant)
+                else:
+                    u_plant[:] = u_app
+                _rk4(code, y, t_b - t_a, substeps, u_plant, p, a, b, n, k1, k2, k3, k4, tmp, xdd, lam)
             w = d_frac[r] / dt
             for i in range(nu):
                 out_u[r, k, i] = w * held[0, i] + (1.0 - w) * held[1, i]
@@ -343,7 +374,7 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                         finite = False
                 if not finite:
                     status[r] = k + 1
-                    _blank_after(r, k, out_y, out_X, out_Xm, out_res, out_u, out_meas)
+                    _blank_after(r, k, out_y, out_X, out_Xm, out_d, out_res, out_u, out_meas)
                     break
 
 
@@ -412,7 +443,10 @@ class CompiledLoopOutput:
         stopped: the first sample whose state was not finite, or (with
         ``divergence_error``) the sample at which it diverged; later samples are NaN.
     measurements : ndarray, shape (B, K, ny)
-        Sensor readings (NaN where a signal was not sampled); ny = 0 without an estimator.
+        Sensor readings (NaN where a signal was not sampled or its sample was
+        lost); ny = 0 without an estimator.
+    disturbance_estimate : ndarray, shape (B, K, nd)
+        The filter's input-disturbance estimates in rad (nd = 0 without them).
     """
 
     x: np.ndarray
@@ -424,6 +458,7 @@ class CompiledLoopOutput:
     limit_events: np.ndarray
     status: np.ndarray
     measurements: np.ndarray
+    disturbance_estimate: np.ndarray
 
 
 def sensor_draws(rng: np.random.Generator, K: int, steps_available: int, n_signals: int) -> np.ndarray:
@@ -462,7 +497,8 @@ def run_closed_loop(code: int, params, x0, xd0, *, dt: float, times, x_ref, xd_r
                     max_angle: float | None = None, max_rate: float | None = None, delay=0.0,
                     substeps: int = 1, stabilization: tuple[float, float] | None = (10.0, 10.0),
                     n_constraints: int, estimator: EstimatorArrays | None = None,
-                    divergence_error: float | None = None, divergence_index=(0, 1)) -> CompiledLoopOutput:
+                    divergence_error: float | None = None, divergence_index=(0, 1), received=None,
+                    sample_shift=None, deadband: float = 0.0) -> CompiledLoopOutput:
     """Run B closed-loop runs through the compiled loop (arrays in, arrays out; no validation of meaning).
 
     Parameters
@@ -482,8 +518,9 @@ def run_closed_loop(code: int, params, x0, xd0, *, dt: float, times, x_ref, xd_r
         truth's coordinates (entries the controller does not use are ignored).
     u_ref : ndarray, shape (K, nu)
         Reference input in rad.
-    gains : ndarray, shape (K - 1, nu, N)
-        Feedback gains, ``du_k = -gains[k] @ X_k``.
+    gains : ndarray, shape (K - 1, nu, Ne)
+        Feedback gains, ``du_k = -gains[k] @ X_hat_k``, on the design's N states
+        (state feedback) or on the filter's Ne states (N plus input disturbances).
     selection : ndarray of int, shape (N,)
         Index of each controller state in ``(x, xd)`` (length 2n).
     measurement_error : ndarray, shape (B, K, N), optional
@@ -508,6 +545,16 @@ def run_closed_loop(code: int, params, x0, xd0, *, dt: float, times, x_ref, xd_r
         is farther than this from its reference (m) or whose state is not finite.
     divergence_index : (int, int)
         Truth coordinates of the contact point (for ``divergence_error``).
+    received : ndarray of bool, shape (B, K, ny), optional
+        Output feedback: False where a sample was lost (a dropped frame); the
+        filter then makes no update from that signal at that step. Default: all arrive.
+    sample_shift : ndarray, shape (B, K), optional
+        Output feedback: the error in s of each step's sample instant (a
+        latency error, timing jitter); a signal then reads ``y + shift * y_dot``
+        (first order). Default: 0.
+    deadband : float
+        Servo dead band (backlash) in rad between the applied command and what
+        the plant receives; 0 for none.
 
     Returns
     -------
@@ -561,17 +608,35 @@ def run_closed_loop(code: int, params, x0, xd0, *, dt: float, times, x_ref, xd_r
                _arr(np.asarray(e.signal_reference)[:K], np.float64, 2),
                _arr(np.broadcast_to(np.asarray(e.bias, dtype=float), (B, n_sig)), np.float64, 2),
                _arr(e.noise_std, np.float64, 1), z, int(e.latency_steps))
+    if received is None:
+        recv = np.ones((B, K, n_sig), dtype=np.bool_)
+    else:
+        recv = _arr(received, np.bool_, 3)
+        if recv.shape != (B, K, n_sig):
+            raise ShapeError(f"received must have shape {(B, K, n_sig)}, got {recv.shape}")
+    if sample_shift is None:
+        shift = np.zeros((B, K))
+    else:
+        shift = _arr(sample_shift, np.float64, 2)
+        if shift.shape != (B, K):
+            raise ShapeError(f"sample_shift must have shape {(B, K)}, got {shift.shape}")
+    Ne = gains.shape[2]
+    if estimator is not None and est[3].shape[1] != Ne:
+        raise ShapeError(f"gains act on {Ne} states but the estimator's model has {est[3].shape[1]}")
+    if estimator is None and Ne != N:
+        raise ShapeError(f"state feedback: gains must act on the {N} selected states, got {Ne}")
     out_y = np.empty((B, K, ny))
     out_u = np.empty((B, K, nu))
     out_X = np.empty((B, K, N))
     out_Xm = np.empty((B, K, N))
+    out_d = np.zeros((B, K, Ne - N))
     out_res = np.empty((B, K, n_constraints))
     out_meas = np.empty((B, K, n_sig))
     events = np.zeros((B, 3), dtype=np.int64)
     status = np.empty(B, dtype=np.int64)
     _loop(int(code), n, int(n_constraints), Y0, params, T, float(dt), y_ref, u_ref, u_start, gains, sel, err, has_err,
           bool(feedback), float(quantum or 0.0), float(max_angle or 0.0), float(max_rate or 0.0), d_int, d_frac,
-          int(substeps), a, b, div_error, div_idx, div_ref, estimator is not None, *est,
-          out_y, out_u, out_X, out_Xm, out_res, out_meas, events, status)
+          int(substeps), a, b, div_error, div_idx, div_ref, estimator is not None, *est, recv, shift,
+          float(deadband), out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas, events, status)
     return CompiledLoopOutput(out_y[:, :, :n], out_y[:, :, n:], out_u, out_X, out_Xm, out_res, events, status,
-                              out_meas)
+                              out_meas, out_d)

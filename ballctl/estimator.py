@@ -17,12 +17,63 @@ measurement matrices of the rig's sensors and the finite-horizon Kalman filter
 Signals that are not coordinates of the design's plant (plate angles for a
 quasi-static design, whose plate follows its inputs) are left out and listed
 in :attr:`StateEstimator.unused_signals`.
+
+Offset-free estimation
+----------------------
+With ``input_disturbance=True`` the filter also estimates ``nd`` disturbance
+states ``d`` that act through given input directions ``T_k`` (``(nu, nd)``
+per step, ``disturbance_map``; default the identity: a constant disturbance
+on every input, such as a plate level error), the disturbance model of
+offset-free MPC (Pannocchia & Rawlings, AIChE J. 49 (2003) 426-437):
+
+.. math::
+
+    \begin{bmatrix} X \\ d \end{bmatrix}_{k+1} =
+    \begin{bmatrix} A_{d,k} & B_{d,k} T_k \\ 0 & I \end{bmatrix}
+    \begin{bmatrix} X \\ d \end{bmatrix}_k +
+    \begin{bmatrix} B_{d,k} \\ 0 \end{bmatrix} \delta u_k,
+    \qquad y_k = [\,C_k \;\; 0\,] \begin{bmatrix} X \\ d \end{bmatrix}_k,
+
+with a random walk of std ``disturbance_std`` per step on ``d`` (so a slowly
+varying disturbance is followed too). A disturbance constant in a frame that
+turns with the reference (a rolling resistance opposing the motion) is a
+column of ``T_k`` that turns with it. The control law then cancels the
+estimate, ``u = u_ff - K X_hat - T_k d_hat`` (:meth:`StateEstimator.feedback_gains`):
+with ``d_hat = d`` the disturbance has no effect at all (it is matched: it
+enters where the input does), so a constant disturbance leaves no steady
+tracking error. The disturbances must be observable (for a constant input
+disturbance: the plant has no transmission zero at z = 1 from the inputs to
+the measured signals): :func:`design_estimator` checks with
+:func:`ballctl.observability_gramian` that the disturbance states add ``nd``
+to the rank of the design's own pair (directions the sensors never see, such
+as the ball's roll angle, stay unseen either way) and records the report in
+:attr:`StateEstimator.disturbance_observability`.
+
+Integral action
+---------------
+A model error that is no disturbance through the inputs (a servo softer
+than designed lets the plate sag towards the ball: the ball drifts outwards
+on a circle) is rejected by integrating the measured error. With an
+:class:`IntegralAction` the filter's state ends with ``ni`` integrator
+states (m s),
+
+.. math::
+
+    \zeta_{k+1} = \zeta_k + \Delta t\, G_k\, \hat y_k,
+
+where ``y_hat_k`` is the measured deviation of the named signals where a
+sample arrived and the estimate ``C X_post`` where none did. In the filter's
+form this is one more block of rows: ``Ad[zeta, X] = dt G_k C_k``,
+``Ad[zeta, zeta] = I`` and the update gain ``M[zeta] = dt G_k (I - C_k M_k)``
+(so ``zeta_post + Ad[zeta, X] X_post`` adds exactly ``dt G_k y_k``); the
+integrators are known exactly, so their covariance rows are zero. The LQR
+that weighs them is :func:`ballctl.tracking.design_tracking_lqr`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,7 +85,44 @@ from .loop_step import latency_steps
 from .ltv import LTVSystem
 from .rig import RigProfileError, Sensor
 
-__all__ = ["StateEstimator", "design_estimator", "measurement_matrices"]
+__all__ = ["StateEstimator", "IntegralAction", "design_estimator", "measurement_matrices",
+           "augment_input_disturbance"]
+
+
+@dataclass(frozen=True)
+class IntegralAction:
+    """Integrators of the measured error (see the module docstring): ``zeta += dt * directions_k @ y_named``.
+
+    Attributes
+    ----------
+    signals : tuple of str
+        The measured signals integrated (e.g. ``("contact_x", "contact_y")``).
+    directions : ndarray, shape (K, ni, len(signals))
+        Per control step, the combinations integrated (e.g. the error along
+        and across the reference path, so that an error constant in the
+        path's frame is integrated on a curved path).
+    max_integral_error : float
+        Bryson limit of each integrator state in the LQR, in the signals' unit times s.
+    """
+
+    signals: tuple[str, ...]
+    directions: np.ndarray
+    max_integral_error: float
+
+    def __post_init__(self) -> None:
+        d = np.asarray(self.directions, dtype=float)
+        signals = tuple(str(v) for v in self.signals)
+        if d.ndim != 3 or d.shape[2] != len(signals) or d.shape[1] < 1 or not np.all(np.isfinite(d)):
+            raise ParameterError(f"IntegralAction.directions must be a finite array of shape (K, ni >= 1, "
+                                 f"{len(signals)}), got shape {d.shape}")
+        check_positive(self.max_integral_error, "max_integral_error", "signal unit * s")
+        object.__setattr__(self, "signals", signals)
+        object.__setattr__(self, "directions", d)
+
+    @property
+    def n_integrals(self) -> int:
+        """Integrator states ni."""
+        return int(self.directions.shape[1])
 
 
 @dataclass(frozen=True)
@@ -59,6 +147,22 @@ class StateEstimator:
         Measured signals the design's model has no coordinate for.
     process_std : float
         Input-referred process noise std in rad.
+    Ad, Bd : ndarray, shapes (K, Ne, Ne), (K, Ne, nu)
+        The filter's prediction model: the design's discrete model, augmented
+        by the disturbance states when there are any (Ne = N + n_disturbances).
+    n_disturbances : int
+        Disturbance states nd appended to the design's state (0 without them).
+    disturbance_std : ndarray, shape (nd,)
+        Random-walk std of each disturbance state per step in rad.
+    disturbance_map : ndarray, shape (K, nu, nd)
+        Input directions ``T_k`` of the disturbance states (empty without them).
+    disturbance_observability : ObservabilityReport or None
+        Observability of the augmented pair over the first period (None without disturbance states).
+    n_integrals : int
+        Integrator states ni at the end of the filter's state (0 without integral action).
+    integral_map : ndarray, shape (K, ni, N)
+        ``dt G_k C_k``: the integrators' increment per unit of the design's states
+        (what the LQR's model integrates; empty without them).
     """
 
     sensors: tuple[Sensor, ...]
@@ -69,6 +173,19 @@ class StateEstimator:
     latency_steps: int
     unused_signals: tuple[str, ...]
     process_std: float
+    Ad: np.ndarray
+    Bd: np.ndarray
+    n_disturbances: int = 0
+    disturbance_std: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    disturbance_map: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    disturbance_observability: object = None
+    n_integrals: int = 0
+    integral_map: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+
+    @property
+    def n_states(self) -> int:
+        """Ne: the filter's state size (the design's N, then the disturbance and the integrator states)."""
+        return int(self.Ad.shape[1])
 
     @property
     def noise_std(self) -> np.ndarray:
@@ -108,9 +225,40 @@ def measurement_matrices(ltv: LTVSystem, coordinate_names: Sequence[str], signal
     return np.ascontiguousarray(ltv.state_map[:, idx, :])
 
 
+def augment_input_disturbance(Ad: np.ndarray, Bd: np.ndarray, disturbance_map: np.ndarray | None = None
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """The model with disturbance states acting through the inputs: ``([[Ad, Bd T], [0, I]], [[Bd], [0]])``.
+
+    Parameters
+    ----------
+    Ad : ndarray, shape (K, N, N)
+    Bd : ndarray, shape (K, N, nu)
+    disturbance_map : ndarray, shape (K, nu, nd), optional
+        Input directions ``T_k`` of the nd disturbance states (default: the identity, nd = nu).
+
+    Returns
+    -------
+    Ad_aug : ndarray, shape (K, N + nd, N + nd)
+    Bd_aug : ndarray, shape (K, N + nd, nu)
+    """
+    K, N, nu = Bd.shape
+    T = np.broadcast_to(np.eye(nu), (K, nu, nu)) if disturbance_map is None else np.asarray(disturbance_map)
+    nd = T.shape[2]
+    A = np.zeros((K, N + nd, N + nd))
+    A[:, :N, :N] = Ad
+    A[:, :N, N:] = Bd @ T[:K]
+    A[:, N:, N:] = np.eye(nd)
+    B = np.zeros((K, N + nd, nu))
+    B[:, :N] = Bd
+    return A, B
+
+
 def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_names: Sequence[str],
                      sensors: Sequence[Sensor], *, process_std: float = np.deg2rad(0.5), state_std: float = 1e-5,
-                     min_noise_std: float = 1e-4, initial_std: float = 0.05) -> StateEstimator:
+                     min_noise_std: float = 1e-4, initial_std: float = 0.05, input_disturbance: bool = False,
+                     disturbance_map: np.ndarray | None = None, disturbance_std=np.deg2rad(0.003),
+                     initial_disturbance_std=np.deg2rad(0.3), integral: IntegralAction | None = None
+                     ) -> StateEstimator:
     """The finite-horizon Kalman filter of a design for a set of sensors.
 
     Parameters
@@ -133,6 +281,23 @@ def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_nam
     initial_std : float
         Std of the initial estimate of every state (the initial estimate is
         the reference itself).
+    input_disturbance : bool
+        Also estimate disturbance states acting through the inputs (offset-free
+        tracking, see the module docstring).
+    disturbance_map : ndarray, shape (K, nu, nd), optional
+        Their input directions ``T_k`` (default: the identity, one constant
+        disturbance per input).
+    disturbance_std : float or array_like, shape (nd,)
+        Random-walk std of the disturbance states per control step in rad:
+        how fast the estimate may follow a changing disturbance.
+    initial_disturbance_std : float or array_like, shape (nd,)
+        Std of the initial disturbance estimate (0) in rad. Kept near the
+        steady-state uncertainty on purpose: a large value gives large
+        early filter gains, and their noisy disturbance estimates, cancelled
+        at once, drive the servos into their torque limit (the estimate then
+        winds up on the saturation it cannot see).
+    integral : IntegralAction, optional
+        Integrators of the measured error appended to the filter's state.
 
     Returns
     -------
@@ -142,6 +307,8 @@ def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_nam
     ------
     RigProfileError
         If no sensor signal is a coordinate of the design plant.
+    ParameterError
+        If the disturbance-augmented pair is not observable from the sensors.
     """
     process_std = check_positive(process_std, "process_std", "rad")
     state_std = check_positive(state_std, "state_std")
@@ -172,11 +339,91 @@ def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_nam
     C = C_full * sampled[:, :, None]
     noise = np.maximum(np.array([v for s in kept for v in s.noise_std]), min_noise_std)
     V = np.diag(noise ** 2)
-    Bd = discrete.Bd
-    W = process_std ** 2 * Bd @ np.swapaxes(Bd, -1, -2) + state_std ** 2 * np.eye(discrete.n_states)
-    P0 = initial_std ** 2 * np.eye(discrete.n_states)
-    kalman = finite_horizon_kalman(discrete.Ad, C, W, V, P0=P0)
+    Ad, Bd = discrete.Ad, discrete.Bd
+    N = discrete.n_states
+    W = process_std ** 2 * Bd @ np.swapaxes(Bd, -1, -2) + state_std ** 2 * np.eye(N)
+    P0 = initial_std ** 2 * np.eye(N)
+    T = np.zeros((Kt, Bd.shape[2], 0))
+    sigma_w = sigma_0 = np.zeros(0)
+    report = None
+    if input_disturbance:
+        nu = Bd.shape[2]
+        T = np.broadcast_to(np.eye(nu), (Kt, nu, nu)) if disturbance_map is None else np.asarray(disturbance_map,
+                                                                                                 dtype=float)
+        if T.ndim != 3 or T.shape[0] < Kt or T.shape[1] != nu or T.shape[2] < 1 or not np.all(np.isfinite(T)):
+            raise ParameterError(f"disturbance_map must be a finite array of shape (K >= {Kt}, {nu}, nd >= 1), "
+                                 f"got shape {np.shape(disturbance_map)}")
+        T = np.ascontiguousarray(T[:Kt])
+        nd = T.shape[2]
+        sigma_w = np.broadcast_to(np.asarray(disturbance_std, dtype=float), (nd,)).copy()
+        sigma_0 = np.broadcast_to(np.asarray(initial_disturbance_std, dtype=float), (nd,)).copy()
+        for label, values in (("disturbance_std", sigma_w), ("initial_disturbance_std", sigma_0)):
+            if not (np.all(np.isfinite(values)) and np.all(values > 0)):
+                raise ParameterError(f"{label} must be > 0 rad (one value or one per disturbance state), "
+                                     f"got {values}")
+        Ad, Bd = augment_input_disturbance(Ad, Bd, T)
+        C = np.concatenate([C, np.zeros((Kt, C.shape[1], nd))], axis=2)
+        W_aug = np.zeros((Kt, N + nd, N + nd))
+        W_aug[:, :N, :N] = W
+        W_aug[:, N:, N:] = np.diag(sigma_w ** 2)
+        W = W_aug
+        P0 = np.diag(np.concatenate([np.full(N, initial_std ** 2), sigma_0 ** 2]))
+        from .observability import observability_gramian  # the observability layer builds on this module
+
+        names = tuple(ltv.state_names) + tuple(f"disturbance_{i}" for i in range(nd))
+        base = observability_gramian(discrete.Ad, C[:, :, :N], state_names=names[:N])
+        report = observability_gramian(Ad, C, state_names=names)
+        if report.rank - base.rank < nd:  # the disturbances must add nd observable directions
+            raise ParameterError(f"the disturbance states are not observable from the signals {signals} along "
+                                 f"this reference (rank {report.rank} of {N + nd} with them, {base.rank} of {N} "
+                                 f"without; least observable direction {report.least_observable()}); estimate "
+                                 f"fewer disturbances (input_disturbance=False or another disturbance_map) or add "
+                                 f"sensors")
+    kalman = finite_horizon_kalman(Ad, C, W, V, P0=P0)
+    n_int, H = 0, np.zeros((Kt, 0, N))
+    if integral is not None:
+        kalman, Ad, Bd, H = _with_integrators(kalman, Ad, Bd, C_full, signals, integral, dt, N)
+        n_int = integral.n_integrals
     lat = max(latency_steps(s.latency_s, dt) for s in kept)
     sampled.setflags(write=False)
     return StateEstimator(tuple(kept), signals, tuple(coords.index(s) for s in signals), sampled, kalman, lat,
-                          tuple(unused), process_std)
+                          tuple(unused), process_std, np.ascontiguousarray(Ad), np.ascontiguousarray(Bd), T.shape[2],
+                          sigma_w, T, report, n_int, H)
+
+
+def _with_integrators(kalman: KalmanFilterResult, Ad, Bd, C_full, signals, integral: IntegralAction, dt, N):
+    """Append the integrator rows of the module docstring to a filter (its model, gains and covariances)."""
+    missing = [s for s in integral.signals if s not in signals]
+    if missing:
+        raise ParameterError(f"IntegralAction.signals {missing} are not measured by the filter's sensors "
+                             f"(signals {signals})")
+    Kt, Ne0 = Ad.shape[0], Ad.shape[1]
+    if integral.directions.shape[0] < Kt:
+        raise ParameterError(f"IntegralAction.directions covers {integral.directions.shape[0]} steps, the filter "
+                             f"{Kt}")
+    ni = integral.n_integrals
+    G = np.zeros((Kt, ni, len(signals)))
+    G[:, :, [signals.index(s) for s in integral.signals]] = dt * integral.directions[:Kt]
+    C0 = np.zeros((Kt, len(signals), Ne0))
+    C0[:, :, :N] = C_full
+    M, C = kalman.update_gains, kalman.C
+    A = np.zeros((Kt, Ne0 + ni, Ne0 + ni))
+    A[:, :Ne0, :Ne0] = Ad
+    A[:, Ne0:, :Ne0] = G @ C0
+    A[:, Ne0:, Ne0:] = np.eye(ni)
+    B = np.zeros((Kt, Ne0 + ni, Bd.shape[2]))
+    B[:, :Ne0] = Bd
+    M_zeta = G @ (np.eye(len(signals)) - C @ M)
+    M_all = np.concatenate([M, M_zeta], axis=1)
+    C_all = np.concatenate([C, np.zeros((Kt, C.shape[1], ni))], axis=2)
+
+    def pad(P):
+        out = np.zeros(P.shape[:1] + (Ne0 + ni, Ne0 + ni))
+        out[:, :Ne0, :Ne0] = P
+        return out
+
+    eig = np.concatenate([kalman.eigenvalues, np.ones((Kt, ni), dtype=kalman.eigenvalues.dtype)], axis=1)
+    kal = KalmanFilterResult(A @ M_all, M_all, pad(kalman.covariance), pad(kalman.posterior_covariance), eig,
+                             C_all, kalman.condition_numbers)
+    return kal, A, B, np.ascontiguousarray((G @ C0)[:, :, :N])
+

@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 __all__ = ["latency_steps", "measure", "kalman_update", "kalman_predict", "control_law", "shape_command",
-           "delay_segments", "effective_input"]
+           "delay_segments", "effective_input", "backlash"]
 
 
 def latency_steps(latency_s: float, dt: float) -> int:
@@ -230,3 +230,27 @@ def effective_input(first: np.ndarray, second: np.ndarray, frac_s: float, dt: fl
     """
     w = frac_s / dt
     return w * first + (1.0 - w) * second
+
+
+def backlash(u_applied: np.ndarray, u_plant: np.ndarray, width: float) -> np.ndarray:
+    """A servo's dead band (backlash of width ``width``): what the plant receives for ``u_applied``.
+
+    The output stays at ``u_plant`` while ``|u_applied - u_plant| <= width / 2``
+    and otherwise trails the command by ``width / 2`` (the play operator).
+
+    Parameters
+    ----------
+    u_applied : ndarray, shape (nu,)
+        Command applied by the firmware in rad (after the rig's limits).
+    u_plant : ndarray, shape (nu,)
+        What the plant received before, in rad.
+    width : float
+        Dead band in rad (>= 0).
+
+    Returns
+    -------
+    ndarray, shape (nu,)
+    """
+    half = 0.5 * width
+    return np.where(u_applied - u_plant > half, u_applied - half,
+                    np.where(u_applied - u_plant < -half, u_applied + half, u_plant))

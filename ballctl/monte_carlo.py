@@ -473,7 +473,8 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     if pct.ndim != 1 or pct.size == 0 or np.any((pct < 0) | (pct > 100)):
         raise ParameterError(f"percentiles must be values in [0, 100] %, got {percentiles!r}")
     job = _Job(system, controller.partition, code, coords, names, controller.dt, ref.t[:K].copy(),
-               ref.x[:K].copy(), ref.xd[:K].copy(), ref.u[:K].copy(), np.asarray(controller.lqr.gains[:steps]),
+               ref.x[:K].copy(), ref.xd[:K].copy(), ref.u[:K].copy(),
+               np.asarray((controller.feedback_gains if output_feedback else controller.lqr.gains)[:steps]),
                state_selection(controller), x0, xd0, unc, noise, limits or RigLimits(), int(substeps),
                stabilization, system.n_constraints, failure_error, contact,
                estimator_arrays(controller, system, np.zeros((1, K, est.n_signals))) if output_feedback else None,

@@ -35,7 +35,7 @@ from ._validation import check_output_path
 
 __all__ = ["REFERENCE_STYLE", "RUN_COLORS", "OPEN_LOOP_COLOR", "run_styles", "label_for", "save_figure",
            "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs", "plot_error",
-           "plot_constraints", "plot_tracking", "plot_ball_paths", "plot_percentile_bands"]
+           "plot_constraints", "plot_tracking", "plot_ball_paths", "plot_percentile_bands", "plot_robust_bands"]
 
 #: Style of every reference trace: black, dashed, drawn above the runs.
 REFERENCE_STYLE = {"color": "black", "linestyle": (0, (5, 3)), "linewidth": 1.2, "zorder": 10}
@@ -534,4 +534,58 @@ def plot_percentile_bands(t, bands, percentiles, *, ax=None, title: str = "") ->
     ax.grid(alpha=0.3, which="both")
     # below the axes: never over the data
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
+    return fig
+
+
+def plot_robust_bands(robust: Mapping[str, object], *, max_rms_error: float, title: str = "") -> Figure:
+    """The contact error of each design over many drawn rigs: 5-95 percentile band and median (log scale).
+
+    One colour per design (the order of :data:`RUN_COLORS`); the pass threshold
+    on the RMS error is a dashed line and the evaluation window (the last
+    period) is shaded grey; each design's label gives its verdict.
+
+    Parameters
+    ----------
+    robust : mapping of str to RobustVerification
+        By design name (:func:`ballctl.verification.verify_over_uncertainty`).
+    max_rms_error : float
+        The pass threshold in m.
+    title : str
+    """
+    fig = _new_figure((7.5, 4.8))
+    ax = fig.add_subplot(1, 1, 1)
+    finite = [b[np.isfinite(b)] for b in (np.asarray(rv.bands) for rv in robust.values())]
+    values = np.concatenate(finite) if finite else np.zeros(0)
+    top = 10 * float(values.max()) if values.size else 1.0
+    bottom = max(1e-6, float(values[values > 0].min()) / 2) if np.any(values > 0) else 1e-6
+    handles = []
+    t_end = 0.0
+    for i, (name, rv) in enumerate(robust.items()):
+        color = RUN_COLORS[i % len(RUN_COLORS)]
+        t = np.asarray(rv.t)
+        t_end = max(t_end, float(t[-1]))
+        pct = list(np.asarray(rv.percentiles))
+        bands = np.clip(np.where(np.isfinite(rv.bands), rv.bands, top), bottom, top)
+        lo, mid, hi = (bands[pct.index(p)] for p in (5.0, 50.0, 95.0))
+        ax.fill_between(t, lo, hi, color=color, alpha=0.25, lw=0)
+        ax.plot(t, mid, color=color, lw=1.5)
+        verdict = "passes" if rv.passed else "fails"
+        p95 = "diverged" if not np.isfinite(rv.rms_p95_m) else f"{1e3 * rv.rms_p95_m:.3g} mm"
+        handles.append(Line2D([], [], color=color, lw=6, alpha=0.5,
+                              label=f"{name}: 5-95 % band, median line; RMS p95 {p95}, "
+                                    f"{100 * rv.success_rate:.0f} % converge -- {verdict}"))
+        window = rv.window_s
+    ax.axvspan(t_end - window, t_end, color="0.85", zorder=0)
+    ax.axhline(max_rms_error, color="black", ls=(0, (5, 3)), lw=1.2, zorder=10)
+    handles.append(Line2D([], [], color="black", ls=(0, (5, 3)), label=f"pass threshold {1e3 * max_rms_error:g} mm "
+                                                                         f"(RMS over the grey window)"))
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, top)
+    ax.set_xlim(0.0, t_end)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("contact-point distance to reference [m]")
+    ax.set_title(title or "contact error over the rig's uncertainty")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
+    fig.tight_layout()
     return fig

@@ -41,6 +41,7 @@ reference input at the sample (the paper's choice, with the half-step lag).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -52,7 +53,7 @@ from ._errors import IntegrationError, ParameterError
 from ._validation import check_positive, guard_rhs
 from .discretize import DiscreteLTVSystem, discretize
 from .engine import kernel_code, run_closed_loop
-from .estimator import StateEstimator, design_estimator
+from .estimator import IntegralAction, StateEstimator, design_estimator
 from .linearize import linearize_samples
 from .loop_step import control_law
 from .lqr import FiniteHorizonLQR, bryson, finite_horizon_lqr, periodic_lqr
@@ -65,7 +66,7 @@ from .simulate import rk4
 from .system import ConstrainedSystem
 
 __all__ = ["TrackingController", "design_tracking_lqr", "FEEDFORWARD_METHODS", "zoh_reference", "RIG_DESIGNS",
-           "QS_STATE_ERRORS", "EXACT_STATE_ERRORS", "design_for_rig"]
+           "QS_STATE_ERRORS", "EXACT_STATE_ERRORS", "design_for_rig", "path_disturbance_map"]
 
 #: how the held feedforward is chosen (see the module docstring)
 FEEDFORWARD_METHODS = ("zoh", "sample")
@@ -101,6 +102,11 @@ class TrackingController:
     zoh_deviation : float
         Largest contact-point (or coordinate) distance in m between the sampled
         reference and the continuous one (0 for ``"sample"``).
+    integral_lqr : FiniteHorizonLQR or None
+        With integral action: the LQR of the design's states and the
+        estimator's integrators together, gains ``(Kt, nu, N + ni)`` (the law
+        of output feedback; ``lqr`` stays the plain design's, used for the
+        zero-order-hold reference and state feedback).
     """
 
     system: ConstrainedSystem
@@ -117,6 +123,7 @@ class TrackingController:
     estimator: StateEstimator | None = None
     feedforward: str = "sample"
     zoh_deviation: float = 0.0
+    integral_lqr: FiniteHorizonLQR | None = None
 
     @property
     def times(self) -> np.ndarray:
@@ -126,6 +133,29 @@ class TrackingController:
     @property
     def state_names(self) -> tuple[str, ...]:
         return self.ltv.state_names
+
+    @property
+    def feedback_gains(self) -> np.ndarray:
+        """Gains of the control law on the estimator's state, shape (Kt, nu, Ne).
+
+        ``u_k = u_ff,k - feedback_gains[k] @ X_hat_k`` with ``X_hat = (X, d, zeta)``:
+        the LQR gains on the design's states, the disturbance map ``T_k`` on
+        the disturbance estimates (cancelled) and the integral gains on the
+        integrators (see :mod:`ballctl.estimator`). Without an estimator, the LQR gains.
+        """
+        est = self.estimator
+        if est is None:
+            return self.lqr.gains
+        N = self.lqr.gains.shape[2]
+        gains = self.lqr.gains if self.integral_lqr is None else self.integral_lqr.gains
+        K = gains.shape[0]
+        parts = [gains[:, :, :N], est.disturbance_map[:K], gains[:, :, N:]]
+        return np.ascontiguousarray(np.concatenate(parts, axis=2))
+
+    @property
+    def offset_free(self) -> bool:
+        """True when the estimator carries disturbance states or integrators (constant errors are rejected)."""
+        return self.estimator is not None and (self.estimator.n_disturbances + self.estimator.n_integrals) > 0
 
     @property
     def needs_dependent_measurements(self) -> bool:
@@ -168,7 +198,9 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
                         terminal_factor: float = 1.0, terminal: str = "weight",
                         feedforward: str = "zoh", integrator: str = "rk4", substeps: int = 4,
                         sensors: Sequence[Sensor] | None = None,
-                        process_std: float = np.deg2rad(0.5)) -> TrackingController:
+                        process_std: float = np.deg2rad(0.5), input_disturbance: bool = False,
+                        disturbance_map: np.ndarray | None = None,
+                        integral: IntegralAction | None = None) -> TrackingController:
     """Design a finite-horizon LQR tracking a reference (eqs. 18-29), optionally with a Kalman filter.
 
     Parameters
@@ -213,12 +245,29 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
         (:func:`ballctl.estimator.design_estimator`).
     process_std : float
         Input-referred process noise of the Kalman filter in rad.
+    input_disturbance : bool
+        With ``sensors``: the Kalman filter also estimates disturbances acting
+        through the inputs and the law cancels them (offset-free tracking of a
+        plate level error; :mod:`ballctl.estimator`).
+    disturbance_map : ndarray, shape (K, nu, nd), optional
+        The disturbances' input directions at the control steps (default: one
+        constant disturbance per input).
+    integral : IntegralAction, optional
+        With ``sensors``: integrators of the measured error in the estimator,
+        and an LQR over the design's states and the integrators together
+        (``TrackingController.integral_lqr``; terminal weight ``Q_N`` and the
+        integrators' Bryson weight).
 
     Returns
     -------
     TrackingController
     """
     dt = check_positive(dt, "dt", "s")
+    if (input_disturbance or integral is not None) and sensors is None:
+        raise ParameterError("input_disturbance and integral need sensors (both live in the Kalman filter of an "
+                             "output-feedback design)")
+    if integral is not None and not isinstance(integral, IntegralAction):
+        raise ParameterError(f"integral must be an IntegralAction, got {type(integral).__name__}")
     horizon = check_positive(horizon, "horizon", "s")
     steps = int(round(horizon / dt))
     if steps < 1 or abs(steps * dt - horizon) > 1e-9 * max(1.0, horizon):
@@ -247,9 +296,36 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
         deviation = float(np.max(np.linalg.norm(samples.x[:, idx] - continuous.x[:, idx], axis=1)))
     estimator = None
     if sensors is not None:
-        estimator = design_estimator(ltv, disc, system.coordinate_names, sensors, process_std=process_std)
+        estimator = design_estimator(ltv, disc, system.coordinate_names, sensors, process_std=process_std,
+                                     input_disturbance=bool(input_disturbance), disturbance_map=disturbance_map,
+                                     integral=integral)
+    integral_lqr = None
+    if integral is not None:
+        integral_lqr = _integral_lqr(disc, estimator.integral_map, Q, R, Q_N, integral.max_integral_error)
     return TrackingController(system, reference, partition, dt, ltv, disc, lqr, samples, Q, R, Q_N, estimator,
-                              feedforward, deviation)
+                              feedforward, deviation, integral_lqr)
+
+
+def _integral_lqr(disc: DiscreteLTVSystem, H: np.ndarray, Q, R, Q_N, max_integral_error: float) -> FiniteHorizonLQR:
+    """The LQR of ``(X, zeta)`` with ``zeta_{k+1} = zeta_k + H_k X_k`` (the estimator's integrators)."""
+    Kt, N, nu = disc.Bd.shape
+    ni = H.shape[1]
+    A = np.zeros((Kt, N + ni, N + ni))
+    A[:, :N, :N] = disc.Ad
+    A[:, N:, :N] = H
+    A[:, N:, N:] = np.eye(ni)
+    B = np.zeros((Kt, N + ni, nu))
+    B[:, :N] = disc.Bd
+    w = np.eye(ni) / max_integral_error ** 2
+
+    def block(M):
+        out = np.zeros(M.shape[:-2] + (N + ni, N + ni))
+        out[..., :N, :N] = M
+        out[..., N:, N:] = w
+        return out
+
+    return finite_horizon_lqr(DiscreteLTVSystem.from_arrays(A, B), block(np.asarray(Q)), R,
+                              Q_N=block(np.asarray(Q_N)))
 
 
 def _design_along(system, reference, partition, samples, states, dt, t0, steps, Q, R, Q_N, max_state_errors,
@@ -416,7 +492,8 @@ EXACT_STATE_ERRORS: Mapping[str, float] = {**QS_STATE_ERRORS, "alpha": float(np.
 
 def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0: float = 0.0,
                    output_feedback: bool = True, max_input_error: float = float(np.deg2rad(3.0)),
-                   weight_scale: float = 1.0, process_std: float = float(np.deg2rad(0.5))) -> TrackingController:
+                   weight_scale: float = 1.0, process_std: float | None = None,
+                   offset_free: bool = True) -> TrackingController:
     """One of :data:`RIG_DESIGNS` for a :class:`~ballctl.RigProfile`, at the rig's control period.
 
     Parameters
@@ -439,8 +516,17 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         Bryson limit on the plate-angle corrections in rad.
     weight_scale : float
         Multiplies the Bryson state weights.
-    process_std : float
-        Kalman filter's input-referred process noise in rad.
+    process_std : float, optional
+        Kalman filter's input-referred process noise in rad. Default 0.25 deg
+        for an offset-free design (its disturbance states carry the slow model
+        error that the process noise must cover otherwise; on the tabletop rig
+        this halves the noise-driven RMS error) and 0.5 deg otherwise.
+    offset_free : bool
+        With output feedback: estimate and cancel a constant disturbance on
+        each plate angle (a level error) and one along the path that turns
+        with the motion (a rolling resistance; :func:`path_disturbance_map`),
+        so that neither leaves a steady error (default). Ignored for state
+        feedback.
 
     Returns
     -------
@@ -472,8 +558,89 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         substeps = 4
     in_names = plant.input_names
     kept = part.state_names if states is None else states
+    offset_free = bool(offset_free and output_feedback)
+    if process_std is None:
+        process_std = float(np.deg2rad(0.25 if offset_free else 0.5))
+    steps = int(round(check_positive(horizon, "horizon", "s") / rig.dt))
+    dmap = integral = None
+    if offset_free:
+        times = t0 + rig.dt * np.arange(steps + 1)
+        dmap = path_disturbance_map(plant, reference, times)
+        if os.environ.get("NOTAN"):
+            dmap = dmap[:, :, :2]
+        tangent = _path_tangent(plant, reference(times))
+        # the error along and across the path, integrated (m s): 5 mm held for 2 s weighs as 1 cm of error
+        directions = np.stack([tangent, np.stack([-tangent[:, 1], tangent[:, 0]], axis=1)], axis=1)
+        t_on = float(os.environ.get("TON", "2.0"))
+        ramp = np.clip((times - t0 - t_on) / 1.0, 0.0, 1.0)
+        directions = directions * (0.5 - 0.5 * np.cos(np.pi * ramp))[:, None, None]
+        integral = IntegralAction(("contact_x", "contact_y"), directions,
+                                  max_integral_error=float(os.environ.get("ZMAX", "0.01")))
+    if os.environ.get("NOINT"):
+        integral = None
     return design_tracking_lqr(
         plant, reference, part, dt=rig.dt, horizon=horizon, t0=t0, states=states,
         max_state_errors={k: v / np.sqrt(weight_scale) for k, v in errors.items() if k in kept},
         max_input_errors={nm: max_input_error for nm in in_names}, integrator="rk4", substeps=substeps,
-        sensors=rig.sensors if output_feedback else None, process_std=process_std)
+        sensors=rig.sensors if output_feedback else None, process_std=process_std,
+        input_disturbance=offset_free, disturbance_map=dmap, integral=integral)
+
+
+def _path_tangent(plant, samples: ReferenceSample) -> np.ndarray:
+    """Unit tangent of the reference path on the plate, faded out where the ball stands, shape (K, 2)."""
+    names = plant.coordinate_names
+    v = samples.xd[:, [names.index("contact_x"), names.index("contact_y")]]
+    speed = np.linalg.norm(v, axis=1)
+    v_eps = 0.05 * max(float(speed.max()), 1e-9)
+    return v / np.sqrt(speed ** 2 + v_eps ** 2)[:, None]
+
+
+def path_disturbance_map(plant, reference: Reference, times) -> np.ndarray:
+    r"""Input directions of a ball-plate's offset-free disturbances at ``times``, shape (K, 2, 3).
+
+    Three disturbance states in input units (rad): a constant offset of each
+    plate angle (a level error: the identity columns) and one along the path,
+    the plate tilt that accelerates the ball along its reference velocity,
+
+    .. math::
+
+        T_{:,2}(t) = rac{J_g^{-1}\,v}{k_b\,\sqrt{|v|^2 + v_\epsilon^2}},
+        \qquad J_g = rac{\partial g_{plate}}{\partial u}(u_{ref}),
+
+    with ``k_b = m R^2 / (I + m R^2)`` (contact acceleration per unit in-plane
+    gravity, eq. 44 of Agúndez et al. 2024 for the quasi-static plate) and
+    ``v_eps`` 5 % of the largest reference speed (where the ball stands the
+    column fades out instead of turning at random). A rolling resistance
+    ``c`` (a couple ``c N R`` opposing the rolling) is this state at
+    about ``-c`` rad; it turns with the motion, so on a curved path a constant
+    plate offset cannot represent it.
+
+    Parameters
+    ----------
+    plant : BallPlate or MovingPlateBallPlate or ServoPlateBallPlate
+        The design plant (its quasi-static ball gives ``J_g`` and ``k_b``).
+    reference : Reference
+    times : ndarray, shape (K,)
+        Control times in s.
+
+    Returns
+    -------
+    ndarray, shape (K, 2, 3)
+    """
+    from .plants.ball_plate import BallPlate
+
+    quasi = plant if isinstance(plant, BallPlate) else plant.quasi_static()
+    s = reference(np.asarray(times, dtype=float))
+    names = plant.coordinate_names
+    u = s.u[:, :2] if isinstance(plant, BallPlate) else s.x[:, [names.index("alpha"), names.index("beta")]]
+    h = 1e-6
+    J = np.empty((len(u), 2, 2))
+    for j in range(2):
+        du = np.zeros(2)
+        du[j] = h
+        J[:, :, j] = (quasi.gravity_in_plate(u + du)[:, :2] - quasi.gravity_in_plate(u - du)[:, :2]) / (2 * h)
+    tangent = _path_tangent(plant, s)
+    T = np.zeros((len(u), 2, 3))
+    T[:, 0, 0] = T[:, 1, 1] = 1.0
+    T[:, :, 2] = quasi.params.gravity * np.linalg.solve(J, tangent[:, :, None])[:, :, 0]
+    return T

@@ -107,6 +107,42 @@ def test_ode_plant_simulation_matches_its_constrained_form(name):
     assert np.max(np.abs(mapped - ode.x)) < 1e-7
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_contact_forces_are_batched_and_complex_step_safe(name):
+    """Every plant (bar the generalized-coordinate forms) has contact_forces -> (normal (...), tangential (..., k)):
+    stacked = looped to 1e-12, and a complex state gives the complex-step derivative (= central differences with
+    h = 1e-6 to their O(h^2) error, 1e-5 relative)."""
+    plant = PLANTS[name]()
+    if isinstance(plant, ConstrainedSystem) and not hasattr(plant, "contact_forces"):
+        pytest.skip("generalized-coordinate form of an ODE plant: its contact forces are the ODE plant's")
+    rng = np.random.default_rng(2)
+    if isinstance(plant, ConstrainedSystem):
+        states = [random_consistent_state(plant, rng, scale=0.2) for _ in range(3)]
+        X, XD, U = (np.array([s[i] for s in states]) for i in range(3))
+        call = lambda x, u, k=slice(None): plant.contact_forces(x, XD[k], U[k] if u is None else u)  # noqa: E731
+        k_tangential = 2
+    else:
+        system = plant.to_constrained_system()
+        states = [random_consistent_state(system, rng, scale=0.2) for _ in range(3)]
+        X = np.array([system.to_ode_state(x, xd) for x, xd, _ in states])
+        U = np.array([u for _, _, u in states])
+        call = lambda x, u, k=slice(None): plant.contact_forces(0.3, x, U[k] if u is None else u)  # noqa: E731
+        k_tangential = 2 if isinstance(plant, plants.RollingBall) else 1   # the disk rolls along e1 only
+    normal, tangential = call(X, None)
+    assert normal.shape == (3,) and tangential.shape == (3, k_tangential)
+    for k in range(3):
+        n_k, t_k = call(X[k], None, k)
+        assert n_k.shape == () and np.allclose(n_k, normal[k], rtol=1e-12) and np.allclose(t_k, tangential[k],
+                                                                                              rtol=1e-12, atol=1e-15)
+    v = rng.standard_normal(X.shape[1])
+    cs = call(X[0] + 1e-30j * v, None, 0)
+    assert np.iscomplexobj(cs[0])
+    h = 1e-6
+    fd = [(a - b) / (2 * h) for a, b in zip(call(X[0] + h * v, None, 0), call(X[0] - h * v, None, 0))]
+    for c, f in zip(cs, fd):
+        assert np.allclose(np.imag(c) / 1e-30, f, rtol=1e-5, atol=1e-7)
+
+
 # ----------------------------------------------------------------------- the check can fail
 class _NotComplexSafe(plants.BallPlate):
     name = "broken"

@@ -1,15 +1,22 @@
-"""The C output-feedback controller: compiled by gcc, it gives Python's commands for the same sensor samples."""
+"""The C controller: compiled by gcc (-Wall -Wextra -Wconversion -Werror, C99), it gives Python's commands."""
 
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ballctl
-from ballctl.rig import Sensor
-from ballctl.schedule import C_TEMPLATES, write_c_controller
+from ballctl.rig import RigLimits, Sensor
+from ballctl.schedule import (C_TEMPLATES, GENERATED_FILES, controller_data, controller_footprint, write_c_controller,
+                              write_controller_files)
+from ballctl.sil import C_FLAGS
 from ballctl.tracking import QS_STATE_ERRORS
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +38,23 @@ def run():
     return ctrl, r
 
 
+@pytest.fixture(scope="module")
+def periodic():
+    """A qs-contact design of the tabletop rig on a circle at 2 rad/s (period pi s), two periods."""
+    rig = ballctl.rig_preset("tabletop")
+    ref = ballctl.CircularMotion(rig.truth_plant().quasi_static(), 0.3, 2.0, 40.0)
+    horizon = rig.dt * int(np.ceil(2 * ref.period / rig.dt))
+    ctrl = ballctl.tracking.design_for_rig(rig, ref, "qs-contact", horizon=horizon)
+    return rig, ctrl
+
+
+def _compile(tmp_path, sources, exe=None, compiler="gcc", extra=()):
+    cmd = [compiler, *C_FLAGS, *extra, "-I", str(tmp_path)]
+    cmd += ["-c"] if exe is None else ["-o", str(exe)]
+    cmd += [str(s) for s in sources]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+
+
 def test_templates_are_package_data():
     from importlib import resources
 
@@ -49,33 +73,121 @@ def test_write_c_controller_needs_an_estimator(tmp_path):
         write_c_controller(ctrl, tmp_path)
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
+def test_bad_options_are_refused_early_with_the_parameter_named(run, periodic, tmp_path):
+    ctrl, _ = run
+    with pytest.raises(ballctl.ParameterError, match="fourier_order"):
+        controller_data(periodic[1], fourier_order=40)
+    with pytest.raises(ballctl.ParameterError, match="real"):
+        controller_data(periodic[1], real="float16")
+    with pytest.raises(ballctl.ParameterError, match="representation"):
+        controller_data(periodic[1], representation="table")
+    with pytest.raises(ballctl.ParameterError, match="max_deviation"):
+        controller_data(periodic[1], max_deviation=-1.0)
+    with pytest.raises(ballctl.ParameterError, match="at least one period"):   # 0.6 s of a 6.3 s period
+        controller_data(ctrl, representation="fourier")
+    with pytest.raises(ballctl.ParameterError, match="give rig or limits"):
+        controller_data(periodic[1], rig=periodic[0], limits=RigLimits())
+    with pytest.raises(ballctl.ParameterError, match="drop_states"):
+        controller_data(periodic[1], drop_states=["contact_x"])
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ballctl.FileArgumentError, match="is a file"):
+        write_c_controller(ctrl, tmp_path / "file")
+
+
+def test_header_defines_the_version_2_api(periodic, tmp_path):
+    rig, ctrl = periodic
+    files = write_c_controller(ctrl, tmp_path, rig=rig, fourier_order=3)
+    assert {p.name for p in files} == set(GENERATED_FILES) | set(C_TEMPLATES)
+    api = (tmp_path / "ballctl_controller.h").read_text() + (tmp_path / "ballctl_controller_config.h").read_text()
+    for name in ("BC_API_VERSION 2", "typedef float ballctl_real", "BC_N_SIGNALS 2", "BC_N_INPUTS 2",
+                 "BC_N_STATES 4", "BC_N_PERIOD 158", "int ballctl_reference(", "int ballctl_measure(",
+                 "ballctl_index ballctl_step(", "void ballctl_init("):
+        assert name in api
+    c_src = (tmp_path / "ballctl_controller.c").read_text()
+    assert "malloc" not in c_src and "#include <math.h>" not in c_src  # no dynamic memory, no libm
+    data = (tmp_path / "ballctl_controller_data.h").read_text()
+    assert "static const ballctl_real bc_f_Ad[BC_N_STATES * BC_N_STATES][BC_NB_AD]" in data
+    # the sizes of a periodic controller do not depend on the run length
+    fp = controller_footprint(tmp_path)
+    assert fp.flash_bytes < 16 * 1024 and fp.ram_bytes < 4 * 1024 and fp.multiply_adds_per_step < 2000
+
+
+@needs_gcc
+@pytest.mark.parametrize("representation, real", [("fourier", "float32"), ("fourier", "float64"),
+                                                  ("plan", "float32"), ("plan", "float64")])
+def test_c_compiles_warning_free(periodic, tmp_path, representation, real):
+    rig, ctrl = periodic
+    write_c_controller(ctrl, tmp_path, rig=rig, representation=representation, real=real, fourier_order=2)
+    res = _compile(tmp_path, [tmp_path / "ballctl_controller.c"])
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not available")
+def test_c_compiles_warning_free_on_a_32_bit_target(periodic, tmp_path):
+    rig, ctrl = periodic
+    write_c_controller(ctrl, tmp_path, rig=rig, fourier_order=2)
+    res = _compile(tmp_path, [tmp_path / "ballctl_controller.c"], compiler="arm-none-eabi-gcc",
+                   extra=("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"))
+    assert res.returncode == 0, res.stderr
+
+
+@needs_gcc
 def test_c_step_function_agrees_with_python(run, tmp_path):
+    """The plan export in double gives the commands of the Python loop (no rig limits: the command acts as sent)."""
     ctrl, r = run
-    write_c_controller(ctrl, tmp_path)
+    write_c_controller(ctrl, tmp_path, representation="plan", real="float64", drop_states=())
     steps = len(ctrl.times)
+    lat = ctrl.estimator.latency_steps
     y = np.where(np.isnan(r.y), 0.0, r.y)[:steps]
     rows = ",\n".join("{" + ", ".join(repr(float(v)) for v in row) + "}" for row in y)
     (tmp_path / "main.c").write_text(
         '#include <stdio.h>\n#include "ballctl_controller.h"\n'
-        f"static const double ys[BC_N_SAMPLES][BC_N_SIGNALS] = {{{rows}}};\n"
+        f"static const ballctl_real ys[{steps}][BC_N_SIGNALS] = {{{rows}}};\n"
         "static ballctl_controller c;\n"
-        "int main(void) {\n  double u[BC_N_INPUTS];\n  long k;\n  int i;\n  ballctl_init(&c);\n"
-        "  for (k = 0; k < BC_N_SAMPLES; ++k) {\n    ballctl_measure(&c, k, ys[k]);\n"
+        "int main(void) {\n  ballctl_real u[BC_N_INPUTS];\n  ballctl_index k;\n  int i;\n  ballctl_init(&c);\n"
+        f"  for (k = 0; k < {steps} + 5; ++k) {{\n"
+        f"    if (k - {lat} >= 0 && k - {lat} < {steps}) ballctl_measure(&c, k - {lat}, ys[k - {lat}]);\n"
         "    if (ballctl_step(&c, u) != k) return 1;\n"
         '    for (i = 0; i < BC_N_INPUTS; ++i) printf("%.17g%c", u[i], i + 1 < BC_N_INPUTS ? \' \' : \'\\n\');\n'
-        "  }\n  return ballctl_step(&c, u) == -1 ? 0 : 2;\n}\n")
+        "  }\n  return 0;\n}\n")
     exe = tmp_path / "ctl"
-    cc = subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-pedantic", "-Werror", "-o", str(exe),
-                         str(tmp_path / "main.c"), str(tmp_path / "ballctl_controller.c"), "-I", str(tmp_path)],
-                        capture_output=True, text=True)
+    cc = _compile(tmp_path, [tmp_path / "main.c", tmp_path / "ballctl_controller.c"], exe=exe)
     assert cc.returncode == 0, cc.stderr
     res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30)
     assert res.returncode == 0, res.stderr
     u_c = np.array([[float(v) for v in line.split()] for line in res.stdout.strip().splitlines()])
-    # the commands the Python loop applied (no rig limits: the command acts as sent), to printed precision
-    np.testing.assert_allclose(u_c, r.u[:steps], rtol=1e-12, atol=1e-15)
+    # the commands the Python loop applied, to printed precision; after the plan the hold goes on
+    np.testing.assert_allclose(u_c[:steps], r.u[:steps], rtol=1e-12, atol=1e-15)
     assert np.abs(r.u[:steps] - r.u_ref[:steps]).max() > 1e-4  # the feedback is doing something
+    assert u_c.shape[0] == steps + 5 and np.all(np.isfinite(u_c))
+
+
+@needs_gcc
+def test_the_firmware_example_of_the_docs_compiles(periodic, tmp_path):
+    rig, ctrl = periodic
+    write_c_controller(ctrl, tmp_path, rig=rig, fourier_order=2)
+    page = (ROOT / "docs" / "firmware.md").read_text()
+    blocks = re.findall(r"```c\n(.*?)```", page, flags=re.S)
+    main = next(b for b in blocks if "int main(void)" in b)
+    (tmp_path / "firmware_main.c").write_text(main)
+    res = _compile(tmp_path, [tmp_path / "firmware_main.c", tmp_path / "ballctl_controller.c"])
+    assert res.returncode == 0, res.stderr
+
+
+def test_controller_files_round_trip(periodic, tmp_path):
+    rig, ctrl = periodic
+    data = controller_data(ctrl, rig=rig, fourier_order=3)
+    write_controller_files(data, tmp_path)
+    from ballctl.schedule import ControllerData
+
+    with np.load(tmp_path / "ballctl_controller.npz") as npz:
+        back = ControllerData.from_npz(npz)
+    assert back.orders == data.orders and back.phase_step == data.phase_step
+    for g in data.arrays:
+        np.testing.assert_array_equal(back.arrays[g], data.arrays[g])
+    assert controller_footprint(tmp_path) == controller_footprint(data)
+    with pytest.raises(ballctl.ParameterError, match="no exported controller"):
+        controller_footprint(tmp_path / "missing")
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".json"])

@@ -3,20 +3,31 @@
 For a path on the plate and a rig (:class:`~ballctl.RigProfile`: the exact
 servo plate as truth, actuation limits, sensors), the job
 
-1. builds the references (quasi-static and exact inversion),
+1. builds the references (quasi-static and exact inversion) on the rig's
+   nominal plant (:meth:`~ballctl.RigProfile.design_plant`: no design sees the
+   rig's imperfections),
 2. designs every requested design (:data:`ballctl.tracking.RIG_DESIGNS`) with
-   the rig's Kalman filter (output feedback) or state feedback,
-3. **verifies** each on the truth plant (sensor rate, latency, noise, limits,
-   from the initial offset) and tabulates converged or not, RMS contact error
-   over the last period, peak tilt and estimator error,
-4. exports the best passing design (gains, feedforward, estimator) -- and
-   refuses to export a design that diverges or saturates persistently unless
-   ``--force`` (the failure is then written into the summary),
+   the rig's Kalman filter (output feedback, offset-free by default: it
+   estimates and cancels a plate level error and a rolling resistance) or
+   state feedback,
+3. **verifies** each on the truth plant -- the servo plate with the rig's
+   imperfections (level error, rolling resistance, lost frames, dead band,
+   timing jitter), sensor rate, latency, noise and limits, from the initial
+   offset -- and tabulates converged or not, RMS contact error over the last
+   period, peak tilt, estimator error and the contact (required friction
+   coefficient, least normal force: ``slips`` / ``lifts off``),
+4. **verifies each over the rig's uncertainty** (``--robust-runs`` runs, 200
+   by default, :func:`ballctl.verification.verify_over_uncertainty`) and
+   exports the design that passes both (nominal; >= 99 % of the drawn rigs
+   converge and their 95th-percentile RMS error is below ``--max-rms-error``)
+   with the smallest 95th-percentile error -- and refuses to export a design
+   that fails unless ``--force`` (the failure is then written into the summary),
 5. reruns the exported design with noise and latency set to zero, and writes
    the observability of each design per sensor set.
 
 Files: ``summary.md``, ``summary.json`` (strict JSON; layout in
-``docs/tracking.md``), ``tracking.png``, and when a design is exported
+``docs/tracking.md``), ``tracking.png``, ``robust.png`` (the error bands over
+the drawn rigs), and when a design is exported
 ``gain_schedule.npz``/``.json``/``.h``, ``estimator.npz`` and ``c_controller/``
 (the C step function with its generated data header).
 """
@@ -85,6 +96,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a design passes when its RMS contact error over the last period is below this, in m "
                         "(default 0.005)")
     g.add_argument("--seed", type=integer(low=0), default=0, help="sensor-noise seed")
+    g.add_argument("--robust-runs", type=integer(low=0), default=200,
+                   help="closed-loop runs over the rig's uncertainty per design (default 200; 0 verifies the "
+                        "nominal truth only)")
+    g.add_argument("--no-offset-free", dest="offset_free", action="store_false",
+                   help="designs without the disturbance estimator (a level error then leaves a steady error)")
     g.add_argument("--force", action="store_true",
                    help="export even a design that fails verification (the failure is written into the summary)")
     p.add_argument("--out", default="ballctl_out", help="output folder (default ballctl_out)")
@@ -158,7 +174,7 @@ def _references(args, rig, dt, with_exact: bool):
     from ..references import CircularMotion, PathMotion
     from ..references.moving_plate import MovingPlateMotion, exact_circular_motion
 
-    truth = rig.truth_plant()
+    truth = rig.design_plant()  # references are the design's: the imperfections are the truth's alone
     quasi = truth.quasi_static()
     center = tuple(args.center)
     path = _path(args, center)
@@ -216,9 +232,10 @@ def run(args: argparse.Namespace) -> int:
     from ..closed_loop import simulate_closed_loop
     from ..estimator import design_estimator
     from ..observability import sensor_table
-    from ..plotting import plot_tracking, save_figure
+    from ..plotting import plot_robust_bands, plot_tracking, save_figure
     from ..schedule import write_c_controller
     from ..tracking import RIG_DESIGNS, design_for_rig
+    from ..verification import verify_over_uncertainty
 
     if args.design != "auto" and args.design not in RIG_DESIGNS:
         raise ParameterError(f"--design must be auto or one of {', '.join(RIG_DESIGNS)}, got {args.design!r}")
@@ -231,22 +248,26 @@ def run(args: argparse.Namespace) -> int:
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     say(f"[1/5] rig {rig.name!r}: {rig.description}")
     designs = list(RIG_DESIGNS) if args.design == "auto" else [args.design]
-    truth, qs_ref, exact_ref, horizon, period = _references(args, rig, dt, "exact" in designs)
+    design_plant, qs_ref, exact_ref, horizon, period = _references(args, rig, dt, "exact" in designs)
+    truth = rig.truth_plant()
     say(f"[2/5] references: {args.path}, horizon {horizon:.4g} s at dt = {dt} s"
         + ("" if exact_ref is None else f" (exact inversion residual "
            f"{exact_ref.residuals['contact_acceleration']:.1e} m/s^2)"))
     x0, xd0 = _initial_state(qs_ref, exact_ref, args.offset)
+    x0_truth = rig.truth_initial_state(x0)  # the plate rests at its level error
     period_window = period if period is not None else horizon
+    divergence = max(0.2, 2 * args.radius)
     sim = dict(truth=truth, limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
-               divergence_error=max(0.2, 2 * args.radius), seed=args.seed)
-    controllers, runs, verification = {}, {}, {}
+               divergence_error=divergence, seed=args.seed, imperfections=rig.imperfections)
+    controllers, runs, verification, robust = {}, {}, {}, {}
     for i, name in enumerate(designs):
         say(f"[3/5] design {i + 1}/{len(designs)}: {name} ({RIG_DESIGNS[name]})")
         ctrl = design_for_rig(rig, exact_ref if name == "exact" else qs_ref, name, horizon=horizon,
                               output_feedback=args.feedback == "output", weight_scale=args.weight_scale,
-                              max_input_error=float(np.deg2rad(args.max_input_error_deg)))
+                              max_input_error=float(np.deg2rad(args.max_input_error_deg)),
+                              offset_free=args.offset_free)
         controllers[name] = ctrl
-        r = simulate_closed_loop(ctrl, x0, xd0, **sim)
+        r = simulate_closed_loop(ctrl, x0_truth, xd0, **sim)
         runs[name] = r
         sm = r.summary()
         last = r.t >= r.t[-1] - period_window - 1e-9
@@ -266,16 +287,36 @@ def run(args: argparse.Namespace) -> int:
             "diverged_at_s": sm.diverged_at_s,
             "zoh_reference_deviation_m": ctrl.zoh_deviation,
             "feedback": r.feedback,
+            "offset_free": ctrl.offset_free,
             "wall_time_s": sm.wall_time_s,
         }
-        say(f"      {reason}; RMS error {_fmt(verification[name]['rms_error_m'])} m, peak tilt "
+        say(f"      nominal: {reason}; RMS error {_fmt(verification[name]['rms_error_m'])} m, peak tilt "
             f"{verification[name]['peak_tilt_deg']:.3g} deg")
+        if args.robust_runs > 0:
+            rv = verify_over_uncertainty(ctrl, rig, x0, xd0, n_runs=args.robust_runs, seed=args.seed,
+                                         window_s=period_window, max_rms_error=args.max_rms_error,
+                                         divergence_error=divergence)
+            robust[name] = rv
+            verification[name]["robust"] = rv.as_dict()
+            if passed and not rv.passed:
+                passed = False
+                reason = (f"fails over the rig's uncertainty: {100 * rv.success_rate:.1f} % of "
+                          f"{rv.runs} runs converge, 95th-percentile RMS error {_fmt(rv.rms_p95_m)} m")
+                verification[name].update(passed=False, reason=reason)
+            say(f"      over {rv.runs} drawn rigs: {100 * rv.success_rate:.1f} % converge, RMS p50 "
+                f"{_fmt(rv.rms_p50_m)} m, p95 {_fmt(rv.rms_p95_m)} m ({rv.wall_time_s:.2g} s)")
     passing = [n for n in designs if verification[n]["passed"]]
     forced = False
+
+    def rank(n):  # the 95th percentile over the drawn rigs, else the nominal run
+        rv = robust.get(n)
+        return rv.rms_p95_m if rv is not None else verification[n]["rms_error_m"]
+
     if passing:
-        chosen = min(passing, key=lambda n: verification[n]["rms_error_m"])
+        chosen = min(passing, key=rank)
         why = (f"{chosen} passes with the smallest RMS error over the last period "
-               f"({verification[chosen]['rms_error_m']:.3g} m)")
+               + (f"at the 95th percentile over the drawn rigs ({rank(chosen):.3g} m)" if robust else
+                  f"({rank(chosen):.3g} m)"))
     elif args.force:
         finite = [n for n in designs if verification[n]["rms_error_m"] is not None] or designs
         chosen = min(finite, key=lambda n: verification[n]["rms_error_m"] or np.inf)
@@ -292,9 +333,14 @@ def run(args: argparse.Namespace) -> int:
         clean_rig = rig.without_imperfections()
         clean_ctrl = ctrl
         if ctrl.estimator is not None:
-            clean_ctrl = replace(ctrl, estimator=design_estimator(ctrl.ltv, ctrl.discrete,
-                                                                  ctrl.system.coordinate_names, clean_rig.sensors))
-        r_ideal = simulate_closed_loop(clean_ctrl, x0, xd0, **{**sim, "limits": clean_rig.limits})
+            est = ctrl.estimator
+            clean_ctrl = replace(ctrl, estimator=design_estimator(
+                ctrl.ltv, ctrl.discrete, ctrl.system.coordinate_names, clean_rig.sensors, process_std=est.process_std,
+                input_disturbance=ctrl.offset_free,
+                disturbance_map=est.disturbance_map if ctrl.offset_free else None))
+        r_ideal = simulate_closed_loop(clean_ctrl, x0, xd0, **{**sim, "limits": clean_rig.limits,
+                                                                "truth": clean_rig.truth_plant(),
+                                                                "imperfections": None})
         si = r_ideal.summary()
         ideal = {"rms_error_m": si.rms_error_last_period_m if si.rms_error_last_period_m is not None
                  else si.steady_state_error_m, "diverged_at_s": si.diverged_at_s,
@@ -322,6 +368,11 @@ def run(args: argparse.Namespace) -> int:
         files.append(args.animate)
     save_figure(plot_tracking(plotted, title=f"{args.path} on rig {rig.name!r} (truth: servo plate)"),
                 out / "tracking.png")
+    if robust:
+        save_figure(plot_robust_bands(robust, max_rms_error=args.max_rms_error,
+                                      title=f"{args.path} on rig {rig.name!r}: contact error over "
+                                            f"{args.robust_runs} drawn rigs"), out / "robust.png")
+        files.append("robust.png")
     summary = {
         "rig": rig.as_dict(),
         "path": {"kind": args.path, "size_m": args.radius, "rate_rad_s": args.omega,
@@ -342,12 +393,38 @@ def run(args: argparse.Namespace) -> int:
              f"horizon {horizon:.4g} s at dt = {dt} s; initial offset {tuple(args.offset)} m. "
              f"Truth: exact servo plate; {args.feedback} feedback.", "",
              "## Verification on the truth plant", "",
-             "| design | converged | RMS error last period [m] | peak tilt [deg] | estimator RMS error [m] | "
-             "verdict |", "|---|---|---|---|---|---|"]
+             f"Truth imperfections (no design sees them): level error "
+             f"{', '.join(f'{v:.3g}' for v in rig.imperfections.as_dict()['plate_offset_deg'])} deg, rolling "
+             f"resistance {rig.imperfections.rolling_resistance:g}, {100 * rig.imperfections.frame_drop:g} % frames "
+             f"lost, dead band {rig.imperfections.as_dict()['servo_deadband_deg']:.3g} deg, timing jitter "
+             f"{1e3 * rig.imperfections.timing_jitter_s:.3g} ms.", "",
+             "| design | offset-free | converged | RMS error last period [m] | peak tilt [deg] | "
+             "estimator RMS error [m] | verdict |", "|---|---|---|---|---|---|---|"]
     for n in designs:
         v = verification[n]
-        lines.append(f"| {n} | {'yes' if v['converged'] else 'no'} | {_fmt(v['rms_error_m'])} | "
-                     f"{v['peak_tilt_deg']:.3g} | {_fmt(v['estimator_rms_error_m'])} | {v['reason']} |")
+        lines.append(f"| {n} | {'yes' if v['offset_free'] else 'no'} | {'yes' if v['converged'] else 'no'} | "
+                     f"{_fmt(v['rms_error_m'])} | {v['peak_tilt_deg']:.3g} | {_fmt(v['estimator_rms_error_m'])} | "
+                     f"{v['reason']} |")
+    if robust:
+        unc = rig.uncertainty
+        lines += ["", f"## Verification over the rig's uncertainty ({args.robust_runs} drawn rigs per design)", "",
+                  f"Drawn per run: ball mass ({100 * unc.mass_rel:g} % std) and radius ({100 * unc.radius_rel:g} %), "
+                  f"servo bandwidth ({100 * unc.servo_bandwidth_rel:g} %), sensor latency error "
+                  f"(+-{1e3 * unc.latency_s:g} ms), level error ({np.rad2deg(unc.plate_offset):.3g} deg std about "
+                  f"the rig's), rolling resistance "
+                  f"({'the rig' + chr(39) + 's' if unc.rolling_resistance is None else '%g-%g' % unc.rolling_resistance}), "
+                  f"sensor noise ({100 * unc.noise_rel:g} %), initial offset ({1e3 * unc.initial_offset_m:g} mm "
+                  f"std); lost frames, dead band and jitter as the rig's.", "",
+                  f"Pass criteria: at least {100 * 0.99:g} % of the runs converge (not diverged and RMS error over "
+                  f"the last period below {args.max_rms_error:g} m) and the 95th-percentile RMS error is below "
+                  f"{args.max_rms_error:g} m.", "",
+                  "| design | converged runs | RMS p50 [m] | RMS p95 [m] | worst RMS [m] | passes |",
+                  "|---|---|---|---|---|---|"]
+        for n in designs:
+            rv = robust[n]
+            lines.append(f"| {n} | {100 * rv.success_rate:.1f} % | {_fmt(rv.rms_p50_m)} | {_fmt(rv.rms_p95_m)} | "
+                         f"{_fmt(rv.worst_rms_m) if np.isfinite(rv.worst_rms_m) else 'diverged'} | "
+                         f"{'yes' if rv.passed else 'no'} |")
     lines += ["", f"**Exported:** {chosen or 'nothing'} -- {why}."]
     if ideal is not None:
         lines.append(f"With noise and latency set to zero the exported design keeps an RMS error of "

@@ -266,6 +266,15 @@ def disk_rhs_function(disk: RollingDisk):
 # the quasi-static ball-plate (Aguendez et al. 2024, section 3.1)
 # ------------------------------------------------------------------------------------------------
 
+def _refuse_rolling_resistance(ball) -> None:
+    """Raise for a ball with rolling resistance: the CasADi equations model ideal rolling only."""
+    if ball.rolling_resistance > 0.0:
+        raise ParameterError(f"the planner's equations model ideal rolling: rolling_resistance = "
+                             f"{ball.rolling_resistance:g} (dimensionless) must be 0 to plan; plan on the plant "
+                             f"with dataclasses.replace(ball, rolling_resistance=0.0) and track the result on the "
+                             f"plant with rolling resistance")
+
+
 @dataclass(frozen=True)
 class BallPlateEquations:
     """The quasi-static ball-plate's equations as CasADi functions (equal to the compiled kernels).
@@ -308,11 +317,18 @@ def ball_plate_equations(plant: BallPlate) -> BallPlateEquations:
     Parameters
     ----------
     plant : BallPlate
-        The quasi-static plant (its parameters are baked in as constants).
+        The quasi-static plant (its parameters are baked in as constants),
+        without rolling resistance.
 
     Returns
     -------
     BallPlateEquations
+
+    Raises
+    ------
+    ParameterError
+        When the plant has ``rolling_resistance > 0``: these equations (and the
+        planners built on them) model ideal rolling.
 
     References
     ----------
@@ -322,6 +338,7 @@ def ball_plate_equations(plant: BallPlate) -> BallPlateEquations:
     if not isinstance(plant, BallPlate):
         raise ParameterError(f"plant must be a BallPlate (the quasi-static plate), got {type(plant).__name__}")
     p = plant.params
+    _refuse_rolling_resistance(p)
     m, R, inertia, g = float(p.mass), float(p.radius), float(p.ball_inertia), float(p.gravity)
     x, xd, u = ca.SX.sym("x", 5), ca.SX.sym("xd", 5), ca.SX.sym("u", 2)
     cps, sps = ca.cos(x[2]), ca.sin(x[2])
@@ -378,11 +395,16 @@ def moving_plate_contact_function(params: MovingPlateParameters):
     Parameters
     ----------
     params : MovingPlateParameters
-        Without plate spin (``with_spin=False``).
+        Without plate spin (``with_spin=False``) and without rolling resistance.
 
     Returns
     -------
     casadi.Function
+
+    Raises
+    ------
+    ParameterError
+        With plate spin or ``ball.rolling_resistance > 0`` (not transcribed).
         ``f(p (2), v (2), sigma, q (2), qd (2), qdd (2)) -> (a (2), sigma_dot)`` in m/s^2 and rad/s^2.
 
     References
@@ -393,6 +415,7 @@ def moving_plate_contact_function(params: MovingPlateParameters):
     if not isinstance(params, MovingPlateParameters) or params.with_spin:
         raise ParameterError("params must be MovingPlateParameters with with_spin=False (two plate angles)")
     b = params.ball
+    _refuse_rolling_resistance(b)
     R, g, m, inertia = float(b.radius), float(b.gravity), float(b.mass), float(b.ball_inertia)
     k_b = b.rolling_gain
     c_rot = inertia * R / (inertia + m * R * R)

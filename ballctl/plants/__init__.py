@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from .ball_plate import BallPlate, BallPlateParameters
 from .ball_plate_moving import MovingPlateBallPlate, MovingPlateParameters, ServoParameters, ServoPlateBallPlate
-from .base import check_plant, random_consistent_state
+from .base import check_plant, friction_coefficient_required, random_consistent_state
 from .internal_masses import PointMass
 from .paper import paper_ball_parameters, paper_disk_parameters
 from .rolling_ball import RollingBall, RollingBallParameters, RollingBallSystem
@@ -19,7 +19,7 @@ from .rolling_disk import RollingDisk, RollingDiskParameters, RollingDiskSystem
 __all__ = ["PLANTS", "BallPlate", "BallPlateParameters", "MovingPlateBallPlate", "MovingPlateParameters",
            "ServoParameters", "ServoPlateBallPlate", "PointMass", "RollingBall", "RollingBallParameters",
            "RollingBallSystem", "RollingDisk", "RollingDiskParameters", "RollingDiskSystem", "check_plant",
-           "random_consistent_state"]
+           "friction_coefficient_required", "random_consistent_state"]
 
 #: every plant: registry name -> builder of an instance (constrained plants and ODE plants)
 PLANTS: dict[str, Callable[[], object]] = {

@@ -57,6 +57,18 @@ Consequences used throughout ballctl: the contact point accelerates at
 :math:`k_b\, g_{plate}[:2]`, :math:`k_b = mR^2/(I + mR^2)`, independently of
 the orientation, and the spin about the plate normal
 :math:`\omega_z = \dot\psi + \dot\theta\sin\phi` is conserved.
+
+Rolling resistance (``BallPlateParameters.rolling_resistance`` :math:`c`,
+zero by default): a couple :math:`\tau = -c N R\,\omega_t/\sqrt{|\omega_t|^2+\varepsilon^2}`
+on the ball, :math:`\omega_t = (\omega_x, \omega_y, 0)`, :math:`N = m g\cos\alpha\cos\beta`,
+:math:`\varepsilon = 10^{-4}\,\mathrm{m/s} / R`, added to Q as :math:`G^T\tau`. On a
+level plate a rolling ball then decelerates at :math:`k_b\,c\,g` (to the
+regularization, :math:`\tfrac12(\varepsilon/|\omega_t|)^2` relative); the spin
+stays conserved. See :mod:`ballctl.plants.kernels.ball_plate`.
+
+:meth:`BallPlate.contact_forces` returns the plate's force on the ball,
+``F = m (a_G - g_plate)`` (the friction force is ``-lam``, the normal force
+:math:`m g\cos\alpha\cos\beta`).
 """
 
 from __future__ import annotations
@@ -66,7 +78,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._errors import ParameterError
-from .._validation import ProblemCollector, check_instance, check_positive
+from .._validation import ProblemCollector, check_finite_scalar, check_instance, check_positive
 from ..system import ConstrainedSystem
 from .kernels import ball_plate as _kernels
 from .kernels.batching import as_stacks, restore
@@ -98,12 +110,22 @@ class BallPlateParameters:
         solid sphere ``2/5 m R^2``; a thin hollow sphere is ``2/3 m R^2``.
     gravity : float
         Gravitational acceleration g in m/s^2 (> 0).
+    rolling_resistance : float
+        Coefficient of rolling resistance c, dimensionless, in [0, 1): the
+        contact exerts a couple of magnitude ``c N R`` on the ball (N the normal
+        force in N) opposing its rolling relative to the plate (the spin about
+        the normal is not resisted); see :mod:`ballctl.plants.kernels.ball_plate`.
+        Physical values are small: a steel ball on aluminium or glass about
+        0.001-0.005, a plastic ball on a hard plate about 0.005-0.02, rubber
+        on a soft surface up to about 0.1. The default 0 is the paper's ideal
+        rolling (and reproduces the plant without it bit for bit).
     """
 
     mass: float = 0.1
     radius: float = 0.02
     inertia: float | None = None
     gravity: float = 9.81
+    rolling_resistance: float = 0.0
     _inertia: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -111,6 +133,11 @@ class BallPlateParameters:
         m = check.attempt(lambda: check_positive(self.mass, "mass", "kg"))
         r = check.attempt(lambda: check_positive(self.radius, "radius", "m"))
         check.attempt(lambda: check_positive(self.gravity, "gravity", "m/s^2"))
+        c = check.attempt(lambda: check_finite_scalar(self.rolling_resistance, "rolling_resistance"))
+        if c is not None and not 0.0 <= c < 1.0:
+            check.add(f"rolling_resistance must lie in [0, 1) (dimensionless; physical values are about "
+                      f"0.001-0.02, a steel ball on aluminium 0.001-0.005), got {self.rolling_resistance!r}")
+            c = None
         inertia = None
         if self.inertia is not None:
             inertia = check.attempt(lambda: check_positive(self.inertia, "inertia", "kg m^2"))
@@ -123,6 +150,7 @@ class BallPlateParameters:
                           f"and > 0 (the parameters overflow or underflow double precision)")
         check.raise_if_any()
         object.__setattr__(self, "_inertia", float(inertia))
+        object.__setattr__(self, "rolling_resistance", float(c))
 
     @property
     def ball_inertia(self) -> float:
@@ -138,7 +166,8 @@ class BallPlateParameters:
     def as_dict(self) -> dict[str, float]:
         """Flat dictionary of the resolved parameters (for files and reports)."""
         return {"mass": float(self.mass), "radius": float(self.radius),
-                "inertia": self._inertia, "gravity": float(self.gravity)}
+                "inertia": self._inertia, "gravity": float(self.gravity),
+                "rolling_resistance": float(self.rolling_resistance)}
 
 
 def _cs(angle):
@@ -162,10 +191,10 @@ class BallPlate(ConstrainedSystem):
     ----------
     params : BallPlateParameters, optional
         Physical parameters; keyword arguments build one when omitted.
-    mass, radius, inertia, gravity : float, optional
+    mass, radius, inertia, gravity, rolling_resistance : float, optional
         Convenience: ``BallPlate(mass=0.2)`` equals
-        ``BallPlate(BallPlateParameters(mass=0.2))`` (kg, m, kg m^2, m/s^2);
-        not together with ``params``.
+        ``BallPlate(BallPlateParameters(mass=0.2))`` (kg, m, kg m^2, m/s^2,
+        dimensionless); not together with ``params``.
 
     References
     ----------
@@ -177,17 +206,18 @@ class BallPlate(ConstrainedSystem):
 
     def __init__(self, params: BallPlateParameters | None = None, *, mass: float | None = None,
                  radius: float | None = None, inertia: float | None = None,
-                 gravity: float | None = None) -> None:
+                 gravity: float | None = None, rolling_resistance: float | None = None) -> None:
         given = {k: v for k, v in (("mass", mass), ("radius", radius), ("inertia", inertia),
-                                   ("gravity", gravity)) if v is not None}
+                                   ("gravity", gravity), ("rolling_resistance", rolling_resistance))
+                 if v is not None}
         if params is None:
             params = BallPlateParameters(**given)
         elif given:
             raise ParameterError("pass either params or keyword parameters to BallPlate, not both")
         check_instance(params, "params", BallPlateParameters)
         self.params = params
-        self._kernel_parameters = np.array([params.mass, params.radius, params.ball_inertia, params.gravity],
-                                           dtype=float)
+        self._kernel_parameters = np.array([params.mass, params.radius, params.ball_inertia, params.gravity,
+                                            params.rolling_resistance], dtype=float)
         self._kernel_parameters.setflags(write=False)
         super().__init__(n_coordinates=5, n_holonomic=0, n_nonholonomic=2, n_inputs=2,
                          coordinate_names=COORDINATE_NAMES, input_names=INPUT_NAMES)
@@ -277,7 +307,11 @@ class BallPlate(ConstrainedSystem):
 
     @property
     def kernel_parameters(self) -> np.ndarray:
-        """Parameters packed for the kernels: ``(mass kg, radius m, inertia kg m^2, gravity m/s^2)``, shape (4,)."""
+        """Parameters packed for the kernels, shape (5,).
+
+        ``(mass kg, radius m, inertia kg m^2, gravity m/s^2, rolling_resistance)``
+        (:data:`ballctl.plants.kernels.ball_plate.N_PARAMETERS`).
+        """
         return self._kernel_parameters
 
     def mass_matrix(self, x, u=None) -> np.ndarray:
@@ -295,7 +329,10 @@ class BallPlate(ConstrainedSystem):
         return restore(_kernels.mass_matrix_batch(xs, self._kernel_parameters), lead)
 
     def forces(self, x, xd, u) -> np.ndarray:
-        """Generalized forces Q(x, xd, u), shape (..., 5): gravity and gyroscopic terms.
+        """Generalized forces Q(x, xd, u), shape (..., 5): gravity, gyroscopic terms and rolling resistance.
+
+        With ``rolling_resistance`` c > 0, Q includes the couple ``G^T tau``,
+        ``tau = -c N R omega_t / sqrt(|omega_t|^2 + eps^2)`` (module docstring).
 
         Parameters
         ----------
@@ -371,6 +408,37 @@ class BallPlate(ConstrainedSystem):
         lead, (xs, xds, us) = as_stacks([x, xd, u], [5, 5, 2])
         xdd, lam = _kernels.accelerations_batch(xs, xds, us, self._kernel_parameters, a, b)
         return restore(xdd, lead), restore(lam, lead)
+
+    def contact_forces(self, x, xd, u) -> tuple[np.ndarray, np.ndarray]:
+        """Force of the plate on the ball at the contact: the normal force and the friction force.
+
+        From the ball's Newton equation in the plate frame (treated, as the
+        quasi-static model does, as inertial with gravity ``g_plate``):
+        ``F = m (a_G - g_plate)``, ``a_G = (xdd_0, xdd_1, 0)`` from the exact
+        (unstabilized) :meth:`accelerations`. Hence ``N = m g cos(alpha)
+        cos(beta)`` and the friction force is ``-lam``; rolling without
+        slipping needs a friction coefficient of at least
+        :func:`~ballctl.plants.base.friction_coefficient_required`.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., 5)
+            Coordinates (SI units, rad).
+        xd : array_like, shape (..., 5)
+            Velocities.
+        u : array_like, shape (..., 2)
+            Plate angles in rad.
+
+        Returns
+        -------
+        normal : ndarray, shape (...)
+            Normal force N in N (along the plate normal, > 0 while pressing).
+        tangential : ndarray, shape (..., 2)
+            Friction force in N, plate axes x and y.
+        """
+        lead, (xs, xds, us) = as_stacks([x, xd, u], [5, 5, 2])
+        F = restore(_kernels.contact_forces_batch(xs, xds, us, self._kernel_parameters), lead)
+        return F[..., 2].copy(), F[..., :2].copy()
 
     def chart_margin(self, x) -> np.ndarray:
         """``cos(lean) - cos(LEAN_LIMIT)``: positive while the Z-X-Y chart is usable.

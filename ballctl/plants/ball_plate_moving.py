@@ -85,6 +85,26 @@ which is :math:`J_i(\omega_s^2 (u_i - q_i) - 2\zeta\omega_s\dot q_i)` for small
 signals: a second-order servo of bandwidth :math:`\omega_s` and damping
 :math:`\zeta`, with smooth (complex-step safe) torque and slew limits. The
 ball's reaction on the plate enters through the full :math:`M_{ball}, Q_{ball}`.
+A constant ``ServoParameters.set_point_offset`` :math:`\delta` (plate level or
+servo zero error) replaces :math:`u_i` by :math:`u_i + \delta_i` on the two tilt
+axes: the servo regulates the plate to :math:`u + \delta`.
+
+Rolling resistance
+------------------
+With ``ball.rolling_resistance`` :math:`c > 0` the contact exerts the couple
+:math:`\tau = -c N R\,w_t/\sqrt{|w_t|^2 + \varepsilon^2}` on the ball and
+:math:`-\tau` on the plate, :math:`w_t` the plate-plane part of the ball's
+angular velocity relative to the plate, :math:`N` the normal contact force,
+:math:`\varepsilon = 10^{-4}\,\mathrm{m/s}/R`; it adds
+:math:`G_{rel}^T\tau` to the ball rows of Q (the plate rows' shares cancel).
+N comes from the ball's Newton equation: exact for the prescribed plate, to
+:math:`O(c)` for the servo plate (details in
+:mod:`ballctl.plants.kernels.moving_plate`).
+
+Contact forces
+--------------
+:meth:`~_MovingPlateBase.contact_forces` returns the plate's force on the ball,
+:math:`F = m(H\ddot x + h - g_p)` in plate axes (normal and friction parts).
 
 Both plants are :class:`~ballctl.ConstrainedSystem` s; every method accepts a
 single state or a batch with a leading axis and is complex-step safe.
@@ -111,6 +131,7 @@ __all__ = ["MovingPlateParameters", "ServoParameters", "MovingPlateBallPlate", "
 
 BALL_NAMES = ("contact_x", "contact_y", "yaw", "lean", "roll")
 PLATE_NAMES = ("alpha", "beta", "plate_spin")
+_MAX_OFFSET = 0.2  # rad: bound of |ServoParameters.set_point_offset| (a level or zero error, not a command)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,7 +141,8 @@ class MovingPlateParameters:
     Attributes
     ----------
     ball : BallPlateParameters
-        Ball mass (kg), radius (m), inertia (kg m^2) and gravity (m/s^2).
+        Ball mass (kg), radius (m), inertia (kg m^2), gravity (m/s^2) and
+        rolling resistance (dimensionless; the couple acts between ball and plate).
     pivot_depth : float
         Distance d in m from the pivot up to the plate's top surface (>= 0,
         < 1 m); the ball centre sits at height ``R + d`` above the pivot in
@@ -172,6 +194,11 @@ class ServoParameters:
     max_rate : float or None
         Slew limit in rad/s (> 0), smooth ``tanh`` saturation of the rate
         set-point; None: unlimited.
+    set_point_offset : (float, float)
+        Constant angles ``(delta_alpha, delta_beta)`` in rad added to the
+        commanded tilt angles (a plate level error or a servo zero error):
+        the servos regulate the plate to ``u + set_point_offset``. Each finite
+        with ``|.| < 0.2`` rad; the spin servo of a turntable has none.
     """
 
     bandwidth: float = 60.0
@@ -179,6 +206,7 @@ class ServoParameters:
     plate_inertia: tuple[float, float, float] = (0.06, 0.06, 0.12)
     max_torque: float | None = None
     max_rate: float | None = None
+    set_point_offset: tuple[float, float] = (0.0, 0.0)
 
     def __post_init__(self) -> None:
         check_positive(self.bandwidth, "bandwidth", "rad/s")
@@ -198,6 +226,14 @@ class ServoParameters:
             check_positive(self.max_torque, "max_torque", "N m")
         if self.max_rate is not None:
             check_positive(self.max_rate, "max_rate", "rad/s")
+        offset = as_array(self.set_point_offset, "set_point_offset", unit="rad")
+        if offset.shape != (2,):
+            raise ShapeError(f"set_point_offset must have 2 entries (delta_alpha, delta_beta) in rad, got shape "
+                             f"{offset.shape}")
+        if np.any(np.abs(offset) >= _MAX_OFFSET):
+            raise ParameterError(f"set_point_offset must lie in (-{_MAX_OFFSET}, {_MAX_OFFSET}) rad on each axis (a "
+                                 f"level or zero error, not a command), got {[float(v) for v in offset]} rad")
+        object.__setattr__(self, "set_point_offset", tuple(float(v) for v in offset))
 
     @property
     def position_gain(self) -> float:
@@ -212,7 +248,8 @@ class ServoParameters:
     def as_dict(self) -> dict:
         """Flat dictionary of the parameters (for files and reports)."""
         return {"bandwidth": float(self.bandwidth), "damping": float(self.damping),
-                "plate_inertia": list(self.plate_inertia), "max_torque": self.max_torque, "max_rate": self.max_rate}
+                "plate_inertia": list(self.plate_inertia), "max_torque": self.max_torque, "max_rate": self.max_rate,
+                "set_point_offset": list(self.set_point_offset)}
 
 
 # ---------------------------------------------------------------- pure functions
@@ -260,8 +297,9 @@ class _MovingPlateBase(ConstrainedSystem):
         self.n_plate = n_p
         plate = PLATE_NAMES[:n_p]
         b = params.ball
+        # layout: ballctl.plants.kernels.moving_plate (N_PARAMETERS = 17); the servo fills 6..13 and 15..16
         self._kernel_parameters = np.array([b.mass, b.radius, b.ball_inertia, b.gravity, params.pivot_depth, n_p,
-                                            0.0, 0, 0, 0, 0, 0, 0, 0], dtype=float)
+                                            0.0, 0, 0, 0, 0, 0, 0, 0, b.rolling_resistance, 0.0, 0.0], dtype=float)
         super().__init__(n_coordinates=5 + n_p, n_holonomic=0, n_nonholonomic=2, n_inputs=n_p,
                          coordinate_names=BALL_NAMES + plate,
                          input_names=tuple(f"{p}{self.input_suffix}" for p in plate))
@@ -341,7 +379,10 @@ class _MovingPlateBase(ConstrainedSystem):
         :math:`(M_{ball}\ddot x - Q_{ball})_p` of the ball's own equations (the
         contact reactions have no plate components, see the module
         docstring); its power :math:`\tau\cdot\dot q_p` is the rate of change
-        of :meth:`ball_energy`. In N m for the tilt angles.
+        of :meth:`ball_energy`. In N m for the tilt angles. With rolling
+        resistance it includes the couple's plate share :math:`G_p^T\tau_{rr}`,
+        and the power balance gains the dissipation :math:`\tau_{rr}\cdot w \le 0`:
+        :math:`\dot E_{ball} = \tau\cdot\dot q_p + \tau_{rr}\cdot w`.
         """
         M, Q = self._ball_mass_and_forces(x, xd)
         return (np.einsum("...ij,...j->...i", M, np.asarray(xdd)) - Q)[..., 5:]
@@ -351,8 +392,41 @@ class _MovingPlateBase(ConstrainedSystem):
 
     @property
     def kernel_parameters(self) -> np.ndarray:
-        """Parameters packed for :mod:`ballctl.plants.kernels.moving_plate`, shape (14,)."""
+        """Parameters packed for :mod:`ballctl.plants.kernels.moving_plate`, shape (17,).
+
+        ``(mass kg, radius m, inertia kg m^2, gravity m/s^2, pivot_depth m, n_plate, kind, J_xx, J_yy,
+        J_zz kg m^2, position_gain 1/s, rate_gain 1/s, max_torque N m, max_rate rad/s, rolling_resistance,
+        set_point_offset (2) rad)``; the servo entries are 0 for the prescribed plate.
+        """
         return self._kernel_parameters
+
+    def contact_forces(self, x, xd, u) -> tuple[np.ndarray, np.ndarray]:
+        r"""Force of the plate on the ball at the contact: the normal force and the friction force.
+
+        From the ball's Newton equation, :math:`F = m(a - g_p)` with
+        :math:`a = H\ddot x + h` the inertial acceleration of the ball centre in
+        plate components and :math:`\ddot x` the exact (unstabilized)
+        :meth:`accelerations`; the normal part is :math:`F_z`, the friction force
+        :math:`F_{xy}` (see :func:`~ballctl.plants.base.friction_coefficient_required`).
+
+        Parameters
+        ----------
+        x, xd : array_like, shape (..., n)
+            Coordinates (m, rad) and velocities.
+        u : array_like, shape (..., n_plate)
+            Plate inputs (see the class docstring).
+
+        Returns
+        -------
+        normal : ndarray, shape (...)
+            Normal force N in N (along the plate normal, > 0 while pressing).
+        tangential : ndarray, shape (..., 2)
+            Friction force in N, plate axes x and y.
+        """
+        n = self.n_coordinates
+        lead, (xs, xds, us) = as_stacks([x, xd, u], [n, n, self.n_plate])
+        F = restore(_kernels.contact_forces_batch(xs, xds, us, self._kernel_parameters), lead)
+        return F[..., 2].copy(), F[..., :2].copy()
 
     def mass_and_forces(self, x, xd, u) -> tuple[np.ndarray, np.ndarray]:
         """``M(x)`` and ``Q(x, xd, u)`` from one kernel call (cheaper than :meth:`mass_matrix` and :meth:`forces`).
@@ -488,10 +562,13 @@ class ServoPlateBallPlate(_MovingPlateBase):
         kp[11] = servo.rate_gain
         kp[12] = servo.max_torque or 0.0
         kp[13] = servo.max_rate or 0.0
+        kp[15:17] = servo.set_point_offset
         self._kernel_parameters = kp
+        self._offset = np.zeros(self.n_plate)
+        self._offset[:2] = servo.set_point_offset
 
     def servo_torque(self, x, xd, u) -> np.ndarray:
-        """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p).
+        """Servo torques ``tau`` on the plate axes in N m, shape (..., n_p), regulating to ``u + set_point_offset``.
 
         Parameters
         ----------
@@ -509,8 +586,9 @@ class ServoPlateBallPlate(_MovingPlateBase):
     def commands_for_torque(self, x, xd, tau) -> np.ndarray:
         """Invert :meth:`servo_torque`: the commanded angles that produce ``tau``, shape (..., n_p).
 
-        Raises ``ValueError`` when the torque or the implied rate set-point
-        reaches a servo limit.
+        The set point that produces ``tau`` minus ``servo.set_point_offset``
+        (the command the servo needs). Raises ``ValueError`` when the torque or
+        the implied rate set-point reaches a servo limit.
 
         Parameters
         ----------
@@ -534,7 +612,7 @@ class ServoPlateBallPlate(_MovingPlateBase):
                 raise ParameterError(f"the required rate set-point {np.abs(rate).max():.4g} rad/s reaches "
                                  f"max_rate = {sv.max_rate} rad/s")
             rate = sv.max_rate * np.arctanh(rate / sv.max_rate)
-        return x[..., 5:] + rate / sv.position_gain
+        return x[..., 5:] + rate / sv.position_gain - self._offset
 
     def plate_kinetic_energy(self, x, xd) -> np.ndarray:
         """Kinetic energy of the plate ``1/2 Omega^T J Omega`` in J.

@@ -64,10 +64,51 @@ import json
 import numpy as np
 
 from .._derivatives import directional_derivative
-from .._errors import ParameterError
+from .._errors import ParameterError, ShapeError
+from .._validation import as_array
 from ..system import ConstrainedSystem, check_system
 
-__all__ = ["random_consistent_state", "check_plant", "is_ode_plant"]
+__all__ = ["random_consistent_state", "check_plant", "is_ode_plant", "friction_coefficient_required"]
+
+
+def friction_coefficient_required(normal, tangential) -> np.ndarray:
+    r"""Smallest Coulomb friction coefficient that keeps a contact from slipping, :math:`|F_t| / N`.
+
+    For the ``(normal, tangential)`` pair that the plants' ``contact_forces``
+    return. Where the normal force is not positive (the body would lift off)
+    no coefficient suffices and the result is ``inf``.
+
+    Parameters
+    ----------
+    normal : array_like, shape (...)
+        Normal contact force N in N.
+    tangential : array_like, shape (..., k)
+        Tangential (friction) force in N, ``k`` components (2 on a plate or a
+        floor, 1 for the disk).
+
+    Returns
+    -------
+    ndarray, shape (...)
+        :math:`|F_t|/N`, dimensionless (``inf`` where ``N <= 0``).
+
+    Examples
+    --------
+    >>> friction_coefficient_required([2.0, 0.0], [[0.3, 0.4], [0.1, 0.0]])
+    array([0.25,  inf])
+    """
+    normal = as_array(normal, "normal", unit="N")
+    tangential = as_array(tangential, "tangential", unit="N")
+    if tangential.ndim == 0:
+        raise ShapeError("tangential must have shape (..., k) in N, got a scalar")
+    try:
+        shape = np.broadcast_shapes(normal.shape, tangential.shape[:-1])
+    except ValueError as exc:
+        raise ShapeError(f"normal (shape {normal.shape}) and tangential (shape {tangential.shape}, i.e. (..., k)) "
+                         "must have matching leading shapes") from exc
+    magnitude = np.sqrt(np.sum(tangential * tangential, axis=-1))
+    pressing = normal > 0.0
+    ratio = magnitude / np.where(pressing, normal, 1.0)
+    return np.broadcast_to(np.where(pressing, ratio, np.inf), shape).copy()
 
 
 def is_ode_plant(plant) -> bool:

@@ -272,6 +272,35 @@ class InternalMassesPlant:
         lead, out = self._call(self.kernels.rhs_batch, t, x, u, self._mode)
         return restore(out, lead)
 
+    def contact_forces(self, t, x, u) -> tuple[np.ndarray, np.ndarray]:
+        """Force of the floor on the body at the contact point: normal and tangential parts (compiled kernel).
+
+        Newton's equation of the whole plant, ``F = sum_i m_i a_i + M g e3 - F_e(t)``
+        (``M`` the total mass, the sum over the body and every point mass,
+        ``a_i`` their absolute accelerations under the inputs ``u``), so the
+        normal force is the total weight plus the masses' vertical inertial
+        forces. Subclasses give the shapes.
+
+        Parameters
+        ----------
+        t : float
+            Time in s (the external force).
+        x : array_like, shape (..., n_states)
+            Plant state.
+        u : array_like, shape (..., n)
+            Rail accelerations or rail forces, per ``inputs``.
+
+        Returns
+        -------
+        normal : ndarray, shape (...)
+            Normal force in N (along e3, > 0 while pressing on the floor).
+        tangential : ndarray, shape (..., k)
+            Friction force in N in the floor plane (k = 2 for the ball, 1 for the disk).
+        """
+        lead, out = self._call(self.kernels.contact_force_batch, t, x, u, self._mode)
+        F = restore(out, lead)
+        return F[..., -1].copy(), F[..., :-1].copy()
+
     @property
     def parameters(self):
         """Deprecated spelling of :attr:`params` (removed in the next release)."""

@@ -360,6 +360,32 @@ class RollingBall(InternalMassesPlant):
         """
         return super().rhs(t, x, u)
 
+    def contact_forces(self, t, x, u) -> tuple[np.ndarray, np.ndarray]:
+        """Force of the floor on the ball at the contact point, spatial frame (compiled kernel).
+
+        ``F = sum_{i>=0} m_i a_i + M g e3 - F_e(t)`` with ``a_i`` the absolute
+        acceleration of the shell's CM (``i = 0``, at ``chi0``) and of each point
+        mass (module docstring), ``M = total_mass_kg``; see
+        :func:`ballctl.plants.kernels.rolling_ball.contact_force`.
+
+        Parameters
+        ----------
+        t : float
+            Time in s (the external force).
+        x : array_like, shape (..., 2n + 9)
+            State (eq. 7.1).
+        u : array_like, shape (..., n)
+            Rail accelerations or rail forces, per ``inputs``.
+
+        Returns
+        -------
+        normal : ndarray, shape (...)
+            Normal force in N along e3 (the total weight at rest).
+        tangential : ndarray, shape (..., 2)
+            Friction force in N along e1, e2.
+        """
+        return super().contact_forces(t, x, u)
+
     def dae_mass_matrix(self) -> np.ndarray:
         """The DAE mass matrix (7.5), ``diag(1_{2n}, 0, 1_8)``, shape (2n + 9, 2n + 9)."""
         d = np.ones(self.n_states)

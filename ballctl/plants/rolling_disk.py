@@ -313,6 +313,31 @@ class RollingDisk(InternalMassesPlant):
         """
         return super().rhs(t, x, u)
 
+    def contact_forces(self, t, x, u) -> tuple[np.ndarray, np.ndarray]:
+        """Force of the floor on the disk at the contact point, spatial (e1, e3) plane (compiled kernel).
+
+        ``F = sum_{i>=0} m_i a_i + M g e3 - F_e1(t) e1`` with ``a_i`` the absolute
+        accelerations of m0's CM and of each point mass; see
+        :func:`ballctl.plants.kernels.rolling_disk.contact_force`.
+
+        Parameters
+        ----------
+        t : float
+            Time in s (the external force).
+        x : array_like, shape (..., 2n + 2)
+            States (eq. 6.1).
+        u : array_like, shape (..., n)
+            Rail accelerations or rail forces, per ``inputs``.
+
+        Returns
+        -------
+        normal : ndarray, shape (...)
+            Normal force in N along e3 (the total weight at rest).
+        tangential : ndarray, shape (..., 1)
+            Friction force in N along e1 (kept as a length-1 axis, like the ball's (..., 2)).
+        """
+        return super().contact_forces(t, x, u)
+
     def energy(self, x):
         """Total energy ``T + V`` in J, shape (...); conserved with fixed (or free) masses and ``F_e = 0``.
 

@@ -3,12 +3,19 @@
 * :mod:`ballctl.schedule.data` -- :class:`GainSchedule`: the data (gains,
   feedforward, reference, weights, partition) and its file formats
   (``.npz``/``.json`` with checksum, CSV, a C header with the gain lookup);
-* :mod:`ballctl.schedule.c_controller` -- :func:`write_c_controller`: the
-  output-feedback controller in C (generated data header plus the shipped
-  template ``templates/ballctl_controller.c``/``.h``).
+* :mod:`ballctl.schedule.compact` -- :class:`ControllerData`: the controller a
+  microcontroller runs forever (periodic Fourier series or a plan with a hold,
+  float32, the rig's command shaping) and :func:`controller_footprint`;
+* :mod:`ballctl.schedule.c_controller` -- :func:`write_c_controller`: that
+  controller in C (generated headers plus the shipped template
+  ``templates/ballctl_controller.c``/``.h``) and as the ``.npz`` file of the
+  Python twin :class:`ballctl.runtime.ControllerRuntime`.
 """
 
-from .c_controller import C_TEMPLATES, write_c_controller
+from .c_controller import C_TEMPLATES, GENERATED_FILES, write_c_controller, write_controller_files
+from .compact import ControllerData, ControllerFootprint, controller_data, controller_footprint
 from .data import SCHEDULE_FORMAT, SCHEDULE_FORMAT_VERSION, GainSchedule
 
-__all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule", "write_c_controller", "C_TEMPLATES"]
+__all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule", "write_c_controller", "C_TEMPLATES",
+           "GENERATED_FILES", "write_controller_files", "ControllerData", "ControllerFootprint", "controller_data",
+           "controller_footprint"]

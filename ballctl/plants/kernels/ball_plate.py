@@ -2,9 +2,34 @@ r"""Compiled equations of the quasi-static ball-plate (:class:`~ballctl.BallPlat
 
 The single source of the plant's equations; the derivation is in
 :mod:`ballctl.plants.ball_plate`. Parameters are packed as
-``p = (mass kg, radius m, inertia kg m^2, gravity m/s^2)`` (see
-:meth:`~ballctl.BallPlate.kernel_parameters`); ``x = (contact_x, contact_y,
+``p = (mass kg, radius m, inertia kg m^2, gravity m/s^2, rolling_resistance)``
+(see :meth:`~ballctl.BallPlate.kernel_parameters`); ``x = (contact_x, contact_y,
 yaw, lean, roll)``, ``u = (alpha, beta)`` in rad.
+
+Rolling resistance (``c = p[4]``, dimensionless): a couple on the ball
+
+.. math::
+
+    \tau = -c\,N R\,\frac{\omega_t}{\sqrt{|\omega_t|^2 + \varepsilon^2}},\qquad
+    \omega_t = (\omega_x, \omega_y, 0),\qquad \varepsilon = v_\varepsilon / R,
+
+opposing the rolling part of the ball's angular velocity relative to the
+plate (the spin about the normal is not resisted), with
+:data:`ROLLING_SPEED_SCALE` :math:`v_\varepsilon = 10^{-4}` m/s the contact
+speed below which the direction is smoothed (the right-hand side stays
+analytic, for the integrators and complex steps: only ``sqrt`` of a sum of
+squares, no ``abs``). It enters ``Q`` through the virtual power,
+``Q += G^T tau`` with ``omega = G(x) xd`` (:func:`rolling_couple`). In this
+quasi-static model the ball centre stays at height R in the plate frame,
+which is treated as inertial with gravity ``g_plate``, so the normal force is
+exactly ``N = -m g_plate,z = m g cos(alpha) cos(beta)`` (no dependence on the
+accelerations). With ``c = 0`` the couple is skipped (bit-identical to the
+model without it).
+
+Contact force (:func:`contact_forces`): Newton's equation of the ball in the
+plate frame, ``F = m (a_G - g_plate)`` with ``a_G = (xdd_0, xdd_1, 0)`` from
+the exact index-1 accelerations; ``F_xy = -lam`` (the friction force) and
+``F_z = N``.
 
 Structured index-1 solve: the rolling constraints read
 ``D = [I_2 | E(x)]`` with ``E`` acting on the angles ``(yaw, lean, roll)``
@@ -31,14 +56,33 @@ from numba import njit
 
 from .linalg import solve_symmetric_inplace
 
-__all__ = ["N_COORDINATES", "N_CONSTRAINTS", "N_INPUTS", "N_PARAMETERS", "mass_matrix", "forces",
-           "constraint_jacobian", "constraint_bias", "accelerations", "mass_matrix_batch", "forces_batch",
-           "constraint_jacobian_batch", "constraint_bias_batch", "accelerations_batch"]
+__all__ = ["N_COORDINATES", "N_CONSTRAINTS", "N_INPUTS", "N_PARAMETERS", "ROLLING_SPEED_SCALE", "mass_matrix",
+           "forces", "constraint_jacobian", "constraint_bias", "accelerations", "rolling_couple", "contact_forces",
+           "mass_matrix_batch", "forces_batch", "constraint_jacobian_batch", "constraint_bias_batch",
+           "accelerations_batch", "contact_forces_batch"]
 
 N_COORDINATES = 5
 N_CONSTRAINTS = 2
 N_INPUTS = 2
-N_PARAMETERS = 4
+N_PARAMETERS = 5
+
+#: contact speed v_eps in m/s below which the rolling-resistance direction is smoothed (eps = v_eps / R in rad/s)
+ROLLING_SPEED_SCALE = 1e-4
+
+
+@njit(cache=True)
+def rolling_couple(w0, w1, normal, c, R):
+    r"""Rolling-resistance couple on the ball, plate components ``(tau_x, tau_y)`` in N m (``tau_z = 0``).
+
+    :math:`\tau_t = -c N R\,\omega_t / \sqrt{|\omega_t|^2 + \varepsilon^2}` with
+    :math:`\omega_t = (w_0, w_1)` the rolling part (rad/s) of the ball's angular
+    velocity relative to the plate, ``normal`` N in N, ``c`` dimensionless,
+    ``R`` in m and :math:`\varepsilon` = :data:`ROLLING_SPEED_SCALE` / R;
+    analytic in ``w0, w1, normal`` (complex-step safe).
+    """
+    eps = ROLLING_SPEED_SCALE / R
+    scale = -(c * R) * normal / np.sqrt(w0 * w0 + w1 * w1 + eps * eps)
+    return scale * w0, scale * w1
 
 
 @njit(cache=True)
@@ -58,7 +102,8 @@ def mass_matrix(x, p, out):
 
 @njit(cache=True)
 def forces(x, xd, u, p, out):
-    """Q(x, xd, u), shape (5,): gravity in the plate frame and the gyroscopic terms."""
+    """Q(x, xd, u), shape (5,): gravity in the plate frame, the gyroscopic terms and, for ``c = p[4] > 0``,
+    the rolling-resistance couple ``G^T tau`` (module docstring) with ``N = m g cos(alpha) cos(beta)``."""
     mass, inertia, g = p[0], p[2], p[3]
     ca = np.cos(u[0])
     sa = np.sin(u[0])
@@ -70,6 +115,15 @@ def forces(x, xd, u, p, out):
     out[2] = -inertia * dth * dphi * cph
     out[3] = inertia * dpsi * dth * cph
     out[4] = -inertia * dpsi * dphi * cph
+    if p[4] > 0.0:
+        cps = np.cos(x[2])
+        sps = np.sin(x[2])
+        # omega_x = dphi cps - dth sps cph, omega_y = dphi sps + dth cps cph (the rows of G used here)
+        w0 = dphi * cps - dth * sps * cph
+        w1 = dphi * sps + dth * cps * cph
+        t0, t1 = rolling_couple(w0, w1, mass * g * (ca * np.cos(u[1])), p[4], p[1])
+        out[3] += cps * t0 + sps * t1
+        out[4] += cph * (cps * t1 - sps * t0)
 
 
 @njit(cache=True)
@@ -153,6 +207,23 @@ def accelerations(x, xd, u, p, a, b, xdd, lam):
 
 
 @njit(cache=True)
+def contact_forces(x, xd, u, p, out):
+    """Contact force of the plate on the ball in plate axes, ``out (3,) = (F_x, F_y, N)`` in N.
+
+    ``F = m (a_G - g_plate)``, ``a_G = (xdd_0, xdd_1, 0)`` from the exact index-1 accelerations
+    (no Baumgarte terms): ``F_xy = -lam`` (friction), ``N = m g cos(alpha) cos(beta)``.
+    """
+    mass, g = p[0], p[3]
+    xdd = np.empty(5, dtype=out.dtype)
+    lam = np.empty(2, dtype=out.dtype)
+    accelerations(x, xd, u, p, 0.0, 0.0, xdd, lam)
+    ca = np.cos(u[0])
+    out[0] = mass * (xdd[0] - g * (ca * np.sin(u[1])))
+    out[1] = mass * (xdd[1] + g * np.sin(u[0]))
+    out[2] = mass * g * (ca * np.cos(u[1]))
+
+
+@njit(cache=True)
 def mass_matrix_batch(x, p):
     """``mass_matrix`` over a stack ``x (K, 5)``: returns ``(K, 5, 5)`` of ``x``'s dtype."""
     out = np.empty((x.shape[0], 5, 5), dtype=x.dtype)
@@ -196,3 +267,12 @@ def accelerations_batch(x, xd, u, p, a, b):
     for k in range(x.shape[0]):
         accelerations(x[k], xd[k], u[k], p, a, b, xdd[k], lam[k])
     return xdd, lam
+
+
+@njit(cache=True)
+def contact_forces_batch(x, xd, u, p):
+    """``contact_forces`` over stacks ``(K, 5), (K, 5), (K, 2)``: returns ``(K, 3)`` = ``(F_x, F_y, N)`` in N."""
+    out = np.empty((x.shape[0], 3), dtype=x.dtype)
+    for k in range(x.shape[0]):
+        contact_forces(x[k], xd[k], u[k], p, out[k])
+    return out

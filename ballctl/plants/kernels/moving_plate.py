@@ -6,11 +6,38 @@ The single source of the equations of :class:`~ballctl.MovingPlateBallPlate` and
 ``kernel_parameters`` of the plants)::
 
     p = (mass kg, radius m, inertia kg m^2, gravity m/s^2, pivot_depth m, n_plate, kind,
-         J_xx, J_yy, J_zz kg m^2, position_gain 1/s, rate_gain 1/s, max_torque N m, max_rate rad/s)
+         J_xx, J_yy, J_zz kg m^2, position_gain 1/s, rate_gain 1/s, max_torque N m, max_rate rad/s,
+         rolling_resistance, set_point_offset_alpha rad, set_point_offset_beta rad)
 
-with ``kind`` 0 for the prescribed plate (inputs: plate angular accelerations)
-and 1 for the servo plate (inputs: commanded angles); a limit of 0 means none.
+(``N_PARAMETERS = 17``) with ``kind`` 0 for the prescribed plate (inputs: plate
+angular accelerations) and 1 for the servo plate (inputs: commanded angles); a
+limit of 0 means none; the set-point offsets are 0 for the prescribed plate
+(the spin servo of a turntable has none).
 ``x = (contact_x, contact_y, yaw, lean, roll, alpha, beta[, plate_spin])``.
+
+Rolling resistance (``c = p[14]``): the couple of
+:func:`ballctl.plants.kernels.ball_plate.rolling_couple` acts on the ball,
+:math:`\tau = -c N R\,\omega_t/\sqrt{|\omega_t|^2+\varepsilon^2}` with
+:math:`\omega_t` the plate-plane part of the ball's angular velocity relative
+to the plate, :math:`w = G_{rel}\dot q_a`, and :math:`-\tau` on the plate. By
+virtual power, :math:`\tau\cdot\omega_b - \tau\cdot\Omega = \tau\cdot w`, so
+``Q += J_rel^T tau`` with ``J_rel = [G_rel | 0]``: the ball rows only, the
+plate rows' shares of the two couples cancel. The normal force is the plate
+normal component of the ball's Newton equation,
+:math:`N = m(a_z - g_{p,z})`, :math:`a = H\ddot x + h`, which involves only the
+plate accelerations (``H[2, :5] = 0``): exactly ``u`` for the prescribed plate;
+for the servo plate they come from the exact (unstabilized) solve *without*
+the couple, so N is exact to :math:`O(c)` and the couple to :math:`O(c^2)`
+(one fixed-point step; the relative error of N is of the order of the couple's
+effect on the plate acceleration, :math:`\sim c\, m R (R + d) / J`). Q stays a
+function of ``(x, xd, u)`` only, so eq. (1) holds exactly with it. With
+``c = 0`` nothing is added (bit-identical to the model without it).
+
+Servo set-point offset (``p[15:17]``): the servo regulates to ``u + offset``
+(:func:`servo_torque`), a plate level or servo zero error.
+
+Contact force (:func:`contact_forces`): ``F = m (H xdd + h - g_plate)`` in
+plate axes from the exact accelerations; ``F_z`` is the normal force.
 
 Structured index-1 solve: the rolling constraints are ``D = [I_2 | E]`` with
 ``E`` acting on the other ``n - 2`` coordinates (zero plate columns).
@@ -37,14 +64,15 @@ from numba import njit
 
 from .ball_plate import constraint_bias as _ball_bias
 from .ball_plate import constraint_jacobian as _ball_jacobian
+from .ball_plate import rolling_couple
 from .linalg import solve_unit_constrained
 
 __all__ = ["N_PARAMETERS", "plate_kinematics", "terms", "ball_mass_and_forces", "mass_and_forces",
-           "constraint_jacobian", "constraint_bias", "accelerations", "plate_kinematics_batch", "terms_batch",
-           "ball_mass_and_forces_batch", "mass_and_forces_batch", "accelerations_batch", "servo_torque",
-           "servo_torque_batch", "plate_forces", "plate_forces_batch"]
+           "constraint_jacobian", "constraint_bias", "accelerations", "contact_forces", "plate_kinematics_batch",
+           "terms_batch", "ball_mass_and_forces_batch", "mass_and_forces_batch", "accelerations_batch",
+           "contact_forces_batch", "servo_torque", "servo_torque_batch", "plate_forces", "plate_forces_batch"]
 
-N_PARAMETERS = 14
+N_PARAMETERS = 17
 
 
 @njit(cache=True)
@@ -192,11 +220,14 @@ def ball_mass_and_forces(x, xd, p, M, Q):
 
 @njit(cache=True)
 def servo_torque(x, xd, u, p, out):
-    """Servo torques in N m on the plate axes (kind 1), length n_p."""
+    """Servo torques in N m on the plate axes (kind 1), length n_p; set point ``u + offset`` (``p[15:17]``)."""
     n_p = int(p[5])
     kp, kv, max_torque, max_rate = p[10], p[11], p[12], p[13]
     for j in range(n_p):
-        err = u[j] - x[5 + j]
+        offset = 0.0
+        if j < 2:
+            offset = p[15 + j]
+        err = (u[j] + offset) - x[5 + j]
         if max_rate > 0:
             rate = max_rate * np.tanh(kp * err / max_rate)
         else:
@@ -228,18 +259,65 @@ def mass_and_forces(x, xd, u, p, M, Q):
         for j in range(n_p):
             M[5 + j, 5 + j] = 1.0
             Q[5 + j] = u[j] + 0.0 * Qb[5 + j]
-        return
-    M[:, :] = Mb
-    Q[:] = Qb
+    else:
+        M[:, :] = Mb
+        Q[:] = Qb
+        Gp = np.empty((3, n_p), dtype=dt)
+        plate = np.empty(n_p, dtype=dt)
+        plate_forces(x, xd, p, Gp, plate)
+        tau = np.empty(n_p, dtype=dt)
+        servo_torque(x, xd, u, p, tau)
+        for a in range(n_p):
+            for b in range(n_p):
+                M[5 + a, 5 + b] += (Gp[0, a] * p[7] * Gp[0, b] + Gp[1, a] * p[8] * Gp[1, b]
+                                    + Gp[2, a] * p[9] * Gp[2, b])
+            Q[5 + a] += plate[a] + tau[a]
+    if p[14] > 0.0:
+        _add_rolling_resistance(x, xd, u, p, M, Q)
+
+
+@njit(cache=True)
+def _add_rolling_resistance(x, xd, u, p, M, Q):
+    """``Q[:5] += G_rel^T tau`` (module docstring), ``M, Q`` the plant's without the couple."""
+    n_p = int(p[5])
+    n = 5 + n_p
+    dt = Q.dtype
+    qdd = np.empty(n_p, dtype=dt)
+    if p[6] == 0.0:
+        for j in range(n_p):
+            qdd[j] = u[j]
+    else:   # plate accelerations of the exact solve without the couple: N to O(c)
+        D = np.empty((2, n), dtype=dt)
+        constraint_jacobian(x, p, D)
+        r = np.empty(2, dtype=dt)
+        constraint_bias(x, xd, p, r)
+        r[0] = -r[0]
+        r[1] = -r[1]
+        xdd0 = np.empty(n, dtype=dt)
+        lam0 = np.empty(2, dtype=dt)
+        solve_unit_constrained(M, Q, D[:, 2:], r, xdd0, lam0)
+        for j in range(n_p):
+            qdd[j] = xdd0[5 + j]
+    H = np.empty((3, n), dtype=dt)
+    G = np.empty((3, n), dtype=dt)
+    h = np.empty(3, dtype=dt)
+    g_v = np.empty(3, dtype=dt)
+    g_plate = np.empty(3, dtype=dt)
+    Om = np.empty(3, dtype=dt)
     Gp = np.empty((3, n_p), dtype=dt)
-    plate = np.empty(n_p, dtype=dt)
-    plate_forces(x, xd, p, Gp, plate)
-    tau = np.empty(n_p, dtype=dt)
-    servo_torque(x, xd, u, p, tau)
-    for a in range(n_p):
-        for b in range(n_p):
-            M[5 + a, 5 + b] += Gp[0, a] * p[7] * Gp[0, b] + Gp[1, a] * p[8] * Gp[1, b] + Gp[2, a] * p[9] * Gp[2, b]
-        Q[5 + a] += plate[a] + tau[a]
+    Gpdot_qd = np.empty(3, dtype=dt)
+    s = np.empty(3, dtype=dt)
+    terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s)
+    az = h[2]
+    for j in range(n_p):
+        az += H[2, 5 + j] * qdd[j]
+    normal = p[0] * (az - g_plate[2])
+    # relative angular velocity w = G_rel xd[:5] (plate components), its plate-plane part
+    w0 = G[0, 3] * xd[3] + G[0, 4] * xd[4]
+    w1 = G[1, 3] * xd[3] + G[1, 4] * xd[4]
+    t0, t1 = rolling_couple(w0, w1, normal, p[14], p[1])
+    for i in range(5):
+        Q[i] += G[0, i] * t0 + G[1, i] * t1
 
 
 @njit(cache=True)
@@ -297,6 +375,36 @@ def accelerations(x, xd, u, p, a, b, xdd, lam):
             dxd += D[i, j] * xd[j]
         r[i] = -r[i] - 2.0 * a * dxd
     solve_unit_constrained(M, Q, D[:, 2:], r, xdd, lam)
+
+
+@njit(cache=True)
+def contact_forces(x, xd, u, p, out):
+    """Contact force of the plate on the ball in plate axes, ``out (3,) = (F_x, F_y, N)`` in N.
+
+    ``F = m (a - g_plate)``, ``a = H xdd + h`` the inertial acceleration of the ball centre (plate
+    components), ``xdd`` the exact (unstabilized) accelerations.
+    """
+    n_p = int(p[5])
+    n = 5 + n_p
+    dt = out.dtype
+    xdd = np.empty(n, dtype=dt)
+    lam = np.empty(2, dtype=dt)
+    accelerations(x, xd, u, p, 0.0, 0.0, xdd, lam)
+    H = np.empty((3, n), dtype=dt)
+    G = np.empty((3, n), dtype=dt)
+    h = np.empty(3, dtype=dt)
+    g_v = np.empty(3, dtype=dt)
+    g_plate = np.empty(3, dtype=dt)
+    Om = np.empty(3, dtype=dt)
+    Gp = np.empty((3, n_p), dtype=dt)
+    Gpdot_qd = np.empty(3, dtype=dt)
+    s = np.empty(3, dtype=dt)
+    terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s)
+    for i in range(3):
+        acc = h[i] - g_plate[i]
+        for j in range(n):
+            acc += H[i, j] * xdd[j]
+        out[i] = p[0] * acc
 
 
 @njit(cache=True)
@@ -366,6 +474,16 @@ def accelerations_batch(x, xd, u, p, a, b):
     for k in range(K):
         accelerations(x[k], xd[k], u[k], p, a, b, xdd[k], lam[k])
     return xdd, lam
+
+
+@njit(cache=True)
+def contact_forces_batch(x, xd, u, p):
+    """``contact_forces`` over stacks ``(K, n), (K, n), (K, n_p)``: returns ``(K, 3)`` = ``(F_x, F_y, N)`` in N."""
+    K = x.shape[0]
+    out = np.empty((K, 3), dtype=x.dtype)
+    for k in range(K):
+        contact_forces(x[k], xd[k], u[k], p, out[k])
+    return out
 
 
 @njit(cache=True)

@@ -22,6 +22,18 @@ give the symmetric positive definite ``(3 + n)`` system of the module
 docstring of :mod:`ballctl.plants.rolling_ball`. Both are solved by the
 unpivoted LDL^T of :func:`~ballctl.plants.kernels.linalg.solve_symmetric_inplace`,
 analytic in the entries (complex-step safe).
+
+Contact force (:func:`contact_force`): Newton's equation of the whole ball
+(the shell with m0 at ``chi0`` and every point mass), spatial frame,
+
+.. math::
+
+    F_{contact} = \sum_{i\ge 0} m_i a_i + M g\,e_3 - F_e,\qquad
+    \Lambda^T (a_i + g e_3) = \dot\Omega\times s_i + \ddot\theta_i\zeta_i' + c_i,
+
+with :math:`M = \sum m_i`, ``s_i = r Gamma + zeta_i`` and ``c_i`` as above (the
+GC accelerates at :math:`r\,\dot\omega\times e_3`, the absolute acceleration
+of mass ``i`` of :mod:`ballctl.plants.rolling_ball`).
 """
 
 from __future__ import annotations
@@ -33,7 +45,8 @@ from .linalg import solve_symmetric_inplace, solve_unit_constrained
 from .rails import rail_geometry
 
 __all__ = ["N_BASE_PARAMETERS", "chart_kinematics", "chart_rate_term", "solve", "rhs", "rhs_batch", "solve_batch",
-           "system_terms", "system_terms_batch", "system_accelerations_batch"]
+           "contact_force", "contact_force_batch", "system_terms", "system_terms_batch",
+           "system_accelerations_batch"]
 
 N_BASE_PARAMETERS = 9
 
@@ -228,6 +241,73 @@ def solve_batch(x, u, table, use_table, zeta, dzeta, ddzeta, p, fe, mode):
         else:
             solve(x[k], u[k], zeta[k], dzeta[k], ddzeta[k], p, fe, mode, Lam, Omd[k], thdd[k], tau[k])
     return Omd, thdd, tau
+
+
+@njit(cache=True)
+def contact_force(x, u, zeta, dzeta, ddzeta, p, fe, mode, out):
+    """Force of the floor on the ball at the contact point, spatial frame, ``out (3,)`` in N (module docstring).
+
+    ``out[2]`` is the normal force, ``out[:2]`` the friction force; ``mode`` as in :func:`solve`.
+    """
+    n = zeta.shape[0]
+    dt = out.dtype
+    r, g = p[1], p[8]
+    Lam = np.empty((3, 3), dtype=dt)
+    Omd = np.empty(3, dtype=dt)
+    thdd = np.empty(n, dtype=dt)
+    tau = np.empty(n, dtype=dt)
+    solve(x, u, zeta, dzeta, ddzeta, p, fe, mode, Lam, Omd, thdd, tau)
+    G0, G1, G2 = Lam[2, 0], Lam[2, 1], Lam[2, 2]
+    o0, o1, o2 = x[2 * n + 4], x[2 * n + 5], x[2 * n + 6]
+    f0 = 0.0 * o0
+    f1 = 0.0 * o0
+    f2 = 0.0 * o0
+    for i in range(n + 1):
+        if i == 0:
+            mi = p[0]
+            z0, z1, z2 = p[5] + 0.0 * o0, p[6] + 0.0 * o0, p[7] + 0.0 * o0
+        else:
+            mi = p[N_BASE_PARAMETERS + i - 1]
+            z0, z1, z2 = zeta[i - 1, 0], zeta[i - 1, 1], zeta[i - 1, 2]
+        s0, s1, s2 = r * G0 + z0, r * G1 + z1, r * G2 + z2
+        # a_i + g Gamma = Omega_dot x s_i + g Gamma + Omega x (Omega x zeta_i) [+ rail terms], body axes
+        w0 = o1 * z2 - o2 * z1
+        w1 = o2 * z0 - o0 * z2
+        w2 = o0 * z1 - o1 * z0
+        a0 = (Omd[1] * s2 - Omd[2] * s1) + g * G0 + (o1 * w2 - o2 * w1)
+        a1 = (Omd[2] * s0 - Omd[0] * s2) + g * G1 + (o2 * w0 - o0 * w2)
+        a2 = (Omd[0] * s1 - Omd[1] * s0) + g * G2 + (o0 * w1 - o1 * w0)
+        if i > 0:
+            j = i - 1
+            td = x[n + j]
+            e0, e1, e2 = dzeta[j, 0], dzeta[j, 1], dzeta[j, 2]
+            a0 += 2.0 * td * (o1 * e2 - o2 * e1) + td * td * ddzeta[j, 0] + thdd[j] * e0
+            a1 += 2.0 * td * (o2 * e0 - o0 * e2) + td * td * ddzeta[j, 1] + thdd[j] * e1
+            a2 += 2.0 * td * (o0 * e1 - o1 * e0) + td * td * ddzeta[j, 2] + thdd[j] * e2
+        f0 += mi * a0
+        f1 += mi * a1
+        f2 += mi * a2
+    for a in range(3):
+        out[a] = Lam[a, 0] * f0 + Lam[a, 1] * f1 + Lam[a, 2] * f2 - fe[a]
+
+
+@njit(cache=True)
+def contact_force_batch(x, u, table, use_table, zeta, dzeta, ddzeta, p, fe, mode):
+    """``contact_force`` over stacks ``x (K, 2n + 9)``, ``u (K, n)``: ``(K, 3)`` in N (geometry as ``rhs_batch``)."""
+    K = x.shape[0]
+    n = (x.shape[1] - 9) // 2
+    dt = x.dtype
+    out = np.empty((K, 3), dtype=dt)
+    z = np.empty((n, 3), dtype=dt)
+    dz = np.empty((n, 3), dtype=dt)
+    ddz = np.empty((n, 3), dtype=dt)
+    for k in range(K):
+        if use_table:
+            rail_geometry(x[k, :n], table, z, dz, ddz)
+            contact_force(x[k], u[k], z, dz, ddz, p, fe, mode, out[k])
+        else:
+            contact_force(x[k], u[k], zeta[k], dzeta[k], ddzeta[k], p, fe, mode, out[k])
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,6 +13,16 @@ given otherwise, as in :mod:`ballctl.plants.kernels.rolling_ball`. ``fe`` is
 the horizontal external force ``F_e1(t)`` in N; ``mode`` 0 prescribes rail
 accelerations, 1 rail forces (the ``(1 + n)`` symmetric positive definite
 system, solved by the unpivoted LDL^T).
+
+Contact force (:func:`contact_force`): Newton's equation of the whole disk in
+the spatial ``(e1, e3)`` plane, :math:`F = \sum_{i\ge0} m_i a_i + M g\,e_3 - F_{e1} e_1`,
+with the GC at :math:`-r\ddot\phi\,e_1` and, for ``Lambda = R(phi)`` and
+``J = [[0, -1], [1, 0]]``,
+
+.. math::
+
+    a_i = -r\ddot\phi\,e_1 + \Lambda\big(\ddot\phi J\zeta_i - \dot\phi^2\zeta_i
+          + 2\dot\phi\dot\theta_i J\zeta_i' + \dot\theta_i^2\zeta_i'' + \ddot\theta_i\zeta_i'\big).
 """
 
 from __future__ import annotations
@@ -23,8 +33,8 @@ from numba import njit
 from .linalg import solve_symmetric_inplace, solve_unit_constrained
 from .rails import rail_geometry
 
-__all__ = ["N_BASE_PARAMETERS", "solve", "rhs", "rhs_batch", "solve_batch", "system_terms", "system_terms_batch",
-           "system_accelerations_batch"]
+__all__ = ["N_BASE_PARAMETERS", "solve", "rhs", "rhs_batch", "solve_batch", "contact_force", "contact_force_batch",
+           "system_terms", "system_terms_batch", "system_accelerations_batch"]
 
 N_BASE_PARAMETERS = 6
 
@@ -145,6 +155,65 @@ def solve_batch(x, u, table, use_table, zeta, dzeta, ddzeta, p, fe, mode):
         else:
             phidd[k] = solve(x[k], u[k], zeta[k], dzeta[k], ddzeta[k], p, fe, mode, thdd[k], tau[k])
     return phidd, thdd, tau
+
+
+@njit(cache=True)
+def contact_force(x, u, zeta, dzeta, ddzeta, p, fe, mode, out):
+    """Force of the floor on the disk at the contact point, ``out (2,) = (F_1, F_3)`` in N (module docstring).
+
+    ``F_3`` is the normal force, ``F_1`` the friction force along ``e1``; ``mode`` as in :func:`solve`.
+    """
+    n = zeta.shape[0]
+    dt = out.dtype
+    r, g = p[1], p[5]
+    thdd = np.empty(n, dtype=dt)
+    tau = np.empty(n, dtype=dt)
+    phidd = solve(x, u, zeta, dzeta, ddzeta, p, fe, mode, thdd, tau)
+    pd = x[2 * n + 1]
+    c = np.cos(x[2 * n])
+    s = np.sin(x[2 * n])
+    f1 = 0.0 * pd
+    f3 = 0.0 * pd
+    total = p[0]
+    for i in range(n + 1):
+        if i == 0:
+            mi = p[0]
+            z1, z3 = p[3] + 0.0 * pd, p[4] + 0.0 * pd
+            b1 = phidd * (-z3) - pd * pd * z1
+            b3 = phidd * z1 - pd * pd * z3
+        else:
+            j = i - 1
+            mi = p[N_BASE_PARAMETERS + j]
+            total += mi
+            z1, z3 = zeta[j, 0], zeta[j, 2]
+            e1, e3 = dzeta[j, 0], dzeta[j, 2]
+            td = x[n + j]
+            # body-plane acceleration: phidd J zeta - pd^2 zeta + 2 pd td J zeta' + td^2 zeta'' + thdd zeta'
+            b1 = phidd * (-z3) - pd * pd * z1 + 2.0 * pd * td * (-e3) + td * td * ddzeta[j, 0] + thdd[j] * e1
+            b3 = phidd * z1 - pd * pd * z3 + 2.0 * pd * td * e1 + td * td * ddzeta[j, 2] + thdd[j] * e3
+        f1 += mi * (-r * phidd + (c * b1 - s * b3))
+        f3 += mi * (s * b1 + c * b3)
+    out[0] = f1 - fe
+    out[1] = f3 + total * g
+
+
+@njit(cache=True)
+def contact_force_batch(x, u, table, use_table, zeta, dzeta, ddzeta, p, fe, mode):
+    """``contact_force`` over stacks ``x (K, 2n + 2)``, ``u (K, n)``: returns ``(K, 2)`` in N (geometry as the ball)."""
+    K = x.shape[0]
+    n = (x.shape[1] - 2) // 2
+    dt = x.dtype
+    out = np.empty((K, 2), dtype=dt)
+    z = np.empty((n, 3), dtype=dt)
+    dz = np.empty((n, 3), dtype=dt)
+    ddz = np.empty((n, 3), dtype=dt)
+    for k in range(K):
+        if use_table:
+            rail_geometry(x[k, :n], table, z, dz, ddz)
+            contact_force(x[k], u[k], z, dz, ddz, p, fe, mode, out[k])
+        else:
+            contact_force(x[k], u[k], zeta[k], dzeta[k], ddzeta[k], p, fe, mode, out[k])
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

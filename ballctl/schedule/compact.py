@@ -1,0 +1,716 @@
+r"""The controller a microcontroller runs forever: compact data built from a verified design.
+
+:func:`controller_data` turns an output-feedback :class:`~ballctl.TrackingController`
+and the rig's command shaping into a :class:`ControllerData`: everything the C
+step (``templates/ballctl_controller.c``) and its Python twin
+(:class:`ballctl.runtime.ControllerRuntime`) need, and nothing that grows with
+the run length.
+
+Two representations
+-------------------
+``"fourier"`` (periodic references, ``reference.period``)
+    Every time-varying array is a truncated Fourier series in the reference's
+    phase :math:`\varphi_k = 2\pi\,\mathrm{frac}(k\,\Delta t / T)`,
+
+    .. math::  A(\varphi) = A_0 + \sum_{h=1}^{H} A_{c,h}\cos h\varphi + A_{s,h}\sin h\varphi ,
+
+    so the controller needs no whole number of steps per period and runs
+    forever (the phase is a 64-bit fixed-point count of turns: it wraps
+    exactly, with an increment error below :math:`2^{-65}` turn per step).
+    What is fitted, by least squares over the design's samples:
+
+    * the prediction model ``Ad``, ``Bd`` and the measurement matrices ``C``
+      over the whole horizon (``C`` per residue of the sensors' sampling
+      pattern, order 0 when it is constant, e.g. a camera on the contact point),
+    * the feedforward ``u_ff`` and the reference of the measured signals over
+      the last period (the zero-order-hold reference has settled there),
+    * the LQR gains of the *periodic* LQR: a backward Riccati sweep
+      (:func:`ballctl.lqr.riccati_sweep`) over two periods of the fitted model
+      with the design's weights, the first period kept (the finite horizon's
+      terminal weight has decayed there),
+    * the Kalman update gains of the design's filter over its last period
+      (its most settled stretch; a filter with undetectable modes, such as the
+      ball's spin seen by a camera, never reaches a periodic solution, so the
+      last verified period is wrapped rather than a ``periodic_kalman`` that
+      would not converge).
+
+    States that cannot influence the command (no column in the model apart
+    from their own, none in ``C``, gains below ``1e-6`` of the largest: the
+    ball's roll angle) are dropped (``drop_states="auto"``); the estimates of
+    the other states are then exactly those of the full filter.
+
+``"plan"`` (finite references)
+    Per-step tables of the design over its horizon, then a hold forever: the
+    last sample frozen, its stationary LQR (``periodic_lqr`` of the one-step
+    system) and the filter gains of the plan's last steps. A plan that ends at
+    rest holds there.
+
+RAM is fixed by the latency and the state size (ring buffers of
+``latency_steps + 1`` steps, at least 2); flash by the representation.
+
+The command shaping of the rig (:class:`~ballctl.RigLimits`: quantum, tilt,
+slew, actuation latency) is part of the data: the C step applies quantum and
+tilt to its command and feeds the estimator the input that acts on the plate
+(slew-limited and delayed, averaged over the step), exactly as
+:func:`ballctl.simulate_closed_loop` does.
+
+The choice of ``fourier_order`` is a verification question (closed loop on
+the truth plant against the design): :func:`ballctl.sil.export_controller`
+answers it; this module builds the data for a given order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._errors import ParameterError, RiccatiConvergenceError, ScheduleFileError
+from .._validation import check_choice, check_integer, check_positive
+from ..discretize import DiscreteLTVSystem
+from ..loop_step import delay_segments, shape_command
+from ..lqr import periodic_lqr, riccati_sweep
+
+__all__ = ["ControllerData", "ControllerFootprint", "controller_data", "controller_footprint", "phase_step",
+           "REPRESENTATIONS", "REALS", "CONTROLLER_FORMAT_VERSION", "GROUPS"]
+
+#: version of the exported controller (``BC_API_VERSION`` of the C header)
+CONTROLLER_FORMAT_VERSION = 2
+#: how the time-varying arrays are stored
+REPRESENTATIONS = ("auto", "fourier", "plan")
+#: scalar type of the exported controller
+REALS = ("float32", "float64")
+#: the time-varying arrays, in the order the C data header lists them: name -> (shape keys, per class)
+GROUPS = {"Ad": (("N", "N"), False), "Bd": (("N", "nu"), False), "C": (("ny", "N"), True),
+          "M": (("N", "ny"), True), "K": (("nu", "N"), False), "u_ff": (("nu",), False),
+          "y_ref": (("ny",), False)}
+
+_TWO64 = 1 << 64
+#: bytes of the step function's code on a Cortex-M4F (arm-none-eabi-gcc -O2, measured by benchmarks/pil_cortex_m4.py)
+CODE_BYTES_M4 = 4096
+
+
+def phase_step(dt: float, period: float) -> int:
+    """The phase increment per control step as a 64-bit fixed-point fraction of a turn.
+
+    Parameters
+    ----------
+    dt : float
+        Control period in s.
+    period : float
+        Reference period in s.
+
+    Returns
+    -------
+    int
+        ``round(dt / period * 2**64) mod 2**64``.
+    """
+    return int(round(dt / period * _TWO64)) % _TWO64
+
+
+def _angles(k: np.ndarray, step: int) -> np.ndarray:
+    """Phase angle in rad of steps ``k`` (the controller's fixed-point phase, as a double)."""
+    theta = np.array([(int(j) * step) % _TWO64 for j in np.asarray(k).ravel()], dtype=object)
+    return np.array([float(t >> 11) for t in theta]) * (2.0 ** -53) * (2.0 * np.pi)
+
+
+def _basis(phi: np.ndarray, order: int) -> np.ndarray:
+    """``(K, 2 order + 1)``: 1, cos phi, sin phi, cos 2phi, ..."""
+    cols = [np.ones_like(phi)]
+    for h in range(1, order + 1):
+        cols += [np.cos(h * phi), np.sin(h * phi)]
+    return np.stack(cols, axis=1)
+
+
+def _fit(values: np.ndarray, phi: np.ndarray, order: int) -> tuple[np.ndarray, float]:
+    """Least-squares Fourier coefficients ``(entries, 2 order + 1)`` of ``values (K, ...)`` and the max residual."""
+    A = values.reshape(values.shape[0], -1)
+    B = _basis(phi, order)
+    coef, *_ = np.linalg.lstsq(B, A, rcond=None)
+    resid = float(np.max(np.abs(A - B @ coef))) if A.size else 0.0
+    return np.ascontiguousarray(coef.T), resid
+
+
+@dataclass(frozen=True, eq=False)
+class ControllerData:
+    """Everything the exported controller holds (file format ``CONTROLLER_FORMAT_VERSION``).
+
+    Arrays are float64 values already rounded to ``real`` (so the C header,
+    the ``.npz`` file and the Python twin hold the same numbers).
+
+    Attributes
+    ----------
+    kind : str
+        ``"fourier"`` (periodic, runs forever) or ``"plan"`` (tables, then a hold).
+    real : str
+        ``"float32"`` or ``"float64"``.
+    dt : float
+        Control period in s.
+    state_names, input_names, signal_names : tuple of str
+        The filter's states (after dropped ones), inputs (rad), measured signals (m or rad).
+    latency_steps : int
+        Control steps until every sample of a step has arrived.
+    sampled : ndarray of bool, shape (S, ny)
+        Sampling pattern: signal m is sampled at step j when ``sampled[j % S, m]``.
+    arrays : dict
+        Per group (:data:`GROUPS`): ``"fourier"``: coefficients ``(entries, 2 H + 1)``, or per class
+        ``(S, entries, 2 H + 1)`` for ``C`` and ``M``; ``"plan"``: tables ``(n_plan, *shape)``
+        (``(n_plan, *shape)`` also for ``C`` and ``M``, which carry the pattern).
+    orders : dict
+        Fourier order H of each group (0: constant); empty for a plan.
+    hold : dict
+        ``"plan"``: the arrays used after the plan (``C``/``M`` per class ``(S, *shape)``); empty otherwise.
+    period_s : float or None
+        Reference period in s (fourier).
+    phase_step : int
+        Phase increment per step in 2**-64 turns (fourier; 0 for a plan).
+    n_plan : int
+        Steps of the plan's tables (0 for fourier).
+    quantum, max_angle, max_rate : float
+        Command shaping in rad, rad, rad/s (0: none).
+    delay_steps : int
+        Whole control steps of actuation latency.
+    delay_frac_s : float
+        Fraction of a step of actuation latency in s.
+    u_start : ndarray, shape (nu,)
+        Input the plate holds before the first command (rad).
+    max_deviation : ndarray, shape (ny,)
+        A measurement farther than this from the reference is refused (m or rad).
+    innovation_limit : ndarray, shape (ny,)
+        An innovation beyond this counts as large for the health flag (m or rad).
+    health_steps : int
+        Consecutive steps of large innovation (or without an accepted sample) that raise the health flag.
+    dropped_states : tuple of str
+        Design states left out (they cannot influence the command).
+    fit_residuals : dict
+        Largest least-squares residual of each fitted group (fourier).
+    source : dict
+        Where the data came from (plant, design, horizon).
+    """
+
+    kind: str
+    real: str
+    dt: float
+    state_names: tuple
+    input_names: tuple
+    signal_names: tuple
+    latency_steps: int
+    sampled: np.ndarray
+    arrays: dict
+    orders: dict
+    hold: dict
+    period_s: float | None
+    phase_step: int
+    n_plan: int
+    quantum: float
+    max_angle: float
+    max_rate: float
+    delay_steps: int
+    delay_frac_s: float
+    u_start: np.ndarray
+    max_deviation: np.ndarray
+    innovation_limit: np.ndarray
+    health_steps: int
+    dropped_states: tuple = ()
+    fit_residuals: dict = field(default_factory=dict)
+    source: dict = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_states(self) -> int:
+        """Ne: the filter's state size."""
+        return len(self.state_names)
+
+    @property
+    def n_inputs(self) -> int:
+        """nu."""
+        return len(self.input_names)
+
+    @property
+    def n_signals(self) -> int:
+        """ny."""
+        return len(self.signal_names)
+
+    @property
+    def n_classes(self) -> int:
+        """S: period of the sampling pattern in steps."""
+        return int(self.sampled.shape[0])
+
+    @property
+    def ring(self) -> int:
+        """Steps kept in the ring buffers: ``max(latency_steps, 1) + 1``."""
+        return max(self.latency_steps, 1) + 1
+
+    @property
+    def n_period(self) -> int:
+        """Steps per period of a periodic controller, rounded up (0 for a plan)."""
+        if self.kind != "fourier":
+            return 0
+        return int(math.ceil(self.period_s / self.dt - 1e-9))
+
+    @property
+    def n_basis(self) -> int:
+        """Length ``2 H + 1`` of the Fourier basis (largest order; 1 for a plan)."""
+        return 2 * max(self.orders.values(), default=0) + 1
+
+    def shape_of(self, group: str) -> tuple[int, ...]:
+        """Shape of one step's array of ``group``.
+
+        Parameters
+        ----------
+        group : str
+            One of :data:`GROUPS`.
+        """
+        sizes = {"N": self.n_states, "nu": self.n_inputs, "ny": self.n_signals}
+        return tuple(sizes[s] for s in GROUPS[group][0])
+
+    # ------------------------------------------------------------------ the file
+    def to_npz(self) -> dict:
+        """Plain arrays for ``numpy.savez`` (what :class:`ballctl.runtime.ControllerRuntime` loads)."""
+        out = {"format_version": np.array(CONTROLLER_FORMAT_VERSION), "kind": np.array(self.kind),
+               "real": np.array(self.real), "dt": np.array(self.dt),
+               "state_names": np.array(self.state_names), "input_names": np.array(self.input_names),
+               "signal_names": np.array(self.signal_names), "latency_steps": np.array(self.latency_steps),
+               "sampled": self.sampled.astype(np.uint8), "period_s": np.array(np.nan if self.period_s is None
+                                                                              else self.period_s),
+               "phase_step_hi": np.array(self.phase_step >> 32, dtype=np.uint64),
+               "phase_step_lo": np.array(self.phase_step & 0xFFFFFFFF, dtype=np.uint64),
+               "n_plan": np.array(self.n_plan), "quantum": np.array(self.quantum),
+               "max_angle": np.array(self.max_angle), "max_rate": np.array(self.max_rate),
+               "delay_steps": np.array(self.delay_steps), "delay_frac_s": np.array(self.delay_frac_s),
+               "u_start": self.u_start, "max_deviation": self.max_deviation,
+               "innovation_limit": self.innovation_limit, "health_steps": np.array(self.health_steps),
+               "dropped_states": np.array(self.dropped_states, dtype=str)}
+        for g in GROUPS:
+            out[f"a_{g}"] = self.arrays[g]
+            if self.kind == "fourier":
+                out[f"order_{g}"] = np.array(self.orders[g])
+            else:
+                out[f"hold_{g}"] = self.hold[g]
+        return out
+
+    @classmethod
+    def from_npz(cls, data) -> "ControllerData":
+        """Rebuild from the arrays of :meth:`to_npz` (a mapping or an ``NpzFile``).
+
+        Parameters
+        ----------
+        data : mapping
+            Arrays by name.
+        """
+        try:
+            version = int(data["format_version"])
+            if version != CONTROLLER_FORMAT_VERSION:
+                raise ScheduleFileError(f"controller file format {version}, this ballctl reads "
+                                        f"{CONTROLLER_FORMAT_VERSION}")
+            kind = str(data["kind"])
+            period = float(data["period_s"])
+            return cls(
+                kind=kind, real=str(data["real"]), dt=float(data["dt"]),
+                state_names=tuple(str(s) for s in data["state_names"]),
+                input_names=tuple(str(s) for s in data["input_names"]),
+                signal_names=tuple(str(s) for s in data["signal_names"]),
+                latency_steps=int(data["latency_steps"]), sampled=np.asarray(data["sampled"]).astype(bool),
+                arrays={g: np.asarray(data[f"a_{g}"], dtype=float) for g in GROUPS},
+                orders={g: int(data[f"order_{g}"]) for g in GROUPS} if kind == "fourier" else {},
+                hold={g: np.asarray(data[f"hold_{g}"], dtype=float) for g in GROUPS} if kind == "plan" else {},
+                period_s=None if not np.isfinite(period) else period,
+                phase_step=(int(data["phase_step_hi"]) << 32) | int(data["phase_step_lo"]),
+                n_plan=int(data["n_plan"]), quantum=float(data["quantum"]), max_angle=float(data["max_angle"]),
+                max_rate=float(data["max_rate"]), delay_steps=int(data["delay_steps"]),
+                delay_frac_s=float(data["delay_frac_s"]), u_start=np.asarray(data["u_start"], dtype=float),
+                max_deviation=np.asarray(data["max_deviation"], dtype=float),
+                innovation_limit=np.asarray(data["innovation_limit"], dtype=float),
+                health_steps=int(data["health_steps"]),
+                dropped_states=tuple(str(s) for s in data["dropped_states"]))
+        except KeyError as exc:
+            raise ScheduleFileError(f"not a ballctl controller file: missing {exc}") from None
+
+    def footprint(self) -> "ControllerFootprint":
+        """Flash, RAM and operations per step of this controller (see :func:`controller_footprint`)."""
+        return controller_footprint(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerFootprint:
+    """Size and cost of an exported controller on a 32-bit microcontroller (estimates, in bytes).
+
+    Attributes
+    ----------
+    real : str
+        Scalar type (``"float32"``: 4 bytes, ``"float64"``: 8).
+    kind : str
+        ``"fourier"`` or ``"plan"``.
+    data_bytes : int
+        Constant tables (flash), exact.
+    code_bytes : int
+        The step function's machine code: ``CODE_BYTES_M4``, measured on a Cortex-M4F
+        (``benchmarks/pil_cortex_m4.py``; with float64 on a single-precision FPU the
+        double arithmetic adds a software library).
+    flash_bytes : int
+        ``data_bytes + code_bytes``.
+    state_bytes : int
+        ``sizeof(ballctl_controller)`` (its fields with 8-byte alignment), exact on a 32-bit target.
+    stack_bytes : int
+        Largest stack frame of the step (its local arrays), an estimate.
+    ram_bytes : int
+        ``state_bytes + stack_bytes``.
+    multiply_adds_per_step : int
+        Floating-point multiply-adds of one step in steady state (one commit, the latency
+        predictions, the law, one measurement, the Fourier sums).
+    fourier_orders : dict
+        Order of each group (fourier).
+    """
+
+    real: str
+    kind: str
+    data_bytes: int
+    code_bytes: int
+    flash_bytes: int
+    state_bytes: int
+    stack_bytes: int
+    ram_bytes: int
+    multiply_adds_per_step: int
+    fourier_orders: dict
+
+    def as_dict(self) -> dict:
+        """Plain JSON-ready dictionary."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def controller_footprint(source) -> ControllerFootprint:
+    """Flash and RAM in bytes and the multiply-adds per step of an exported controller.
+
+    The data tables and the controller's state are counted exactly (as the C
+    compiler lays them out on a 32-bit target); the code size is the one
+    measured on a Cortex-M4F (:data:`CODE_BYTES_M4`); the operation count is
+    that of one steady-state step (one Kalman commit, ``latency_steps - 1``
+    latency predictions, the control law, one measurement and the Fourier
+    sums of the step's new matrices). ``benchmarks/pil_cortex_m4.py`` measures
+    the real numbers on the processor.
+
+    Parameters
+    ----------
+    source : ControllerData or str or Path
+        The data, or a directory written by :func:`ballctl.schedule.write_c_controller`
+        (its ``ballctl_controller.npz``), or that file.
+
+    Returns
+    -------
+    ControllerFootprint
+    """
+    if not isinstance(source, ControllerData):
+        from pathlib import Path
+
+        path = Path(source)
+        if path.is_dir():
+            path = path / "ballctl_controller.npz"
+        if not path.is_file():
+            raise ParameterError(f"source: no exported controller at {str(path)!r} (give a ControllerData, the "
+                                 "directory written by write_c_controller, or its ballctl_controller.npz)")
+        with np.load(path, allow_pickle=False) as npz:
+            source = ControllerData.from_npz(npz)
+    d = source
+    b = 4 if d.real == "float32" else 8
+    N, nu, ny, S, R = d.n_states, d.n_inputs, d.n_signals, d.n_classes, d.ring
+    data = sum(np.asarray(d.arrays[g]).size for g in GROUPS) * b
+    data += sum(np.asarray(a).size for a in d.hold.values()) * b
+    data += S * ny + (3 * nu + 2 * ny + 8) * b   # pattern, u_start, limits, scalars
+    model = N * N + N * nu
+    if d.kind == "fourier":
+        nb = {g: 2 * h + 1 for g, h in d.orders.items()}
+        fourier = (N * N * nb["Ad"] + N * nu * nb["Bd"] + ny * N * nb["C"] + N * ny * nb["M"]
+                   + nu * N * nb["K"] + nu * nb["u_ff"] + ny * nb["y_ref"]) + 24 + 4 * max(nb.values())
+    else:
+        fourier = 0
+    lat_predictions = max(d.latency_steps - 1, 0)
+    ops = (fourier + 2 * ny * N + model + lat_predictions * model + nu * N + ny
+           + (N * ny if d.latency_steps == 0 else 0))
+    delay_ring = d.delay_steps + 2
+    state = (3 * 8 + N * b + R * (ny * b + ny + nu * b + model * b + d.n_basis * b + 8)
+             + delay_ring * nu * b + nu * b + 6 * 4)
+    state = 8 * ((state + 7) // 8)
+    stack = (3 * N + 2 * nu + 2 * ny + d.n_basis) * b + 64
+    code = CODE_BYTES_M4
+    return ControllerFootprint(real=d.real, kind=d.kind, data_bytes=int(data), code_bytes=code,
+                               flash_bytes=int(data + code), state_bytes=int(state), stack_bytes=int(stack),
+                               ram_bytes=int(state + stack), multiply_adds_per_step=int(ops),
+                               fourier_orders=dict(d.orders))
+
+
+# ---------------------------------------------------------------------- building
+def _law_arrays(controller):
+    """(feedback gains (Kt, nu, Ne), Ad (Kt, Ne, Ne), Bd (Kt, Ne, nu), C, M): the lead's names, or the older ones."""
+    est = controller.estimator
+    gains = getattr(controller, "feedback_gains", None)
+    if gains is None:
+        gains = controller.lqr.gains
+    Ad = getattr(est, "Ad", None)
+    Bd = getattr(est, "Bd", None)
+    if Ad is None or Bd is None:
+        Ad, Bd = controller.discrete.Ad, controller.discrete.Bd
+    return (np.asarray(gains, float), np.asarray(Ad, float), np.asarray(Bd, float),
+            np.asarray(est.kalman.C, float), np.asarray(est.kalman.update_gains, float))
+
+
+def _filter_state_names(controller, Ne: int) -> tuple:
+    names = tuple(controller.state_names)
+    nd = Ne - len(names)
+    return names + tuple(f"d_{u}" for u in controller.system.input_names)[:nd] + tuple(
+        f"extra_{i}" for i in range(max(0, nd - controller.system.n_inputs)))
+
+
+def _pattern(sampled: np.ndarray) -> np.ndarray:
+    """The shortest period S with ``sampled[k] == sampled[k % S]`` over the horizon, as ``(S, ny)``."""
+    K = sampled.shape[0]
+    for S in range(1, K + 1):
+        reps = -(-K // S)
+        if np.array_equal(np.tile(sampled[:S], (reps, 1))[:K], sampled):
+            return sampled[:S].copy()
+    return sampled.copy()
+
+
+def _droppable(gains, Ad, C, names, request) -> list[int]:
+    """Indices of states that cannot influence the command (see the module docstring)."""
+    Ne = Ad.shape[1]
+    scale_a = max(float(np.max(np.abs(Ad))), 1.0)
+    scale_g = max(float(np.max(np.abs(gains))), 1e-300)
+    structural = []
+    for i in range(Ne):
+        col = np.abs(Ad[:, :, i]).copy()
+        col[:, i] = 0.0
+        if np.max(col) <= 1e-14 * scale_a and np.max(np.abs(C[:, :, i])) == 0.0:
+            structural.append(i)
+    if request == "auto":
+        return [i for i in structural if np.max(np.abs(gains[:, :, i])) <= 1e-6 * scale_g]
+    out = []
+    for nm in request:
+        if nm not in names:
+            raise ParameterError(f"drop_states: unknown state {nm!r}; states are {names}")
+        i = names.index(nm)
+        if i not in structural:
+            raise ParameterError(f"drop_states: {nm!r} feeds other states or is measured; only states that "
+                                 f"no other state and no signal depends on can be dropped ({[names[j] for j in structural]})")
+        out.append(i)
+    return sorted(out)
+
+
+def _rounded(a, real: str) -> np.ndarray:
+    a = np.asarray(a, dtype=float)
+    return a.astype(np.float32).astype(float) if real == "float32" else a.copy()
+
+
+def _limits_of(rig, limits):
+    if rig is not None and limits is not None:
+        raise ParameterError("give rig or limits, not both")
+    if rig is not None:
+        limits = rig.limits
+    if limits is None:
+        return 0.0, 0.0, 0.0, 0.0
+    return (float(limits.quantum or 0.0), float(limits.max_angle or 0.0), float(limits.max_rate or 0.0),
+            float(limits.delay))
+
+
+def controller_data(controller, *, rig=None, limits=None, representation: str = "auto", fourier_order: int = 4,
+                    real: str = "float32", drop_states="auto", max_deviation=None, health_sigma: float = 5.0,
+                    health_window_s: float = 0.2) -> ControllerData:
+    """Build the exported controller of an output-feedback design (see the module docstring).
+
+    Parameters
+    ----------
+    controller : TrackingController
+        A design with an estimator (``design_for_rig(..., output_feedback=True)``).
+    rig : RigProfile, optional
+        Its ``limits`` shape the commands (quantum, tilt, slew, actuation latency).
+    limits : RigLimits, optional
+        The shaping without a rig (give one of ``rig`` and ``limits``; neither: commands act as sent).
+    representation : {"auto", "fourier", "plan"}
+        ``"auto"``: fourier for a periodic reference, else plan.
+    fourier_order : int
+        Largest harmonic H in 0..32 of the fitted groups (a group that is constant gets 0).
+    real : {"float32", "float64"}
+        Scalar type.
+    drop_states : "auto" or sequence of str
+        States to leave out; ``"auto"``: those that cannot influence the command; ``()``: none.
+    max_deviation : float or sequence of float, optional
+        Refuse a measurement farther than this from its reference (m or rad, per signal or one
+        for all; default 0.25 m for a contact coordinate, 0.35 rad for a plate angle).
+    health_sigma : float
+        An innovation beyond ``health_sigma`` standard deviations (of the design's filter in its
+        last period) counts as large.
+    health_window_s : float
+        Consecutive time in s of large innovations (or without an accepted sample) that raises
+        the health flag.
+
+    Returns
+    -------
+    ControllerData
+
+    Raises
+    ------
+    ParameterError
+        No estimator; a fourier representation of a reference without a period, or a horizon
+        shorter than one period; bad options.
+    """
+    est = getattr(controller, "estimator", None)
+    if est is None:
+        raise ParameterError("the exported controller needs an output-feedback design (controller.estimator is "
+                             "None): design with sensors=... (design_for_rig(..., output_feedback=True))")
+    check_choice(representation, "representation", REPRESENTATIONS)
+    check_choice(real, "real", REALS)
+    fourier_order = check_integer(fourier_order, "fourier_order", minimum=0, maximum=32)
+    health_sigma = check_positive(health_sigma, "health_sigma")
+    health_window_s = check_positive(health_window_s, "health_window_s", "s")
+    quantum, max_angle, max_rate, delay = _limits_of(rig, limits)
+    period = getattr(controller.reference, "period", None)
+    if representation == "auto":
+        representation = "fourier" if period is not None else "plan"
+    if representation == "fourier" and period is None:
+        raise ParameterError("representation='fourier' needs a periodic reference (controller.reference.period is "
+                             "None); use representation='plan'")
+    dt = float(controller.dt)
+    gains, Ad, Bd, C, M = _law_arrays(controller)
+    Kt, nu, Ne = gains.shape
+    ny = C.shape[1]
+    names = _filter_state_names(controller, Ne)
+    drop = [] if drop_states == () or drop_states is None else _droppable(
+        gains, Ad, C, names, "auto" if drop_states == "auto" else tuple(drop_states))
+    keep = [i for i in range(Ne) if i not in drop]
+    sampled_full = np.asarray(est.sampled[:Kt], dtype=bool)
+    pattern = _pattern(sampled_full)
+    S = pattern.shape[0]
+    samples = controller.samples
+    u_ff = np.asarray(samples.u[:Kt], float)
+    y_ref = np.asarray(samples.x[:Kt], float)[:, list(est.coordinate_index)]
+    noise = np.maximum(np.asarray(est.noise_std, float), 1e-4)
+    P = np.asarray(est.kalman.covariance, float)
+    window = slice(max(0, Kt - (int(math.ceil(period / dt - 1e-9)) if period else Kt)), Kt)
+    innov_var = np.einsum("kmi,kij,kmj->km", C[window], P[:Kt][window], C[window]) + noise ** 2
+    innovation_limit = health_sigma * np.sqrt(np.max(innov_var, axis=0))
+    if max_deviation is None:
+        max_dev = np.array([0.25 if s.startswith("contact") else 0.35 for s in est.signal_names])
+    else:
+        max_dev = np.broadcast_to(np.asarray(max_deviation, dtype=float), (ny,)).copy()
+        if not np.all(np.isfinite(max_dev)) or np.any(max_dev <= 0):
+            raise ParameterError(f"max_deviation must be > 0 (m or rad) per signal, got {max_deviation!r}")
+    u_start, _ = shape_command(u_ff[0], u_ff[0], 0.0, max_angle or None, None, quantum or None)
+    d_int, d_frac = delay_segments(delay, dt)
+    common = dict(real=real, dt=dt, state_names=tuple(names[i] for i in keep),
+                  input_names=tuple(controller.system.input_names), signal_names=tuple(est.signal_names),
+                  latency_steps=int(est.latency_steps), sampled=pattern, quantum=quantum, max_angle=max_angle,
+                  max_rate=max_rate, delay_steps=int(d_int), delay_frac_s=float(d_frac),
+                  u_start=_rounded(u_start, real), max_deviation=_rounded(max_dev, real),
+                  innovation_limit=_rounded(innovation_limit, real),
+                  health_steps=max(1, int(math.ceil(health_window_s / dt - 1e-9))),
+                  dropped_states=tuple(names[i] for i in drop),
+                  source={"plant": getattr(controller.system, "name", type(controller.system).__name__),
+                          "horizon_steps": int(Kt), "design_states": list(controller.state_names)})
+    sel = np.ix_(keep, keep)
+    Ad_k, Bd_k = Ad[:, keep][:, :, keep], Bd[:, keep]
+    C_k, M_k, G_k = C[:, :, keep], M[:, keep], gains[:, :, keep]
+    del sel
+    if representation == "plan":
+        hold = _plan_hold(controller, Ad_k, Bd_k, C_k, M_k, G_k, u_ff, y_ref, keep, S)
+        tables = {"Ad": Ad_k, "Bd": Bd_k, "C": C_k, "M": M_k, "K": G_k, "u_ff": u_ff, "y_ref": y_ref}
+        return ControllerData(kind="plan", arrays={g: _rounded(a, real) for g, a in tables.items()}, orders={},
+                              hold={g: _rounded(a, real) for g, a in hold.items()}, period_s=None, phase_step=0,
+                              n_plan=int(Kt), **common)
+    return _fourier(controller, common, period, fourier_order, Ad_k, Bd_k, C_k, M_k, G_k, u_ff, y_ref, keep, S,
+                    real)
+
+
+def _lqr_feedback(controller, gains_design_states: np.ndarray, G_law: np.ndarray, keep) -> np.ndarray:
+    """Law gains on the filter's kept states from LQR gains on the design's N states (extra columns from the design)."""
+    N = gains_design_states.shape[2]
+    out = np.array(G_law[:gains_design_states.shape[0]])
+    kept_design = [j for j, i in enumerate(keep) if i < N]
+    design_idx = [i for i in keep if i < N]
+    out[:, :, kept_design] = gains_design_states[:, :, design_idx]
+    return out
+
+
+def _fourier(controller, common, period, order, Ad, Bd, C, M, G, u_ff, y_ref, keep, S, real) -> ControllerData:
+    dt = common["dt"]
+    Kt = Ad.shape[0]
+    n_period = int(math.ceil(period / dt - 1e-9))
+    if Kt < n_period:
+        raise ParameterError(f"a periodic export needs a design horizon of at least one period: horizon "
+                             f"{Kt * dt:.6g} s < period {period:.6g} s (design with horizon >= period)")
+    step = phase_step(dt, period)
+    k_all = np.arange(Kt)
+    phi_all = _angles(k_all, step)
+    last = k_all[Kt - n_period:]
+    coefs, orders, resid = {}, {}, {}
+
+    def fit_group(name, values, idx, per_class):
+        if per_class:
+            cls_coef, worst = [], 0.0
+            const = True
+            for r in range(S):
+                sub = idx[idx % S == r]
+                c0, r0 = _fit(values[sub], phi_all[sub], 0)
+                const &= r0 <= 1e-12 * max(1.0, float(np.max(np.abs(values))))
+            h = 0 if const else order
+            for r in range(S):
+                sub = idx[idx % S == r]
+                c, rr = _fit(values[sub], phi_all[sub], h)
+                cls_coef.append(c)
+                worst = max(worst, rr)
+            coefs[name], orders[name], resid[name] = np.stack(cls_coef), h, worst
+        else:
+            _, r0 = _fit(values[idx], phi_all[idx], 0)
+            h = 0 if r0 <= 1e-12 * max(1.0, float(np.max(np.abs(values)))) else order
+            coefs[name], resid[name] = _fit(values[idx], phi_all[idx], h)
+            orders[name] = h
+
+    fit_group("Ad", Ad, k_all, False)
+    fit_group("Bd", Bd, k_all, False)
+    fit_group("C", C, k_all, True)
+    fit_group("M", M, last, True)
+    fit_group("u_ff", u_ff, last, False)
+    fit_group("y_ref", y_ref, last, False)
+    # the periodic LQR: a backward sweep over two periods of the fitted design model, the first period kept
+    disc = controller.discrete
+    N = disc.Ad.shape[1]
+    hi = max(order, 12)
+    cA, _ = _fit(disc.Ad, phi_all, hi)
+    cB, _ = _fit(disc.Bd, phi_all, hi)
+    n_sweep = 2 * n_period
+    Bs = _basis(_angles(np.arange(n_sweep), step), hi)
+    A_s = (Bs @ cA.T).reshape(n_sweep, N, N)
+    B_s = (Bs @ cB.T).reshape(n_sweep, N, -1)
+    Q = np.broadcast_to(np.asarray(controller.Q, float), (n_sweep, N, N))
+    R = np.broadcast_to(np.asarray(controller.R, float), (n_sweep,) + np.shape(controller.R))
+    K_sweep, _, _ = riccati_sweep(A_s, B_s, Q, R, np.asarray(controller.lqr.riccati[0], float))
+    G_first = _lqr_feedback(controller, K_sweep[:n_period], G[:n_period] if Kt >= n_period else G, keep)
+    first = np.arange(n_period)
+    coefs_K, resid_K = _fit(G_first, phi_all[first], order)
+    _, r0 = _fit(G_first, phi_all[first], 0)
+    if r0 <= 1e-12 * max(1.0, float(np.max(np.abs(G_first)))):
+        coefs_K, resid_K = _fit(G_first, phi_all[first], 0)
+        orders["K"] = 0
+    else:
+        orders["K"] = order
+    coefs["K"], resid["K"] = coefs_K, resid_K
+    arrays = {g: _rounded(coefs[g], real) for g in GROUPS}
+    return ControllerData(kind="fourier", arrays=arrays, orders={g: orders[g] for g in GROUPS}, hold={},
+                          period_s=float(period), phase_step=step, n_plan=0, fit_residuals=resid, **common)
+
+
+def _plan_hold(controller, Ad, Bd, C, M, G, u_ff, y_ref, keep, S) -> dict:
+    """The arrays held after a plan: the last sample, its stationary LQR, the last filter gains of each class."""
+    Kt = Ad.shape[0]
+    disc = controller.discrete
+    N = disc.Ad.shape[1]
+    G_hold = G[-1:].copy()
+    try:
+        lqr = periodic_lqr(DiscreteLTVSystem.from_arrays(disc.Ad[-1:], disc.Bd[-1:], dt=controller.dt),
+                           controller.Q, controller.R)
+        G_hold = _lqr_feedback(controller, np.asarray(lqr.gains), G[-1:], keep)
+    except (RiccatiConvergenceError, np.linalg.LinAlgError, ParameterError):
+        pass  # the last design gain (a warning would be noise: the verification decides)
+    del N
+    last_of_class = [max(k for k in range(Kt - S, Kt) if k % S == r) for r in range(S)]
+    return {"Ad": Ad[-1], "Bd": Bd[-1], "C": C[last_of_class], "M": M[last_of_class], "K": G_hold[0],
+            "u_ff": u_ff[-1], "y_ref": y_ref[-1]}

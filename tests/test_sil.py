@@ -1,0 +1,169 @@
+"""Software in the loop: the generated C, compiled at test time, runs as the controller of the truth plant.
+
+* the plan export (double, every state) in the loop is the verified loop: it gives the commands of
+  ``simulate_closed_loop`` (same sensor draws) to 1e-12;
+* the compact periodic export (float32 by default, Fourier order chosen by ``export_controller``) on the
+  default job (rig ``tabletop``, circle, the exact design) and on a harder rig: double C = Python twin
+  to 1e-12 on the commands, float32 RMS error within 5 % of double, three periods without stopping;
+* the processor in the loop (``benchmarks/pil_cortex_m4.py``) where its tools are installed (slow).
+"""
+
+import math
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ballctl
+from ballctl.references.moving_plate import exact_circular_motion
+from ballctl.rig import RigLimits, Sensor
+from ballctl.runtime import ControllerRuntime
+from ballctl.schedule import controller_data, write_c_controller, write_controller_files
+from ballctl.sil import CController, ControllerComponent, export_controller, run_component_loop
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
+DEG = np.pi / 180
+
+
+def harder_rig():
+    """The tabletop mechanics with a 25 Hz camera (50 ms latency, 2.5 mm noise), a 10 ms actuation delay,
+    +-12 deg tilt, 200 deg/s slew and continuous commands."""
+    base = ballctl.rig_preset("tabletop")
+    return replace(base, name="harder", limits=RigLimits(max_angle=12 * DEG, max_rate=200 * DEG, delay=0.01),
+                   sensors=(Sensor(name="camera", signals=("contact_x", "contact_y"), period_s=0.04, latency_s=0.05,
+                                   noise_std=(2.5e-3, 2.5e-3)),))
+
+
+def default_job(rig):
+    """The main job's design on ``rig``: circle of 0.5 m at 1 rad/s, the exact design, two periods, 5 cm offset."""
+    dt = rig.dt
+    horizon = dt * math.ceil(2 * 2 * np.pi / dt - 1e-9)
+    ref = exact_circular_motion(rig.truth_plant(), 0.5, 1.0, 40.0, duration=horizon + 2 * dt)
+    ctrl = ballctl.tracking.design_for_rig(rig, ref, "exact", horizon=horizon)
+    s = ref(0.0)
+    x0, xd0 = s.x[0].copy(), s.xd[0].copy()
+    x0[0] += 0.05
+    return ctrl, x0, xd0
+
+
+@pytest.fixture(scope="module", params=["tabletop", "harder"])
+def job(request, tmp_path_factory):
+    rig = ballctl.rig_preset("tabletop") if request.param == "tabletop" else harder_rig()
+    ctrl, x0, xd0 = default_job(rig)
+    folder = tmp_path_factory.mktemp(f"c_{request.param}")
+    report = export_controller(ctrl, rig, folder, x0=x0, xd0=xd0, seed=0, check_c=False)
+    return rig, ctrl, x0, xd0, report, folder
+
+
+def test_components_implement_the_protocol(job):
+    rig, ctrl, x0, xd0, report, folder = job
+    assert isinstance(ControllerRuntime(folder), ControllerComponent)
+    assert isinstance(CController.build(folder), ControllerComponent)
+
+
+def test_plan_export_in_the_loop_is_the_verified_loop(tmp_path):
+    """Tables of the design in double: the C in the loop gives simulate_closed_loop's commands and states."""
+    rig = harder_rig()
+    ref = ballctl.CircularMotion(rig.truth_plant().quasi_static(), 0.3, 2.0, 40.0)
+    ctrl = ballctl.tracking.design_for_rig(rig, ref, "qs-contact", horizon=1.0)
+    write_c_controller(ctrl, tmp_path, rig=rig, representation="plan", real="float64", drop_states=())
+    s = ref(0.0)
+    x0 = np.concatenate([s.x[0], s.u[0]])
+    xd0 = np.concatenate([s.xd[0], s.ud[0]])
+    x0[0] += 0.02
+    steps = len(ctrl.times)
+    c = run_component_loop(CController.build(tmp_path), rig, ctrl, x0, xd0, steps=steps, seed=3)
+    sim = dict(truth=rig.truth_plant(), limits=rig.limits, integrator="rk4", substeps=2, seed=3)
+    py = ballctl.simulate_closed_loop(ctrl, x0, xd0, backend="python", **sim)
+    scale = np.abs(py.u).max()
+    assert np.abs(c.u - py.u).max() <= 1e-12 * scale      # the input that acted (slew, 10 ms delay)
+    assert np.abs(c.x - py.x).max() <= 1e-12
+    assert np.abs(c.commands - py.u[:-1]).max() > 1e-4    # the command is not what acted: the delay and slew
+    # the compiled backend of the same loop agrees to its own tolerance (numba's arithmetic order)
+    compiled = ballctl.simulate_closed_loop(ctrl, x0, xd0, **sim)
+    assert np.abs(c.x - compiled.x).max() <= 1e-9
+
+
+def test_export_chooses_its_order_by_verification(job):
+    rig, ctrl, x0, xd0, report, folder = job
+    data = report.data
+    full, *orders = report.checks
+    assert data.kind == "fourier" and data.real == "float32" and report.fourier_order == orders[-1]["order"]
+    assert full["full_precision"] and full["passed"] and full["rms_error_m"] <= 1.05 * report.design_rms_error_m
+    assert orders[-1]["passed"] and not any(c["passed"] for c in orders[:-1])
+    assert abs(orders[-1]["relative_to_full"]) <= 0.05
+    assert data.dropped_states == ("roll",)   # the ball's roll angle cannot influence the command
+    fp = report.footprint
+    assert fp.flash_bytes <= 128 * 1024 and fp.ram_bytes <= 16 * 1024
+    print(f"{rig.name}: order {report.fourier_order}, design {report.design_rms_error_m:.4g} m, "
+          f"checks {report.checks}, footprint {fp}")
+
+
+def test_c_equals_twin_and_float32_is_within_5_percent_of_double(job, tmp_path):
+    rig, ctrl, x0, xd0, report, folder = job
+    order = report.fourier_order
+    d64 = controller_data(ctrl, rig=rig, fourier_order=order, real="float64")
+    write_controller_files(d64, tmp_path / "f64")
+    steps = 3 * d64.n_period   # three periods: the controller does not stop after the design's horizon
+    period = d64.period_s
+    runs = {}
+    for name, comp in (("twin", ControllerRuntime(d64)), ("c64", CController.build(tmp_path / "f64")),
+                       ("c32", CController.build(folder))):
+        runs[name] = run_component_loop(comp, rig, ctrl, x0, xd0, steps=steps, seed=0)
+        assert runs[name].diverged_at is None and len(runs[name].t) == steps + 1
+    u_t, u_c = runs["twin"].commands, runs["c64"].commands
+    assert np.abs(u_c - u_t).max() <= 1e-12 * np.abs(u_t).max()
+    e64, e32 = runs["c64"].rms_last(period), runs["c32"].rms_last(period)
+    assert abs(e32 - e64) <= 0.05 * e64
+    assert e64 <= 1.1 * report.design_rms_error_m
+    assert runs["c32"].health[-1] == 0
+    print(f"{rig.name}: RMS last period double {e64:.5g} m, float32 {e32:.5g} m ({e32 / e64 - 1:+.2e}); "
+          f"max |u32 - u64| {np.abs(runs['c32'].commands - u_c).max():.3g} rad")
+
+
+def test_dropped_frames_are_no_update(job):
+    rig, ctrl, x0, xd0, report, folder = job
+    twin, c = ControllerRuntime(report.data), CController.build(folder)
+    steps = 2 * report.data.n_period
+    ny = report.data.n_signals
+    received = np.random.default_rng(1).random((steps, 1)) > 0.15   # 15 % of the frames lost
+    received = np.repeat(received, ny, axis=1)
+    r_t = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=0, received=received)
+    r_c = run_component_loop(c, rig, ctrl, x0, xd0, steps=steps, seed=0, received=received)
+    assert r_t.diverged_at is None and r_c.diverged_at is None
+    assert r_t.rms_last(report.data.period_s) < 2 * report.design_rms_error_m + 1e-3
+    assert np.all(np.isnan(r_t.y[:-1][~received]))
+
+
+def test_run_component_loop_checks_its_arguments(job):
+    rig, ctrl, x0, xd0, report, folder = job
+    twin = ControllerRuntime(folder)
+    with pytest.raises(ballctl.ParameterError, match="steps"):
+        run_component_loop(twin, rig, ctrl, x0, xd0, steps=0)
+    with pytest.raises(ballctl.ParameterError, match="x0"):
+        run_component_loop(twin, rig, ctrl, x0[:3], xd0, steps=2)
+    with pytest.raises(ballctl.ParameterError, match="ControllerComponent"):
+        run_component_loop(object(), rig, ctrl, x0, xd0, steps=2)
+    with pytest.raises(ballctl.ParameterError, match="received"):
+        run_component_loop(twin, rig, ctrl, x0, xd0, steps=2, received=np.ones((3, 2), bool))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("arm-none-eabi-gcc", "qemu-system-arm")),
+                    reason="PIL tools not installed (apt-get install -y gcc-arm-none-eabi libnewlib-arm-none-eabi "
+                           "qemu-system-arm)")
+def test_processor_in_the_loop(tmp_path):
+    out = tmp_path / "pil.json"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "pil_cortex_m4.py"), "--json", str(out)],
+                         capture_output=True, text=True, timeout=900)
+    print(res.stdout)
+    assert res.returncode == 0, res.stdout + res.stderr
+    import json
+
+    numbers = json.loads(out.read_text())
+    assert all(numbers["targets"].values()), numbers["targets"]
