@@ -162,9 +162,10 @@ class ClosedLoopResult:
         (arrays then end there).
     period : float or None
         Period in s of the reference (for the last-period error).
-    disturbance_estimate : ndarray, shape (K, nd)
-        The offset-free filter's estimate of the constant input disturbances
-        in rad (nd = 0 without them); ``u = u_ff - K X_hat - d_hat``.
+    augmented_estimate : ndarray, shape (K, nd + ni)
+        The offset-free filter's states beyond the design's: the estimated
+        input disturbances in rad, then the integrators of the measured error
+        in m s (none without them; see :mod:`ballctl.estimator`).
     """
 
     t: np.ndarray
@@ -188,7 +189,7 @@ class ClosedLoopResult:
     signal_names: tuple[str, ...] = ()
     diverged_at: float | None = None
     period: float | None = None
-    disturbance_estimate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    augmented_estimate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def X_estimate(self) -> np.ndarray:
@@ -886,7 +887,7 @@ def _result(controller, plant, out, i, K, model, feedback, output_feedback, limi
                             controller.state_names, plant.input_names, plant.coordinate_names, model, mode,
                             _events(limits, out.limit_events[i]), wall, out.measurements[i, keep], signals,
                             diverged_at, getattr(controller.reference, "period", None),
-                            out.disturbance_estimate[i, keep])
+                            out.augmented_estimate[i, keep])
 
 
 @dataclass(frozen=True)

@@ -445,8 +445,9 @@ class CompiledLoopOutput:
     measurements : ndarray, shape (B, K, ny)
         Sensor readings (NaN where a signal was not sampled or its sample was
         lost); ny = 0 without an estimator.
-    disturbance_estimate : ndarray, shape (B, K, nd)
-        The filter's input-disturbance estimates in rad (nd = 0 without them).
+    augmented_estimate : ndarray, shape (B, K, Ne - N)
+        The filter's states beyond the design's: disturbance estimates (rad)
+        and integrators (m s), in the estimator's order (none without them).
     """
 
     x: np.ndarray
@@ -458,7 +459,7 @@ class CompiledLoopOutput:
     limit_events: np.ndarray
     status: np.ndarray
     measurements: np.ndarray
-    disturbance_estimate: np.ndarray
+    augmented_estimate: np.ndarray
 
 
 def sensor_draws(rng: np.random.Generator, K: int, steps_available: int, n_signals: int) -> np.ndarray:

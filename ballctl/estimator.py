@@ -163,6 +163,8 @@ class StateEstimator:
     integral_map : ndarray, shape (K, ni, N)
         ``dt G_k C_k``: the integrators' increment per unit of the design's states
         (what the LQR's model integrates; empty without them).
+    integral : IntegralAction or None
+        The integral action the filter was built with.
     """
 
     sensors: tuple[Sensor, ...]
@@ -181,6 +183,7 @@ class StateEstimator:
     disturbance_observability: object = None
     n_integrals: int = 0
     integral_map: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    integral: IntegralAction | None = None
 
     @property
     def n_states(self) -> int:
@@ -388,7 +391,7 @@ def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_nam
     sampled.setflags(write=False)
     return StateEstimator(tuple(kept), signals, tuple(coords.index(s) for s in signals), sampled, kalman, lat,
                           tuple(unused), process_std, np.ascontiguousarray(Ad), np.ascontiguousarray(Bd), T.shape[2],
-                          sigma_w, T, report, n_int, H)
+                          sigma_w, T, report, n_int, H, integral)
 
 
 def _with_integrators(kalman: KalmanFilterResult, Ad, Bd, C_full, signals, integral: IntegralAction, dt, N):

@@ -542,7 +542,8 @@ def plot_robust_bands(robust: Mapping[str, object], *, max_rms_error: float, tit
 
     One colour per design (the order of :data:`RUN_COLORS`); the pass threshold
     on the RMS error is a dashed line and the evaluation window (the last
-    period) is shaded grey; each design's label gives its verdict.
+    period) is shaded grey; each design's label gives its verdict. The axes end
+    at 100 times the threshold: a band cut there holds diverging runs.
 
     Parameters
     ----------
@@ -556,7 +557,7 @@ def plot_robust_bands(robust: Mapping[str, object], *, max_rms_error: float, tit
     ax = fig.add_subplot(1, 1, 1)
     finite = [b[np.isfinite(b)] for b in (np.asarray(rv.bands) for rv in robust.values())]
     values = np.concatenate(finite) if finite else np.zeros(0)
-    top = 10 * float(values.max()) if values.size else 1.0
+    top = 100.0 * max_rms_error  # a band above it holds diverging runs: cut at the top of the axes
     bottom = max(1e-6, float(values[values > 0].min()) / 2) if np.any(values > 0) else 1e-6
     handles = []
     t_end = 0.0
@@ -573,7 +574,7 @@ def plot_robust_bands(robust: Mapping[str, object], *, max_rms_error: float, tit
         p95 = "diverged" if not np.isfinite(rv.rms_p95_m) else f"{1e3 * rv.rms_p95_m:.3g} mm"
         handles.append(Line2D([], [], color=color, lw=6, alpha=0.5,
                               label=f"{name}: 5-95 % band, median line; RMS p95 {p95}, "
-                                    f"{100 * rv.success_rate:.0f} % converge -- {verdict}"))
+                                    f"{100 * rv.success_rate:.1f} % converge -- {verdict}"))
         window = rv.window_s
     ax.axvspan(t_end - window, t_end, color="0.85", zorder=0)
     ax.axhline(max_rms_error, color="black", ls=(0, (5, 3)), lw=1.2, zorder=10)

@@ -286,9 +286,10 @@ class RigUncertainty:
     Attributes
     ----------
     mass_rel, radius_rel : float
-        Relative std of the ball's mass and radius (< 0.3).
+        Relative spread of the ball's mass and radius (< 0.3): the value is
+        drawn log-normal, ``nominal * exp(rel * z)`` with ``z`` standard normal.
     servo_bandwidth_rel : float
-        Relative std of the servo bandwidth (< 0.5).
+        Relative spread of the servo bandwidth (< 0.5), log-normal likewise.
     latency_s : float
         Half-width in s of a uniform error of the sensor latency (the sample
         is that much older or newer than the design assumes).
@@ -297,7 +298,7 @@ class RigUncertainty:
     rolling_resistance : (float, float)
         Uniform range of the rolling resistance (dimensionless), or None to keep the rig's.
     noise_rel : float
-        Relative std of the sensors' noise (< 0.5).
+        Relative spread of the sensors' noise (< 0.5), log-normal likewise.
     initial_offset_m : float
         Std in m of the initial contact-point offset per axis (added to the job's offset).
     frame_drop : float or None
@@ -516,26 +517,21 @@ class RigProfile:
         """
         u = self.uncertainty
         z = rng.standard_normal(8)
-        mass = self.ball.mass * (1.0 + u.mass_rel * z[0])
-        radius = self.ball.radius * (1.0 + u.radius_rel * z[1])
-        if mass <= 0 or radius <= 0:
-            raise RigProfileError(f"the uncertainty of rig {self.name!r} drew a non-positive ball mass or radius "
-                                  f"({mass:.3g} kg, {radius:.3g} m); lower mass_rel or radius_rel")
+        # relative spreads are log-normal: a drawn mass, radius, bandwidth or noise stays positive
+        mass = self.ball.mass * np.exp(u.mass_rel * z[0])
+        radius = self.ball.radius * np.exp(u.radius_rel * z[1])
         # a solid ball of the drawn mass and radius unless the rig gives its inertia
         inertia = None if self.ball.inertia is None else self.ball.inertia * (mass / self.ball.mass) * (
             radius / self.ball.radius) ** 2
         ball = replace(self.ball, mass=mass, radius=radius, inertia=inertia)
-        factor = 1.0 + u.servo_bandwidth_rel * z[2]
-        if factor <= 0:
-            raise RigProfileError(f"the uncertainty of rig {self.name!r} drew a non-positive servo bandwidth; "
-                                  f"lower servo_bandwidth_rel ({u.servo_bandwidth_rel})")
+        factor = np.exp(u.servo_bandwidth_rel * z[2])
         servo = replace(self.servo, bandwidth=self.servo.bandwidth * factor)
         imp = self.imperfections
         offset = (imp.plate_offset[0] + u.plate_offset * z[3], imp.plate_offset[1] + u.plate_offset * z[4])
         rr = imp.rolling_resistance if u.rolling_resistance is None else float(rng.uniform(*u.rolling_resistance))
         drop = imp.frame_drop if u.frame_drop is None else u.frame_drop
         imperfections = replace(imp, plate_offset=offset, rolling_resistance=rr, frame_drop=drop)
-        noise_scale = abs(1.0 + u.noise_rel * z[5])  # noise_rel < 0.5: a sign flip is a 2-sigma+ draw
+        noise_scale = float(np.exp(u.noise_rel * z[5]))
         sensors = tuple(replace(s, noise_std=tuple(noise_scale * v for v in s.noise_std)) for s in self.sensors)
         latency_error = float(u.latency_s * (2.0 * rng.random() - 1.0))
         rig = replace(self, ball=ball, servo=servo, imperfections=imperfections, sensors=sensors)

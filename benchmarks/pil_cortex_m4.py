@@ -19,7 +19,7 @@ What it does:
 
 Usage::
 
-    python benchmarks/pil_cortex_m4.py [--periods 3] [--json out.json] [--keep DIR]
+    python benchmarks/pil_cortex_m4.py [--periods 3] [--json out.json] [--keep DIR] [--without-imperfections]
 
 Without ``arm-none-eabi-gcc`` (with newlib) or ``qemu-system-arm`` it prints why it skips and exits 0;
 install them with ``apt-get install -y gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm``.
@@ -181,33 +181,46 @@ def tools_missing() -> list[str]:
     missing = [t for t in ("arm-none-eabi-gcc", "arm-none-eabi-size", "qemu-system-arm", "gcc")
                if shutil.which(t) is None]
     if not missing:
-        probe = subprocess.run(["arm-none-eabi-gcc", *TARGET_FLAGS, "--specs=rdimon.specs", "-print-file-name=librdimon.a"],
-                               capture_output=True, text=True)
+        probe = subprocess.run(["arm-none-eabi-gcc", *TARGET_FLAGS, "--specs=rdimon.specs",
+                                "-print-file-name=librdimon.a"], capture_output=True, text=True)
         if probe.returncode != 0 or not Path(probe.stdout.strip()).is_file():
             missing.append("libnewlib-arm-none-eabi (librdimon.a)")
     return missing
 
 
-def default_job_controller():
+def default_job_controller(*, imperfections: bool = True):
     """The default job's design: rig ``tabletop``, circle 0.5 m at 1 rad/s, the exact design, two periods.
+
+    Parameters
+    ----------
+    imperfections : bool
+        Keep the rig's imperfections (level error, rolling resistance, lost frames, dead band, jitter).
 
     Returns
     -------
     rig, controller, x0, xd0
     """
+    from dataclasses import replace
+
     import ballctl
     from ballctl.references.moving_plate import exact_circular_motion
     from ballctl.tracking import design_for_rig
 
     rig = ballctl.rig_preset("tabletop")
+    if not imperfections and hasattr(rig, "imperfections"):
+        from ballctl.rig import Imperfections
+
+        rig = replace(rig, imperfections=Imperfections())
     dt = rig.dt
     period = 2 * np.pi
     horizon = dt * int(np.ceil(2 * period / dt - 1e-9))
-    ref = exact_circular_motion(rig.truth_plant(), 0.5, 1.0, 40.0, duration=horizon + 2 * dt)
+    plant = getattr(rig, "design_plant", rig.truth_plant)()   # the references are the design's
+    ref = exact_circular_motion(plant, 0.5, 1.0, 40.0, duration=horizon + 2 * dt)
     ctrl = design_for_rig(rig, ref, "exact", horizon=horizon)
     s = ref(0.0)
     x0, xd0 = s.x[0].copy(), s.xd[0].copy()
     x0[0] += 0.05   # the job's default initial offset
+    x0 = getattr(rig, "truth_initial_state", lambda x: x)(x0)   # the plate rests at the rig's level error
     return rig, ctrl, x0, xd0
 
 
@@ -259,6 +272,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="also write the numbers to this file")
     ap.add_argument("--keep", default=None, help="build folder to keep (default: temporary)")
+    ap.add_argument("--without-imperfections", action="store_true",
+                    help="the tabletop rig without its imperfections (level error, rolling resistance, ...)")
     args = ap.parse_args(argv)
     missing = tools_missing()
     if missing:
@@ -269,7 +284,7 @@ def main(argv=None) -> int:
     from ballctl.sil import C_FLAGS, export_controller, run_component_loop
 
     t_start = time.perf_counter()
-    rig, ctrl, x0, xd0 = default_job_controller()
+    rig, ctrl, x0, xd0 = default_job_controller(imperfections=not args.without_imperfections)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ballctl_pil_"))
     work.mkdir(parents=True, exist_ok=True)
     cdir = work / "c_controller"
@@ -278,13 +293,15 @@ def main(argv=None) -> int:
     steps = int(math.ceil(args.periods * data.period_s / data.dt)) + 1
     # the measurement sequence: the twin in the closed loop on the truth plant, as the controller received it
     twin = ControllerRuntime(cdir)
-    loop = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=args.seed)
+    imperfections = getattr(rig, "imperfections", None)
+    extra = {} if imperfections is None else {"imperfections": imperfections}
+    loop = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=args.seed, **extra)
     y = loop.y[:steps]
     t0 = time.perf_counter()
     from ballctl.closed_loop import simulate_closed_loop
 
     r_py = simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant(), limits=rig.limits, integrator="rk4",
-                                substeps=2, seed=args.seed, backend="python")
+                                substeps=2, seed=args.seed, backend="python", **extra)
     python_loop_step_s = (time.perf_counter() - t0) / (len(r_py.t) - 1)
     # the twin replayed on the same sequence (open loop), timed per step
     twin.reset()
@@ -329,6 +346,8 @@ def main(argv=None) -> int:
     per_tick = 200001.0 / vals["calibration_ticks"]
     fp = controller_footprint(data)
     out = {
+        "rig_imperfections": getattr(getattr(rig, "imperfections", None), "any", False),
+        "design_offset_free": bool(getattr(ctrl, "offset_free", False)),
         "controller": {"kind": data.kind, "real": data.real, "fourier_order": report.fourier_order,
                        "states": data.n_states, "dropped_states": list(data.dropped_states),
                        "period_steps": data.n_period, "latency_steps": data.latency_steps},
@@ -360,7 +379,8 @@ def main(argv=None) -> int:
     print(f"instructions per step: mean {out['instructions_per_step_mean']:.0f}, max "
           f"{out['instructions_per_step_max']:.0f} ({per_tick:.1f} instructions per SysTick tick)")
     print(f"steps run: {out['steps_run']} ({out['periods_run']:.2f} periods); target output equal to the host "
-          f"build: {out['target_equals_host']}; host float vs twin (double) max |du| {out['host_vs_twin_max_abs_rad']:.3g} rad")
+          f"build: {out['target_equals_host']}; host float vs twin (double) max |du| "
+          f"{out['host_vs_twin_max_abs_rad']:.3g} rad")
     print(f"Python twin: {out['twin_time_per_step_us']:.1f} us per step; Python closed loop (ballctl, python "
           f"backend): {out['python_loop_time_per_step_us']:.1f} us per step (ratio "
           f"{out['twin_to_python_loop_ratio']:.2f})")

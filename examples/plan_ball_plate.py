@@ -43,7 +43,7 @@ WAYPOINTS = [[0.0, 0.0], [0.15, 0.05], [0.2, 0.2], [0.0, 0.25]]
 def run(out: Path, *, intervals: int = 16, tilts_deg=(10.0, 15.0, 20.0), truth: bool = False) -> dict:
     """Plan, re-simulate, track and plot; return the key numbers."""
     rig = rig_preset("tabletop")
-    plant = rig.truth_plant().quasi_static()
+    plant = rig.design_plant().quasi_static()
     problem = PlateMotionProblem(waypoints_m=WAYPOINTS, objective="time", limit_margin=0.2)
     plan = plan_plate_motion(plant, problem, rig=rig, intervals=intervals).raise_if_failed()
     tracking = track_plate_plan(plan, rig, contact_offset_m=(0.01, -0.01), hold_s=1.0)

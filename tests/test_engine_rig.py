@@ -33,7 +33,7 @@ ODD = replace(TABLETOP, limits=RigLimits(max_angle=15 * DEG, max_rate=300 * DEG,
 
 @pytest.fixture(scope="module")
 def references():
-    truth = TABLETOP.truth_plant()
+    truth = TABLETOP.design_plant()
     exact = exact_circular_motion(truth, 0.5, 1.0, 40.0, duration=HORIZON + 0.04)
     qs = ballctl.CircularMotion(truth.quasi_static(), 0.5, 1.0, 40.0)
     s = exact(0.0)
@@ -72,7 +72,7 @@ def _assert_same_run(py, cc, *, contact=1e-10):
 def test_lqg_on_the_servo_plate_agrees_with_the_python_loop(references, rig):
     truth, exact, qs, x0, xd0 = references
     ctrl = _design(references, rig, "exact")
-    py, cc = _both(ctrl, x0, xd0, truth=rig.truth_plant(), limits=rig.limits, substeps=2, seed=3)
+    py, cc = _both(ctrl, x0, xd0, truth=rig.design_plant(), limits=rig.limits, substeps=2, seed=3)
     assert cc.feedback == "output" and cc.y.shape == (len(cc.t), ctrl.estimator.n_signals)
     _assert_same_run(py, cc)
     if rig is TABLETOP:  # the command quantum absorbs the rounding of the sums: bit for bit
@@ -89,7 +89,7 @@ def test_a_quasi_static_design_on_the_servo_truth_agrees(references, output_feed
     # the truth has the plate angles as extra coordinates: the compiled loop finds the design's by name
     truth, exact, qs, x0, xd0 = references
     ctrl = _design(references, ODD, "qs-contact", output_feedback)
-    py, cc = _both(ctrl, x0, xd0, truth=ODD.truth_plant(), limits=ODD.limits, substeps=2, seed=5)
+    py, cc = _both(ctrl, x0, xd0, truth=ODD.design_plant(), limits=ODD.limits, substeps=2, seed=5)
     _assert_same_run(py, cc)
     assert np.isnan(cc.x_ref[:, 5:]).all() and np.isfinite(cc.x_ref[:, :5]).all()
 

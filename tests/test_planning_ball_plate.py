@@ -109,7 +109,7 @@ def test_minimum_time_is_monotone_in_the_tilt_limit():
 @pytest.fixture(scope="module")
 def rig_plan():
     rig = rig_preset("tabletop")
-    plant = rig.truth_plant().quasi_static()
+    plant = rig.design_plant().quasi_static()
     problem = PlateMotionProblem(waypoints_m=WAYPOINTS, limit_margin=0.2)
     return rig, plan_plate_motion(plant, problem, rig=rig, intervals=16)
 
@@ -136,7 +136,7 @@ def test_plan_resimulated_on_the_nonlinear_plant_converges_at_order_four():
     falls ~15x per halving of the mesh (order 4: 16x).
     """
     rig = rig_preset("tabletop")
-    plant = rig.truth_plant().quasi_static()
+    plant = rig.design_plant().quasi_static()
     problem = PlateMotionProblem(waypoints_m=WAYPOINTS, objective="effort", duration_s=2.5, limit_margin=0.2)
     errors = []
     for n in (8, 16):
@@ -240,7 +240,7 @@ def test_plate_acceleration_limit_holds_between_nodes_and_angles_integrate_the_r
     the rate to the difference's truncation error; the bound costs time (monotone in the limit).
     """
     rig = rig_preset("tabletop")
-    plant = rig.truth_plant().quasi_static()
+    plant = rig.design_plant().quasi_static()
     durations = []
     for acc in (30.0, 10.0):
         plan = plan_plate_motion(plant, PlateMotionProblem(waypoints_m=WAYPOINTS, limit_margin=0.2,
@@ -274,7 +274,7 @@ def test_plan_tracked_on_the_rigs_servo_plate_truth():
     and the commands stay within the rig's tilt limit.
     """
     rig = rig_preset("tabletop")
-    plant = rig.truth_plant().quasi_static()
+    plant = rig.design_plant().quasi_static()
     plan = plan_plate_motion(plant, PlateMotionProblem(waypoints_m=WAYPOINTS, limit_margin=0.2,
                                                        max_plate_acceleration_rad_s2=10.0), rig=rig, intervals=12)
     tracked = track_plate_plan(plan, rig, truth=True, hold_s=1.0, n_collocation=64)
@@ -289,7 +289,7 @@ def test_given_end_velocities_and_least_effort_falls_with_more_time():
     ``int |u_dot|^2 dt`` for a rest-to-rest move falls as the time allowed grows (measured 0.097,
     0.023, 0.0030 rad^2/s for 1.5, 2 and 3 s)."""
     rig = rig_preset("tabletop")
-    plant = rig.truth_plant().quasi_static()
+    plant = rig.design_plant().quasi_static()
     problem = PlateMotionProblem(waypoints_m=[[0, 0], [0.2, 0.1]], objective="effort", duration_s=2.0,
                                  limit_margin=0.2, initial_velocity_mps=[0.1, 0.0], final_velocity_mps=[0.0, 0.1],
                                  level_at_end=False)
@@ -338,7 +338,7 @@ def test_plan_on_the_exact_moving_plate_holds_the_limits_and_resimulates():
     from ballctl.plants.ball_plate_moving import MovingPlateBallPlate
 
     rig = rig_preset("tabletop")
-    plant = MovingPlateBallPlate(rig.truth_plant().params)
+    plant = MovingPlateBallPlate(rig.design_plant().params)
     problem = PlateMotionProblem(waypoints_m=WAYPOINTS[:3], limit_margin=0.2, max_plate_acceleration_rad_s2=10.0)
     with pytest.raises(ParameterError, match="max_plate_acceleration_rad_s2"):
         plan_plate_motion(plant, PlateMotionProblem(waypoints_m=WAYPOINTS[:3]), limits=rig.limits)
@@ -362,7 +362,7 @@ def test_plan_on_the_servo_plate_tracked_by_the_exact_design():
     """Planned on the rig's servo plate with headroom (half of each limit, 5 rad/s^2), its servo-plate reference
     is tracked by the rig's exact design from a 1 cm offset to within 1 mm, commands within the tilt limit."""
     rig = rig_preset("tabletop")
-    plan = plan_plate_motion(rig.truth_plant(), PlateMotionProblem(waypoints_m=WAYPOINTS, limit_margin=0.5,
+    plan = plan_plate_motion(rig.design_plant(), PlateMotionProblem(waypoints_m=WAYPOINTS, limit_margin=0.5,
                                                                    max_plate_acceleration_rad_s2=5.0),
                              rig=rig, intervals=8)
     assert plan.converged, plan.report.message

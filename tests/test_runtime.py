@@ -16,11 +16,16 @@ from ballctl.schedule import write_c_controller
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
 
 
+def design_plant(rig):
+    """The rig's plant without its imperfections (what designs and references use)."""
+    return getattr(rig, "design_plant", rig.truth_plant)()
+
+
 @pytest.fixture(scope="module")
 def design():
     """qs-paper design (6 states) of the tabletop rig on a circle at 2 rad/s (period pi s), two periods."""
     rig = ballctl.rig_preset("tabletop")
-    ref = ballctl.CircularMotion(rig.truth_plant().quasi_static(), 0.3, 2.0, 40.0)
+    ref = ballctl.CircularMotion(design_plant(rig).quasi_static(), 0.3, 2.0, 40.0)
     horizon = rig.dt * int(np.ceil(2 * ref.period / rig.dt))
     return rig, ballctl.tracking.design_for_rig(rig, ref, "qs-paper", horizon=horizon)
 

@@ -31,8 +31,8 @@ DEG = np.pi / 180
 
 
 def harder_rig():
-    """The tabletop mechanics with a 25 Hz camera (50 ms latency, 2.5 mm noise), a 10 ms actuation delay,
-    +-12 deg tilt, 200 deg/s slew and continuous commands."""
+    """The tabletop rig (with its imperfections) with a 25 Hz camera (50 ms latency, 2.5 mm noise), a 10 ms
+    actuation delay, +-12 deg tilt, 200 deg/s slew and continuous commands."""
     base = ballctl.rig_preset("tabletop")
     return replace(base, name="harder", limits=RigLimits(max_angle=12 * DEG, max_rate=200 * DEG, delay=0.01),
                    sensors=(Sensor(name="camera", signals=("contact_x", "contact_y"), period_s=0.04, latency_s=0.05,
@@ -43,12 +43,28 @@ def default_job(rig):
     """The main job's design on ``rig``: circle of 0.5 m at 1 rad/s, the exact design, two periods, 5 cm offset."""
     dt = rig.dt
     horizon = dt * math.ceil(2 * 2 * np.pi / dt - 1e-9)
-    ref = exact_circular_motion(rig.truth_plant(), 0.5, 1.0, 40.0, duration=horizon + 2 * dt)
+    ref = exact_circular_motion(design_plant(rig), 0.5, 1.0, 40.0, duration=horizon + 2 * dt)
     ctrl = ballctl.tracking.design_for_rig(rig, ref, "exact", horizon=horizon)
     s = ref(0.0)
     x0, xd0 = s.x[0].copy(), s.xd[0].copy()
     x0[0] += 0.05
-    return ctrl, x0, xd0
+    return ctrl, truth_state(rig, x0), xd0
+
+
+def design_plant(rig):
+    """The rig's plant without its imperfections (what designs and references use)."""
+    return getattr(rig, "design_plant", rig.truth_plant)()
+
+
+def truth_state(rig, x0):
+    """The truth's initial state for a design state (the plate resting at the rig's level error)."""
+    return getattr(rig, "truth_initial_state", lambda x: x)(x0)
+
+
+def loop_imperfections(rig) -> dict:
+    """The loop's share of the rig's imperfections, as simulate_closed_loop takes it."""
+    imp = getattr(rig, "imperfections", None)
+    return {} if imp is None else {"imperfections": imp}
 
 
 @pytest.fixture(scope="module", params=["tabletop", "harder"])
@@ -69,16 +85,19 @@ def test_components_implement_the_protocol(job):
 def test_plan_export_in_the_loop_is_the_verified_loop(tmp_path):
     """Tables of the design in double: the C in the loop gives simulate_closed_loop's commands and states."""
     rig = harder_rig()
-    ref = ballctl.CircularMotion(rig.truth_plant().quasi_static(), 0.3, 2.0, 40.0)
+    ref = ballctl.CircularMotion(design_plant(rig).quasi_static(), 0.3, 2.0, 40.0)
     ctrl = ballctl.tracking.design_for_rig(rig, ref, "qs-contact", horizon=1.0)
     write_c_controller(ctrl, tmp_path, rig=rig, representation="plan", real="float64", drop_states=())
     s = ref(0.0)
     x0 = np.concatenate([s.x[0], s.u[0]])
     xd0 = np.concatenate([s.xd[0], s.ud[0]])
     x0[0] += 0.02
+    x0 = truth_state(rig, x0)
     steps = len(ctrl.times)
-    c = run_component_loop(CController.build(tmp_path), rig, ctrl, x0, xd0, steps=steps, seed=3)
-    sim = dict(truth=rig.truth_plant(), limits=rig.limits, integrator="rk4", substeps=2, seed=3)
+    c = run_component_loop(CController.build(tmp_path), rig, ctrl, x0, xd0, steps=steps, seed=3,
+                           **loop_imperfections(rig))
+    sim = dict(truth=rig.truth_plant(), limits=rig.limits, integrator="rk4", substeps=2, seed=3,
+               **loop_imperfections(rig))
     py = ballctl.simulate_closed_loop(ctrl, x0, xd0, backend="python", **sim)
     scale = np.abs(py.u).max()
     assert np.abs(c.u - py.u).max() <= 1e-12 * scale      # the input that acted (slew, 10 ms delay)
@@ -94,10 +113,11 @@ def test_export_chooses_its_order_by_verification(job):
     data = report.data
     full, *orders = report.checks
     assert data.kind == "fourier" and data.real == "float32" and report.fourier_order == orders[-1]["order"]
-    assert full["full_precision"] and full["passed"] and full["rms_error_m"] <= 1.05 * report.design_rms_error_m
+    assert full["full_precision"] and full["passed"]
+    assert full["rms_error_design_window_m"] <= 1.05 * report.design_rms_error_m + 1e-4
     assert orders[-1]["passed"] and not any(c["passed"] for c in orders[:-1])
     assert abs(orders[-1]["relative_to_full"]) <= 0.05
-    assert data.dropped_states == ("roll",)   # the ball's roll angle cannot influence the command
+    assert "roll" in data.dropped_states   # the ball's roll angle cannot influence the command
     fp = report.footprint
     assert fp.flash_bytes <= 128 * 1024 and fp.ram_bytes <= 16 * 1024
     print(f"{rig.name}: order {report.fourier_order}, design {report.design_rms_error_m:.4g} m, "
@@ -114,7 +134,7 @@ def test_c_equals_twin_and_float32_is_within_5_percent_of_double(job, tmp_path):
     runs = {}
     for name, comp in (("twin", ControllerRuntime(d64)), ("c64", CController.build(tmp_path / "f64")),
                        ("c32", CController.build(folder))):
-        runs[name] = run_component_loop(comp, rig, ctrl, x0, xd0, steps=steps, seed=0)
+        runs[name] = run_component_loop(comp, rig, ctrl, x0, xd0, steps=steps, seed=0, **loop_imperfections(rig))
         assert runs[name].diverged_at is None and len(runs[name].t) == steps + 1
     u_t, u_c = runs["twin"].commands, runs["c64"].commands
     assert np.abs(u_c - u_t).max() <= 1e-12 * np.abs(u_t).max()
@@ -133,8 +153,10 @@ def test_dropped_frames_are_no_update(job):
     ny = report.data.n_signals
     received = np.random.default_rng(1).random((steps, 1)) > 0.15   # 15 % of the frames lost
     received = np.repeat(received, ny, axis=1)
-    r_t = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=0, received=received)
-    r_c = run_component_loop(c, rig, ctrl, x0, xd0, steps=steps, seed=0, received=received)
+    r_t = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=0, received=received,
+                             **loop_imperfections(rig))
+    r_c = run_component_loop(c, rig, ctrl, x0, xd0, steps=steps, seed=0, received=received,
+                             **loop_imperfections(rig))
     assert r_t.diverged_at is None and r_c.diverged_at is None
     assert r_t.rms_last(report.data.period_s) < 2 * report.design_rms_error_m + 1e-3
     assert np.all(np.isnan(r_t.y[:-1][~received]))

@@ -306,7 +306,7 @@ def _run_ball_plate(args: argparse.Namespace) -> int:
     rig = replace(rig, limits=lim)
     if b["model"] not in ("quasi-static", "servo-plate"):
         raise ConfigError(f"[ball_plate] model must be 'quasi-static' or 'servo-plate', got {b['model']!r}")
-    plant = rig.truth_plant() if b["model"] == "servo-plate" else rig.truth_plant().quasi_static()
+    plant = rig.design_plant() if b["model"] == "servo-plate" else rig.design_plant().quasi_static()
     try:
         problem = PlateMotionProblem(waypoints_m=b["waypoints_m"], objective=str(b["objective"]),
                                      duration_s=b["duration_s"], limit_margin=float(b["limit_margin"]),

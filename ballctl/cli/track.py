@@ -336,8 +336,8 @@ def run(args: argparse.Namespace) -> int:
             est = ctrl.estimator
             clean_ctrl = replace(ctrl, estimator=design_estimator(
                 ctrl.ltv, ctrl.discrete, ctrl.system.coordinate_names, clean_rig.sensors, process_std=est.process_std,
-                input_disturbance=ctrl.offset_free,
-                disturbance_map=est.disturbance_map if ctrl.offset_free else None))
+                input_disturbance=est.n_disturbances > 0,
+                disturbance_map=est.disturbance_map if est.n_disturbances else None, integral=est.integral))
         r_ideal = simulate_closed_loop(clean_ctrl, x0, xd0, **{**sim, "limits": clean_rig.limits,
                                                                 "truth": clean_rig.truth_plant(),
                                                                 "imperfections": None})
@@ -458,13 +458,13 @@ def _strict(value):
 
 
 def _save_estimator(path: Path, ctrl) -> None:
-    """The Kalman filter a rig runs: gains, measurement and model matrices, sampling and latency."""
+    """The Kalman filter a rig runs: gains, measurement and model matrices, the law on its state, sampling, latency."""
     import io
 
     est = ctrl.estimator
     buf = io.BytesIO()
-    np.savez(buf, update_gains=est.kalman.update_gains, C=est.kalman.C, Ad=ctrl.discrete.Ad, Bd=ctrl.discrete.Bd,
-             sampled=est.sampled, latency_steps=np.array(est.latency_steps), dt=np.array(ctrl.dt),
-             signal_names=np.array(est.signal_names), state_names=np.array(ctrl.state_names),
-             noise_std=est.noise_std)
+    np.savez(buf, update_gains=est.kalman.update_gains, C=est.kalman.C, Ad=est.Ad, Bd=est.Bd,
+             feedback_gains=ctrl.feedback_gains, sampled=est.sampled, latency_steps=np.array(est.latency_steps),
+             dt=np.array(ctrl.dt), signal_names=np.array(est.signal_names),
+             state_names=np.array(ctrl.state_names + ctrl.augmented_state_names), noise_std=est.noise_std)
     atomic_write(path, buf.getvalue())

@@ -546,8 +546,8 @@ def _resolve_limits(plant, limits, rig) -> RigLimits:
         check_instance(rig, "rig", RigProfile)
         if rig.ball != _ball_parameters(plant):
             raise ParameterError(f"rig {rig.name!r} has ball {rig.ball.as_dict()} but the plant has "
-                                 f"{_ball_parameters(plant).as_dict()}; plan on rig.truth_plant() or "
-                                 f"rig.truth_plant().quasi_static()")
+                                 f"{_ball_parameters(plant).as_dict()}; plan on rig.design_plant() or "
+                                 f"rig.design_plant().quasi_static()")
         limits = rig.limits
     check_instance(limits, "limits", RigLimits)
     if limits.max_angle is None:
@@ -724,8 +724,8 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
     Parameters
     ----------
     plant : BallPlate, ServoPlateBallPlate or MovingPlateBallPlate
-        The quasi-static plant (for a rig: ``rig.truth_plant().quasi_static()``), or
-        the exact moving plate (for a rig: ``rig.truth_plant()``, two plate angles):
+        The quasi-static plant (for a rig: ``rig.design_plant().quasi_static()``), or
+        the exact moving plate (for a rig: ``rig.design_plant()``, two plate angles):
         then the planner transcribes the exact contact subsystem
         (:func:`~ballctl.planning.symbolic.moving_plate_contact_function`, the
         ball's spin a state) and needs ``problem.max_plate_acceleration_rad_s2``.
@@ -912,7 +912,7 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     ----------
     plan : PlateMotionPlan
         A converged plan on the rig's quasi-static plant, or on its servo plate
-        (``rig.truth_plant()``): then its reference (:meth:`PlateMotionPlan.reference`)
+        (``rig.design_plant()``): then its reference (:meth:`PlateMotionPlan.reference`)
         is tracked by the rig's ``"exact"`` design on the servo plate; leave
         headroom (``limit_margin`` about 0.5): the servo commands lead the plate.
     rig : RigProfile
@@ -924,7 +924,8 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     hold_s : float
         Time in s after the plan, plate held (the reference at rest at the goal).
     truth : bool
-        Run on the rig's exact servo plate (``rig.truth_plant()``) instead of the
+        Run on the rig's exact servo plate with its imperfections (``rig.truth_plant()``,
+        ``rig.imperfections``) instead of the
         quasi-static plant. The planned contact motion is then inverted on the
         servo plate (:class:`~ballctl.references.moving_plate.MovingPlateMotion`,
         Chebyshev collocation) and tracked by the rig's ``"exact"`` design; the
@@ -948,7 +949,7 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     off = as_vector(contact_offset_m, "contact_offset_m", 2, unit="m")
     if plan.exact and not isinstance(plan.plant, ServoPlateBallPlate):
         raise ParameterError("track_plate_plan needs a plan on the quasi-static BallPlate or on the servo plate "
-                             f"(rig.truth_plant()), got one on {type(plan.plant).__name__}")
+                             f"(rig.design_plant()), got one on {type(plan.plant).__name__}")
     if truth and not plan.rates_are_states:
         servo = rig.servo
         hint = "" if servo.max_torque is None else (
@@ -968,11 +969,15 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
         s0 = ref(0.0)
         x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
         x0[:2] += off
-        run = simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant() if truth else None, **sim)
+        if truth:
+            run = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
+                                       imperfections=rig.imperfections, **sim)
+        else:
+            run = simulate_closed_loop(ctrl, x0, xd0, **sim)
     elif truth:
         from ..references.moving_plate import MovingPlateMotion
 
-        plant = rig.truth_plant()
+        plant = rig.design_plant()
         x_start, _ = plan.initial_coordinates()
         ref = MovingPlateMotion(plant, plan_contact_path(plan, ref), spin=plan.problem.spin_rad_s,
                                 duration=ref.t_range[1], initial_orientation=x_start[2:5],
@@ -982,7 +987,8 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
         s0 = ref(0.0)
         x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
         x0[:2] += off
-        run = simulate_closed_loop(ctrl, x0, xd0, truth=plant, **sim)
+        run = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
+                                   imperfections=rig.imperfections, **sim)
     else:
         ctrl = design_for_rig(rig, ref, design, horizon=steps * dt, output_feedback=output_feedback)
         s0 = ref(0.0)

@@ -31,7 +31,7 @@ from .._errors import ChartSingularityError, InfeasibleReferenceError, Parameter
 from .._validation import as_vector, check_finite_scalar, check_in_range, check_positive
 from ..plants.ball_plate import LEAN_LIMIT, BallPlate
 from .base import Reference, ReferenceSample
-from .inversion import plate_angles_for_acceleration, rolling_multipliers, warn_large_tilt
+from .inversion import plate_angles_for_acceleration, require_ideal_rolling, rolling_multipliers, warn_large_tilt
 
 __all__ = ["CircularMotion", "LEAN_LIMIT"]
 
@@ -85,6 +85,7 @@ class CircularMotion(Reference):
                  max_tilt: float | None = None) -> None:
         if not isinstance(plant, BallPlate):
             raise ParameterTypeError(f"plant must be a BallPlate, got {type(plant).__name__}")
+        require_ideal_rolling(plant)
         self.system = plant
         self.radius = check_positive(radius, "radius", "m")
         self.omega = check_finite_scalar(omega, "omega", "rad/s")

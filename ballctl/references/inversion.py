@@ -21,10 +21,11 @@ import warnings
 
 import numpy as np
 
-from .._errors import InfeasibleReferenceError, LargeTiltWarning
+from .._errors import InfeasibleReferenceError, LargeTiltWarning, ParameterError
 from ..plants.ball_plate import BallPlate
 
-__all__ = ["plate_angles_for_acceleration", "rolling_multipliers", "warn_large_tilt", "LARGE_TILT"]
+__all__ = ["plate_angles_for_acceleration", "rolling_multipliers", "warn_large_tilt", "LARGE_TILT",
+           "require_ideal_rolling"]
 
 #: Plate tilt (rad) above which a reference draws a :class:`~ballctl.LargeTiltWarning`: 20 deg, the upper end
 #: of typical rig limits (5-20 deg); beyond it the quasi-static plate model's error, which grows with the
@@ -121,3 +122,24 @@ def rolling_multipliers(plant: BallPlate, u, contact_acceleration) -> np.ndarray
     """
     g = plant.gravity_in_plate(u)
     return plant.params.mass * (g[:, :2] - np.asarray(contact_acceleration))
+
+
+def require_ideal_rolling(plant) -> None:
+    """Refuse a ball-plate with rolling resistance: the references are solutions of ideal rolling.
+
+    A reference built on a plant with ``rolling_resistance > 0`` would not
+    solve that plant's equations (the inversions assume no resisting couple),
+    so designs along it would start from a wrong reference without a word.
+    Build references on the nominal plant (``rig.design_plant()``); the
+    resistance belongs to the truth (``rig.truth_plant()``).
+
+    Parameters
+    ----------
+    plant : BallPlate or MovingPlateBallPlate or ServoPlateBallPlate
+    """
+    params = plant.params
+    ball = getattr(params, "ball", params)  # the moving plates keep the ball's parameters in params.ball
+    if float(getattr(ball, "rolling_resistance", 0.0)) > 0.0:
+        raise ParameterError(f"references are solutions of rolling without resistance; this plant has "
+                             f"rolling_resistance = {ball.rolling_resistance:g}: build the reference on the nominal "
+                             f"plant (rig.design_plant(), or rolling_resistance=0) and keep the resistance for the truth")

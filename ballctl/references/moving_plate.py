@@ -50,7 +50,7 @@ from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate
 from ..plants.kernels import moving_plate as _plate_kernels
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT, CircularMotion
-from .inversion import plate_angles_for_acceleration
+from .inversion import plate_angles_for_acceleration, require_ideal_rolling
 from .paths import CirclePath, evaluate_path, initial_ball_orientation
 
 __all__ = ["MovingPlateMotion", "exact_circular_motion", "spectral_derivative_matrices",
@@ -266,6 +266,7 @@ class MovingPlateMotion(Reference):
         if not isinstance(plant, (MovingPlateBallPlate, ServoPlateBallPlate)):
             raise ParameterTypeError(
                 f"plant must be a MovingPlateBallPlate or ServoPlateBallPlate, got {type(plant).__name__}")
+        require_ideal_rolling(plant)
         if plant.n_plate != 2:
             raise ParameterError(
                 "the inversion needs a plant without plate spin (MovingPlateParameters(with_spin=False))")

@@ -43,7 +43,7 @@ from .._validation import (as_array, as_vector, check_bool, check_finite_scalar,
 from ..plants.ball_plate import BallPlate
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT
-from .inversion import plate_angles_for_acceleration, rolling_multipliers, warn_large_tilt
+from .inversion import plate_angles_for_acceleration, require_ideal_rolling, rolling_multipliers, warn_large_tilt
 
 __all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion",
            "evaluate_path"]
@@ -402,6 +402,7 @@ class PathMotion(Reference):
             raise ParameterTypeError(f"plant must be a BallPlate, got {type(plant).__name__}")
         if not callable(path):
             raise ParameterTypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
+        require_ideal_rolling(plant)
         self.system = plant
         self.path = path
         self.duration = check_positive(duration, "duration", "s")

@@ -239,7 +239,8 @@ def write_c_controller(controller, directory, *, rig=None, limits=None, represen
     limits : RigLimits, optional
         The shaping without a rig (neither: the commands act as sent).
     representation : {"auto", "fourier", "plan"}
-        See :mod:`ballctl.schedule.compact` (``"auto"``: fourier for a periodic reference).
+        See :mod:`ballctl.schedule.compact` (``"auto"``: fourier for a periodic reference and a
+        horizon of at least one period, else plan).
     fourier_order : int
         Largest harmonic of the Fourier series (0..32).
     real : {"float32", "float64"}

@@ -17,22 +17,25 @@ Two representations
     so the controller needs no whole number of steps per period and runs
     forever (the phase is a 64-bit fixed-point count of turns: it wraps
     exactly, with an increment error below :math:`2^{-65}` turn per step).
-    What is fitted, by least squares over the design's samples:
+    What is fitted, by least squares over the design's last period (past its
+    start-up: the filter's initial covariance, integrators that fade in; the
+    zero-order-hold reference has settled there):
 
     * the prediction model ``Ad``, ``Bd`` and the measurement matrices ``C``
-      over the whole horizon (``C`` per residue of the sensors' sampling
-      pattern, order 0 when it is constant, e.g. a camera on the contact point),
-    * the feedforward ``u_ff`` and the reference of the measured signals over
-      the last period (the zero-order-hold reference has settled there),
-    * the LQR gains of the *periodic* LQR: a backward Riccati sweep
-      (:func:`ballctl.lqr.riccati_sweep`) over two periods of the fitted model
-      with the design's weights, the first period kept (the finite horizon's
-      terminal weight has decayed there),
-    * the Kalman update gains of the design's filter over its last period
-      (its most settled stretch; a filter with undetectable modes, such as the
-      ball's spin seen by a camera, never reaches a periodic solution, so the
-      last verified period is wrapped rather than a ``periodic_kalman`` that
-      would not converge).
+      (``C`` per residue of the sensors' sampling pattern, order 0 when it is
+      constant, e.g. a camera on the contact point),
+    * the feedforward ``u_ff`` and the reference of the measured signals,
+    * the LQR's part of the control law: a backward Riccati sweep over two
+      periods of the design's model and weights (fitted over its last period),
+      from its Riccati matrix one period before the end, the first period kept
+      (the periodic LQR, as far from the terminal weight as the design's first
+      period and past its start-up); the law's other columns (a disturbance
+      estimate's cancellation) as designed over the last period,
+    * the Kalman update gains of the design's filter (its most settled
+      stretch; a filter with undetectable modes, such as the ball's spin seen
+      by a camera, never reaches a periodic solution, so the last verified
+      period is wrapped rather than a ``periodic_kalman`` that would not
+      converge).
 
     States that cannot influence the command (no column in the model apart
     from their own, none in ``C``, gains below ``1e-6`` of the largest: the
@@ -431,7 +434,7 @@ def controller_footprint(source) -> ControllerFootprint:
     state = (3 * 8 + N * b + R * (ny * b + ny + nu * b + model * b + d.n_basis * b + 8)
              + delay_ring * nu * b + nu * b + 6 * 4)
     state = 8 * ((state + 7) // 8)
-    stack = (3 * N + 2 * nu + 2 * ny + d.n_basis) * b + 64
+    stack = (2 * N + 2 * ny * N + nu * N + 2 * nu) * b + 160   # the step's arrays, saved registers, callees
     code = CODE_BYTES_M4
     return ControllerFootprint(real=d.real, kind=d.kind, data_bytes=int(data), code_bytes=code,
                                flash_bytes=int(data + code), state_bytes=int(state), stack_bytes=int(stack),
@@ -455,10 +458,16 @@ def _law_arrays(controller):
 
 
 def _filter_state_names(controller, Ne: int) -> tuple:
+    """The filter's states: the design's, then its disturbance estimates and integrators (if any)."""
     names = tuple(controller.state_names)
-    nd = Ne - len(names)
-    return names + tuple(f"d_{u}" for u in controller.system.input_names)[:nd] + tuple(
-        f"extra_{i}" for i in range(max(0, nd - controller.system.n_inputs)))
+    est = controller.estimator
+    nd = int(getattr(est, "n_disturbances", 0) or 0)
+    ni = int(getattr(est, "n_integrals", 0) or 0)
+    inputs = tuple(controller.system.input_names)
+    extra = (tuple(f"d_{inputs[i]}" if nd == len(inputs) else f"disturbance_{i}" for i in range(nd))
+             + tuple(f"integral_{i}" for i in range(ni)))
+    extra += tuple(f"extra_{i}" for i in range(Ne - len(names) - len(extra)))
+    return (names + extra)[:Ne]
 
 
 def _pattern(sampled: np.ndarray) -> np.ndarray:
@@ -490,8 +499,9 @@ def _droppable(gains, Ad, C, names, request) -> list[int]:
             raise ParameterError(f"drop_states: unknown state {nm!r}; states are {names}")
         i = names.index(nm)
         if i not in structural:
+            allowed = [names[j] for j in structural]
             raise ParameterError(f"drop_states: {nm!r} feeds other states or is measured; only states that "
-                                 f"no other state and no signal depends on can be dropped ({[names[j] for j in structural]})")
+                                 f"no other state and no signal depends on can be dropped ({allowed})")
         out.append(i)
     return sorted(out)
 
@@ -526,7 +536,7 @@ def controller_data(controller, *, rig=None, limits=None, representation: str = 
     limits : RigLimits, optional
         The shaping without a rig (give one of ``rig`` and ``limits``; neither: commands act as sent).
     representation : {"auto", "fourier", "plan"}
-        ``"auto"``: fourier for a periodic reference, else plan.
+        ``"auto"``: fourier for a periodic reference and a horizon of at least one period, else plan.
     fourier_order : int
         Largest harmonic H in 0..32 of the fitted groups (a group that is constant gets 0).
     real : {"float32", "float64"}
@@ -564,8 +574,9 @@ def controller_data(controller, *, rig=None, limits=None, representation: str = 
     health_window_s = check_positive(health_window_s, "health_window_s", "s")
     quantum, max_angle, max_rate, delay = _limits_of(rig, limits)
     period = getattr(controller.reference, "period", None)
-    if representation == "auto":
-        representation = "fourier" if period is not None else "plan"
+    if representation == "auto":   # fourier needs a period's worth of the design
+        long_enough = period is not None and len(controller.times) * float(controller.dt) >= period - 1e-9
+        representation = "fourier" if long_enough else "plan"
     if representation == "fourier" and period is None:
         raise ParameterError("representation='fourier' needs a periodic reference (controller.reference.period is "
                              "None); use representation='plan'")
@@ -610,27 +621,72 @@ def controller_data(controller, *, rig=None, limits=None, representation: str = 
     Ad_k, Bd_k = Ad[:, keep][:, :, keep], Bd[:, keep]
     C_k, M_k, G_k = C[:, :, keep], M[:, keep], gains[:, :, keep]
     del sel
+    law_full = _LawMap(controller, gains)
     if representation == "plan":
-        hold = _plan_hold(controller, Ad_k, Bd_k, C_k, M_k, G_k, u_ff, y_ref, keep, S)
+        hold = _plan_hold(controller, law_full, Ad_k, Bd_k, C_k, M_k, G_k, u_ff, y_ref, keep, S)
         tables = {"Ad": Ad_k, "Bd": Bd_k, "C": C_k, "M": M_k, "K": G_k, "u_ff": u_ff, "y_ref": y_ref}
         return ControllerData(kind="plan", arrays={g: _rounded(a, real) for g, a in tables.items()}, orders={},
                               hold={g: _rounded(a, real) for g, a in hold.items()}, period_s=None, phase_step=0,
                               n_plan=int(Kt), **common)
-    return _fourier(controller, common, period, fourier_order, Ad_k, Bd_k, C_k, M_k, G_k, u_ff, y_ref, keep, S,
-                    real)
+    return _fourier(controller, law_full, common, period, fourier_order, Ad_k, Bd_k, C_k, M_k, G_k, u_ff, y_ref,
+                    keep, S, real)
 
 
-def _lqr_feedback(controller, gains_design_states: np.ndarray, G_law: np.ndarray, keep) -> np.ndarray:
-    """Law gains on the filter's kept states from LQR gains on the design's N states (extra columns from the design)."""
-    N = gains_design_states.shape[2]
-    out = np.array(G_law[:gains_design_states.shape[0]])
-    kept_design = [j for j, i in enumerate(keep) if i < N]
-    design_idx = [i for i in keep if i < N]
-    out[:, :, kept_design] = gains_design_states[:, :, design_idx]
-    return out
+class _LawMap:
+    """Where the LQR's gains sit among the control law's (``feedback_gains``) columns.
+
+    The law is ``u = u_ff - G X_hat`` over the filter's states; some of its
+    columns are the LQR's (the design's states, integrators), the others are
+    not (a disturbance estimate's cancellation). The columns are matched by
+    equality over the horizon, so any layout of ``feedback_gains`` works.
+    """
+
+    def __init__(self, controller, gains: np.ndarray) -> None:
+        lqr = getattr(controller, "integral_lqr", None) or controller.lqr
+        self.lqr = lqr
+        K = np.asarray(lqr.gains, float)
+        self.columns = []   # (law column, lqr column)
+        used = set()
+        for c in range(K.shape[2]):
+            f = next((f for f in range(gains.shape[2]) if f not in used and gains.shape[0] == K.shape[0]
+                      and np.array_equal(gains[:, :, f], K[:, :, c])), None)
+            if f is None:
+                self.columns = None
+                break
+            used.add(f)
+            self.columns.append((f, c))
+
+    def law(self, K_lqr: np.ndarray, G_rest: np.ndarray) -> np.ndarray:
+        """Law gains ``(n, nu, Ne)``: the LQR columns from ``K_lqr``, the others from ``G_rest``."""
+        out = np.array(G_rest, dtype=float)
+        for f, c in self.columns:
+            out[:, :, f] = K_lqr[:, :, c]
+        return out
 
 
-def _fourier(controller, common, period, order, Ad, Bd, C, M, G, u_ff, y_ref, keep, S, real) -> ControllerData:
+def _periodic_lqr_gains(lqr, phi_last: np.ndarray, last: np.ndarray, step: int, n_period: int) -> np.ndarray:
+    """The LQR gains over one period (steps 0..n_period-1); model and weights fitted over the last period.
+
+    A backward Riccati sweep (:func:`ballctl.lqr.riccati_sweep`) over two periods of the fitted model, from the
+    design's Riccati matrix one period before the end of its horizon; the first period is kept: as far from
+    the terminal weight as the design's own first period, and past the design's start-up (integrators that fade
+    in). Marginal modes that no weight stabilizes (the ball's spin) make a longer sweep drift, not converge, so
+    the length is that of the design's horizon (two periods for the main job).
+    """
+    hi = 16
+    fits = {name: _fit(np.asarray(getattr(lqr, name), float)[last], phi_last, hi)[0] for name in ("Ad", "Bd", "Q", "R")}
+    shapes = {name: np.asarray(getattr(lqr, name)).shape[1:] for name in fits}
+    n = 2 * n_period
+    B = _basis(_angles(np.arange(n), step), hi)
+    arr = {name: (B @ fits[name].T).reshape((n,) + shapes[name]) for name in fits}
+    Q = 0.5 * (arr["Q"] + np.swapaxes(arr["Q"], 1, 2))
+    R = 0.5 * (arr["R"] + np.swapaxes(arr["R"], 1, 2))
+    K, _, _ = riccati_sweep(arr["Ad"], arr["Bd"], Q, R, np.asarray(lqr.riccati[last[0]], float))
+    return K[:n_period]
+
+
+def _fourier(controller, law_map, common, period, order, Ad, Bd, C, M, G, u_ff, y_ref, keep, S, real
+             ) -> ControllerData:
     dt = common["dt"]
     Kt = Ad.shape[0]
     n_period = int(math.ceil(period / dt - 1e-9))
@@ -644,73 +700,63 @@ def _fourier(controller, common, period, order, Ad, Bd, C, M, G, u_ff, y_ref, ke
     coefs, orders, resid = {}, {}, {}
 
     def fit_group(name, values, idx, per_class):
+        scale = max(1.0, float(np.max(np.abs(values[idx])))) if values.size else 1.0
         if per_class:
-            cls_coef, worst = [], 0.0
-            const = True
-            for r in range(S):
-                sub = idx[idx % S == r]
-                c0, r0 = _fit(values[sub], phi_all[sub], 0)
-                const &= r0 <= 1e-12 * max(1.0, float(np.max(np.abs(values))))
+            const = all(_fit(values[idx[idx % S == r]], phi_all[idx[idx % S == r]], 0)[1] <= 1e-12 * scale
+                        for r in range(S))
             h = 0 if const else order
-            for r in range(S):
-                sub = idx[idx % S == r]
-                c, rr = _fit(values[sub], phi_all[sub], h)
-                cls_coef.append(c)
-                worst = max(worst, rr)
-            coefs[name], orders[name], resid[name] = np.stack(cls_coef), h, worst
+            fits = [_fit(values[idx[idx % S == r]], phi_all[idx[idx % S == r]], h) for r in range(S)]
+            coefs[name], orders[name], resid[name] = np.stack([f[0] for f in fits]), h, max(f[1] for f in fits)
         else:
-            _, r0 = _fit(values[idx], phi_all[idx], 0)
-            h = 0 if r0 <= 1e-12 * max(1.0, float(np.max(np.abs(values)))) else order
+            h = 0 if _fit(values[idx], phi_all[idx], 0)[1] <= 1e-12 * scale else order
             coefs[name], resid[name] = _fit(values[idx], phi_all[idx], h)
             orders[name] = h
 
-    fit_group("Ad", Ad, k_all, False)
-    fit_group("Bd", Bd, k_all, False)
-    fit_group("C", C, k_all, True)
+    # everything over the last period: past the start-up of the design (the filter's initial covariance,
+    # integrators that fade in), one period before the end
+    for name, values in (("Ad", Ad), ("Bd", Bd), ("u_ff", u_ff), ("y_ref", y_ref)):
+        fit_group(name, values, last, False)
+    fit_group("C", C, last, True)
     fit_group("M", M, last, True)
-    fit_group("u_ff", u_ff, last, False)
-    fit_group("y_ref", y_ref, last, False)
-    # the periodic LQR: a backward sweep over two periods of the fitted design model, the first period kept
-    disc = controller.discrete
-    N = disc.Ad.shape[1]
-    hi = max(order, 12)
-    cA, _ = _fit(disc.Ad, phi_all, hi)
-    cB, _ = _fit(disc.Bd, phi_all, hi)
-    n_sweep = 2 * n_period
-    Bs = _basis(_angles(np.arange(n_sweep), step), hi)
-    A_s = (Bs @ cA.T).reshape(n_sweep, N, N)
-    B_s = (Bs @ cB.T).reshape(n_sweep, N, -1)
-    Q = np.broadcast_to(np.asarray(controller.Q, float), (n_sweep, N, N))
-    R = np.broadcast_to(np.asarray(controller.R, float), (n_sweep,) + np.shape(controller.R))
-    K_sweep, _, _ = riccati_sweep(A_s, B_s, Q, R, np.asarray(controller.lqr.riccati[0], float))
-    G_first = _lqr_feedback(controller, K_sweep[:n_period], G[:n_period] if Kt >= n_period else G, keep)
-    first = np.arange(n_period)
-    coefs_K, resid_K = _fit(G_first, phi_all[first], order)
-    _, r0 = _fit(G_first, phi_all[first], 0)
-    if r0 <= 1e-12 * max(1.0, float(np.max(np.abs(G_first)))):
-        coefs_K, resid_K = _fit(G_first, phi_all[first], 0)
-        orders["K"] = 0
-    else:
-        orders["K"] = order
-    coefs["K"], resid["K"] = coefs_K, resid_K
+    # the law: the periodic LQR's gains (a sweep of the design's model), the other columns as designed
+    gains_full = np.asarray(_law_arrays(controller)[0], float)
+    if law_map.columns is not None:
+        K_per = _periodic_lqr_gains(law_map.lqr, phi_all[last], last, step, n_period)
+        rest = gains_full[last]
+        G_per = law_map.law(K_per, rest)[:, :, keep]
+        phi_per = _angles(np.arange(n_period), step)
+        h = 0 if _fit(G_per, phi_per, 0)[1] <= 1e-12 * max(1.0, float(np.max(np.abs(G_per)))) else order
+        coefs["K"], resid["K"] = _fit(G_per, phi_per, h)
+        orders["K"] = h
+        # the non-LQR columns are fitted at the phases of the last period
+        if len(law_map.columns) < gains_full.shape[2]:
+            other = [j for j, i in enumerate(keep) if i not in {f for f, _ in law_map.columns}]
+            c_rest, r_rest = _fit(gains_full[last][:, :, keep][:, :, other], phi_all[last], orders["K"])
+            nb = coefs["K"].shape[1]
+            ck = coefs["K"].reshape(G.shape[1], len(keep), nb)
+            ck[:, other, :] = c_rest.reshape(G.shape[1], len(other), nb)
+            coefs["K"] = ck.reshape(-1, nb)
+            resid["K"] = max(resid["K"], r_rest)
+    else:   # an unknown law layout: the design's gains over its first period
+        fit_group("K", G, k_all[:n_period], False)
     arrays = {g: _rounded(coefs[g], real) for g in GROUPS}
     return ControllerData(kind="fourier", arrays=arrays, orders={g: orders[g] for g in GROUPS}, hold={},
                           period_s=float(period), phase_step=step, n_plan=0, fit_residuals=resid, **common)
 
 
-def _plan_hold(controller, Ad, Bd, C, M, G, u_ff, y_ref, keep, S) -> dict:
+def _plan_hold(controller, law_map, Ad, Bd, C, M, G, u_ff, y_ref, keep, S) -> dict:
     """The arrays held after a plan: the last sample, its stationary LQR, the last filter gains of each class."""
     Kt = Ad.shape[0]
-    disc = controller.discrete
-    N = disc.Ad.shape[1]
     G_hold = G[-1:].copy()
-    try:
-        lqr = periodic_lqr(DiscreteLTVSystem.from_arrays(disc.Ad[-1:], disc.Bd[-1:], dt=controller.dt),
-                           controller.Q, controller.R)
-        G_hold = _lqr_feedback(controller, np.asarray(lqr.gains), G[-1:], keep)
-    except (RiccatiConvergenceError, np.linalg.LinAlgError, ParameterError):
-        pass  # the last design gain (a warning would be noise: the verification decides)
-    del N
+    if law_map.columns is not None:
+        lqr = law_map.lqr
+        try:
+            per = periodic_lqr(DiscreteLTVSystem.from_arrays(lqr.Ad[-1:], lqr.Bd[-1:], dt=controller.dt),
+                               lqr.Q[-1], lqr.R[-1])
+            full = np.asarray(_law_arrays(controller)[0], float)[-1:]
+            G_hold = law_map.law(np.asarray(per.gains), full)[:, :, keep]
+        except (RiccatiConvergenceError, np.linalg.LinAlgError, ParameterError):
+            pass  # the last design gain (the verification decides)
     last_of_class = [max(k for k in range(Kt - S, Kt) if k % S == r) for r in range(S)]
     return {"Ad": Ad[-1], "Bd": Bd[-1], "C": C[last_of_class], "M": M[last_of_class], "K": G_hold[0],
             "u_ff": u_ff[-1], "y_ref": y_ref[-1]}

@@ -59,7 +59,7 @@ _READABLE_VERSIONS = (1, 2)
 
 _ARRAY_FIELDS = ("times", "gains", "x0", "xd0", "u0", "Q", "R", "Q_N")
 #: optional arrays, stored when present: the discrete model (for prediction) and the Kalman filter
-_OPTIONAL_FIELDS = ("Ad", "Bd", "estimator_gains", "measurement_matrices", "sampled")
+_OPTIONAL_FIELDS = ("Ad", "Bd", "estimator_gains", "measurement_matrices", "sampled", "feedback_gains")
 _SPACING_RTOL = 1e-9  # as in ballctl.discretize
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _C_KEYWORDS = frozenset(
@@ -141,11 +141,13 @@ class GainSchedule:
         Input weight :math:`R_w`.
     Q_N : ndarray, shape (N, N)
         Terminal weight :math:`Q_{N_t}`.
-    Ad, Bd : ndarray, shape (Kt, N, N) and (Kt, N, nu), optional
-        The discrete model the design used (the estimator predicts with it).
-    estimator_gains : ndarray, shape (Kt, N, ny), optional
+    Ad, Bd : ndarray, shape (Kt, Ne, Ne) and (Kt, Ne, nu), optional
+        The discrete model the estimator predicts with: the design's (Ne = N),
+        or with an offset-free estimator the design's augmented by its
+        disturbance states and integrators (Ne = N + len(augmented_state_names)).
+    estimator_gains : ndarray, shape (Kt, Ne, ny), optional
         Kalman update gains :math:`M_k` (``X_post = X_prior + M_k (y - C_k X_prior)``).
-    measurement_matrices : ndarray, shape (Kt, ny, N), optional
+    measurement_matrices : ndarray, shape (Kt, ny, Ne), optional
         :math:`C_k` (zero rows where a signal is not sampled).
     sampled : ndarray, shape (Kt, ny), optional
         1.0 where a signal is sampled at step k, else 0.0.
@@ -153,6 +155,11 @@ class GainSchedule:
         The ny measured coordinates (empty without an estimator).
     latency_steps : int
         Control steps until a sample is used (the largest sensor latency, rounded up).
+    augmented_state_names : tuple of str
+        The estimator's states beyond the design's N (disturbances, integrators); empty without them.
+    feedback_gains : ndarray, shape (Kt, nu, Ne), optional
+        With augmented states: the output-feedback law ``du = -feedback_gains[k] @ X_hat``
+        on the estimator's state (``gains`` stays the state-feedback LQR).
     """
 
     times: np.ndarray
@@ -179,6 +186,8 @@ class GainSchedule:
     sampled: np.ndarray | None = None
     signal_names: tuple[str, ...] = ()
     latency_steps: int = 0
+    augmented_state_names: tuple[str, ...] = ()
+    feedback_gains: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         gains = _array(self.gains, "gains")
@@ -246,13 +255,20 @@ class GainSchedule:
         """Model and estimator arrays: all of a group or none, with consistent shapes."""
         if (self.Ad is None) != (self.Bd is None):
             raise ParameterError("give both Ad and Bd (the discrete model) or neither")
+        extra = _names(self.augmented_state_names, "augmented_state_names", allow_empty=True)
+        object.__setattr__(self, "augmented_state_names", extra)
+        if bool(extra) != (self.feedback_gains is not None):
+            raise ParameterError("augmented_state_names and feedback_gains go together (an offset-free estimator)")
+        N = N + len(extra)  # the estimator's state
+        if self.feedback_gains is not None:
+            object.__setattr__(self, "feedback_gains", _array(self.feedback_gains, "feedback_gains", (Kt, nu, N)))
         if self.Ad is not None:
             object.__setattr__(self, "Ad", _array(self.Ad, "Ad", (Kt, N, N)))
             object.__setattr__(self, "Bd", _array(self.Bd, "Bd", (Kt, N, nu)))
         est = (self.estimator_gains, self.measurement_matrices, self.sampled)
         if all(a is None for a in est):
-            if self.signal_names:
-                raise ParameterError("signal_names are given without estimator arrays")
+            if self.signal_names or extra:
+                raise ParameterError("signal_names or augmented states are given without estimator arrays")
             return
         if any(a is None for a in est) or self.Ad is None:
             raise ParameterError("an estimator needs estimator_gains, measurement_matrices, sampled and the model "
@@ -277,13 +293,24 @@ class GainSchedule:
         """True when the schedule carries a Kalman filter."""
         return self.estimator_gains is not None
 
+    @property
+    def estimator_state_names(self) -> tuple[str, ...]:
+        """The estimator's Ne states: the design's, then the augmented ones."""
+        return self.state_names + self.augmented_state_names
+
+    @property
+    def output_feedback_gains(self) -> np.ndarray:
+        """The output-feedback law's gains on the estimator's state, shape (Kt, nu, Ne)."""
+        return self.gains if self.feedback_gains is None else self.feedback_gains
+
     def _present_optional(self) -> tuple[str, ...]:
         return tuple(f for f in _OPTIONAL_FIELDS if getattr(self, f) is not None)
 
     # ------------------------------------------------------------- builders
     @classmethod
     def from_lqr(cls, lqr, system: DiscreteLTVSystem, *, x0, xd0, u0, plant_name: str,
-                 plant_parameters: Mapping[str, float], estimator=None) -> "GainSchedule":
+                 plant_parameters: Mapping[str, float], estimator=None, feedback_gains=None,
+                 augmented_state_names=()) -> "GainSchedule":
         """Build a schedule from a :class:`~ballctl.lqr.FiniteHorizonLQR` and the system it was designed on.
 
         Times, ``dt``, names and the partition come from ``system`` (whose
@@ -306,7 +333,12 @@ class GainSchedule:
             The plant's parameters (SI units).
         estimator : StateEstimator, optional
             The design's Kalman filter (:mod:`ballctl.estimator`); stored with
-            the discrete model ``system.Ad``, ``system.Bd``, which is always stored.
+            its prediction model ``estimator.Ad``, ``estimator.Bd`` (without an
+            estimator the design's ``system.Ad``, ``system.Bd`` are stored).
+        feedback_gains : ndarray, shape (Kt, nu, Ne), optional
+            With an offset-free estimator: the law on its state.
+        augmented_state_names : sequence of str
+            With ``feedback_gains``: names of the estimator's states beyond the design's.
 
         Returns
         -------
@@ -328,11 +360,14 @@ class GainSchedule:
                    independent=part.independent_names, admissible_dependent=part.admissible_dependent_names,
                    dependent=part.dependent_names, dt=system.dt, plant_name=plant_name,
                    plant_parameters=plant_parameters, Q=collapse(lqr.Q), R=collapse(lqr.R), Q_N=lqr.Q_N,
-                   Ad=system.Ad, Bd=system.Bd,
+                   Ad=system.Ad if estimator is None else estimator.Ad,
+                   Bd=system.Bd if estimator is None else estimator.Bd,
                    **({} if estimator is None else dict(
                        estimator_gains=estimator.kalman.update_gains, measurement_matrices=estimator.kalman.C,
                        sampled=estimator.sampled.astype(float), signal_names=estimator.signal_names,
-                       latency_steps=estimator.latency_steps)))
+                       latency_steps=estimator.latency_steps)),
+                   **({} if feedback_gains is None else dict(
+                       feedback_gains=feedback_gains, augmented_state_names=tuple(augmented_state_names))))
 
     # ---------------------------------------------------------- properties
     @property
@@ -451,6 +486,8 @@ class GainSchedule:
             meta["optional_arrays"] = list(optional)
         if self.has_estimator:
             meta["estimator"] = {"signal_names": list(self.signal_names), "latency_steps": self.latency_steps}
+            if self.augmented_state_names:  # absent for a plain estimator: its checksum is unchanged
+                meta["estimator"]["augmented_state_names"] = list(self.augmented_state_names)
         return meta
 
     def _arrays(self) -> dict[str, np.ndarray]:
@@ -465,7 +502,8 @@ class GainSchedule:
     def _from_parts(cls, metadata: dict, arrays: dict[str, np.ndarray]) -> "GainSchedule":
         part = metadata["partition"]
         est = metadata.get("estimator")
-        extra = {} if est is None else {"signal_names": est["signal_names"], "latency_steps": est["latency_steps"]}
+        extra = {} if est is None else {"signal_names": est["signal_names"], "latency_steps": est["latency_steps"],
+                                        "augmented_state_names": tuple(est.get("augmented_state_names", ()))}
         return cls(**arrays, **extra, plant_name=metadata["plant_name"], plant_parameters=metadata["plant_parameters"],
                    dt=metadata["dt"], state_names=metadata["state_names"], input_names=metadata["input_names"],
                    coordinate_names=metadata["coordinate_names"], independent=part["independent"],
