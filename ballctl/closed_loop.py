@@ -43,11 +43,13 @@ from .loop_step import (backlash, control_law, delay_segments, effective_input, 
                         measure, shape_command)
 from .rig import Imperfections, RigLimits
 from .simulate import CONSTRAINT_TOL, MAX_STEPS, rk4
+from .plants.base import friction_coefficient_required
 from .system import ConstrainedSystem
 from .tracking import TrackingController
 
 __all__ = ["RigLimits", "ClosedLoopResult", "ClosedLoopSummary", "ClosedLoopBatchResult", "simulate_closed_loop",
-           "state_selection", "estimator_arrays", "imperfection_draws", "run_compiled_batch", "INTEGRATORS"]
+           "state_selection", "estimator_arrays", "imperfection_draws", "run_compiled_batch", "contact_forces_along",
+           "contact_extremes", "INTEGRATORS"]
 
 #: integrators of the truth plant between samples
 INTEGRATORS = ("DOP853", "RK45", "Radau", "rk4")
@@ -84,6 +86,15 @@ class ClosedLoopSummary:
         run (output feedback only).
     limit_steps : dict
         Control steps at which each rig limit changed the command.
+    peak_friction_coefficient : float or None
+        Largest friction coefficient the contact needed, ``max |F_t| / N``
+        (rolling without slipping holds while it stays below the contact's
+        coefficient of static friction; inf once the normal force vanishes).
+        None for a plant without ``contact_forces``.
+    least_normal_force_N : float or None
+        Smallest normal force at the contact in N (<= 0: the ball lifts off).
+    peak_friction_coefficient_last_period, least_normal_force_last_period_N : float or None
+        The same over the last period (the steady tracking; None without a period).
     diverged : bool
         The run was stopped because the truth left the region of interest.
     diverged_at_s : float or None
@@ -103,9 +114,31 @@ class ClosedLoopSummary:
     max_constraint_residual: float
     estimator_rms_error_m: float | None
     limit_steps: dict
+    peak_friction_coefficient: float | None
+    least_normal_force_N: float | None
+    peak_friction_coefficient_last_period: float | None
+    least_normal_force_last_period_N: float | None
     diverged: bool
     diverged_at_s: float | None
     wall_time_s: float
+
+    def contact_verdict(self, friction_coefficient: float, *, last_period: bool = False) -> str:
+        """``"rolls"``, ``"slips"`` (needs more friction than ``friction_coefficient``) or ``"lifts off"``.
+
+        Parameters
+        ----------
+        friction_coefficient : float
+            The contact's coefficient of static friction (e.g. ``rig.friction_coefficient``).
+        last_period : bool
+            Judge the last period only (the steady tracking) instead of the whole run.
+        """
+        mu, least = ((self.peak_friction_coefficient_last_period, self.least_normal_force_last_period_N)
+                     if last_period else (self.peak_friction_coefficient, self.least_normal_force_N))
+        if least is None:
+            return "not computed"
+        if not least > 0:
+            return "lifts off"
+        return "slips" if mu > friction_coefficient else "rolls"
 
     def as_dict(self) -> dict:
         """Strict-JSON-ready dictionary (no NaN or infinity: missing values are None)."""
@@ -166,6 +199,11 @@ class ClosedLoopResult:
         The offset-free filter's states beyond the design's: the estimated
         input disturbances in rad, then the integrators of the measured error
         in m s (none without them; see :mod:`ballctl.estimator`).
+    normal_force : ndarray, shape (K,)
+        Normal contact force in N at the samples (empty for a plant without
+        ``contact_forces``), from the truth's state and the input that acts over the step.
+    friction_force : ndarray, shape (K, 2)
+        Tangential (friction) contact force in N, plate axes.
     """
 
     t: np.ndarray
@@ -190,6 +228,8 @@ class ClosedLoopResult:
     diverged_at: float | None = None
     period: float | None = None
     augmented_estimate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    normal_force: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    friction_force: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def X_estimate(self) -> np.ndarray:
@@ -262,6 +302,11 @@ class ClosedLoopResult:
         peak_u = {name: float(np.max(np.abs(self.u[:, i]))) for i, name in enumerate(self.input_names)}
         peak_rate = {name: (float(np.max(np.abs(np.diff(self.u[:, i]))) / np.min(dts)) if len(self.t) > 1 else 0.0)
                      for i, name in enumerate(self.input_names)}
+        mu = least = mu_last = least_last = None
+        if self.normal_force.size:
+            mu, least = contact_extremes(self.normal_force, self.friction_force)
+            if last_rms is not None:
+                mu_last, least_last = contact_extremes(self.normal_force[window], self.friction_force[window])
         est = None
         if self.feedback == "output" and cidx:
             e = self.estimation_error[tail][:, cidx]
@@ -277,6 +322,8 @@ class ClosedLoopResult:
             if self.velocity_residual.size else 0.0,
             estimator_rms_error_m=est,
             limit_steps={k: float(v) for k, v in self.limit_events.items()},
+            peak_friction_coefficient=mu, least_normal_force_N=least,
+            peak_friction_coefficient_last_period=mu_last, least_normal_force_last_period_N=least_last,
             diverged=self.diverged_at is not None, diverged_at_s=self.diverged_at, wall_time_s=self.wall_time)
 
     def to_time_response(self):
@@ -682,7 +729,50 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         T[keep], out_x[keep], out_xd[keep], x_ref, xd_ref, out_u[keep], ref.u[keep], out_X[keep],
         out_Xm[keep], out_res[keep], names, plant.input_names, plant.coordinate_names, model, mode, active, wall,
         y_out[keep], tuple(est.signal_names) if output_feedback else (), diverged_at,
-        getattr(controller.reference, "period", None), out_d[keep])
+        getattr(controller.reference, "period", None), out_d[keep],
+        *contact_forces_along(plant, out_x[keep], out_xd[keep], out_u[keep]))
+
+
+def contact_forces_along(plant: ConstrainedSystem, x, xd, u) -> tuple[np.ndarray, np.ndarray]:
+    """Normal (K,) and friction (K, 2) contact forces in N along a run, or empty arrays.
+
+    A ball-plate plant gives them (``contact_forces(x, xd, u)``, one kernel
+    call for the whole run); other plants give empty arrays. Samples after a
+    divergence (NaN) stay NaN.
+
+    Parameters
+    ----------
+    plant : ConstrainedSystem
+        The truth plant.
+    x, xd : ndarray, shape (K, n)
+    u : ndarray, shape (K, nu)
+        The input that acts over each step (its time average).
+    """
+    if not hasattr(plant, "contact_forces"):
+        return np.zeros(0), np.zeros((0, 0))
+    ok = np.all(np.isfinite(x), axis=1) & np.all(np.isfinite(xd), axis=1) & np.all(np.isfinite(u), axis=1)
+    normal = np.full(len(x), np.nan)
+    friction = np.full((len(x), 2), np.nan)
+    if np.any(ok):
+        n, f = plant.contact_forces(x[ok], xd[ok], u[ok])
+        normal[ok] = n
+        friction[ok] = np.asarray(f).reshape(-1, 2)
+    return normal, friction
+
+
+def contact_extremes(normal: np.ndarray, friction: np.ndarray) -> tuple[float, float]:
+    """Largest required friction coefficient and least normal force (N) over the finite samples of a run.
+
+    Parameters
+    ----------
+    normal : ndarray, shape (K,)
+    friction : ndarray, shape (K, 2)
+        From :func:`contact_forces_along` (NaN after a divergence).
+    """
+    ok = np.isfinite(normal) & np.all(np.isfinite(friction), axis=1)
+    if not np.any(ok):
+        return float("nan"), float("nan")
+    return (float(np.max(friction_coefficient_required(normal[ok], friction[ok]))), float(np.min(normal[ok])))
 
 
 def state_selection(controller: TrackingController) -> np.ndarray:
@@ -887,7 +977,8 @@ def _result(controller, plant, out, i, K, model, feedback, output_feedback, limi
                             controller.state_names, plant.input_names, plant.coordinate_names, model, mode,
                             _events(limits, out.limit_events[i]), wall, out.measurements[i, keep], signals,
                             diverged_at, getattr(controller.reference, "period", None),
-                            out.augmented_estimate[i, keep])
+                            out.augmented_estimate[i, keep],
+                            *contact_forces_along(plant, out.x[i, keep], out.xd[i, keep], out.u[i, keep]))
 
 
 @dataclass(frozen=True)

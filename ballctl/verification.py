@@ -12,6 +12,10 @@ runs split over threads) and reduces the runs to one verdict:
 * a run **converges** when it does not diverge and its RMS contact error
   over the evaluation window (the reference's last period) is below
   ``max_rms_error``;
+* whether the ball really rolls is counted beside it: the runs whose contact
+  needs more friction than the rig's ``friction_coefficient`` (they *slip*)
+  or loses its normal force (they *lift off*) at some sample, and those that
+  do so within the evaluation window;
 * the design **passes** when at least ``min_success_rate`` of the runs
   converge and the 95th percentile of the RMS errors is below ``max_rms_error``.
 
@@ -31,7 +35,7 @@ import numpy as np
 
 from ._errors import ParameterError
 from ._validation import check_integer, check_positive
-from .closed_loop import imperfection_draws, run_compiled_batch
+from .closed_loop import contact_extremes, contact_forces_along, imperfection_draws, run_compiled_batch
 from .engine import kernel_code, sensor_draws
 from .rig import RigProfile
 from .tracking import TrackingController
@@ -73,6 +77,14 @@ class RobustVerification:
         ``rolling_resistance``, ``noise_scale``, ``initial_offset_x_m``, ``initial_offset_y_m``.
     window_s : float
         Length of the evaluation window in s (the end of the run).
+    peak_friction_coefficient : ndarray, shape (runs,)
+        Each run's largest required friction coefficient ``|F_t| / N`` (up to its divergence).
+    least_normal_force_N : ndarray, shape (runs,)
+        Each run's smallest normal contact force in N.
+    rolls_in_window : ndarray of bool, shape (runs,)
+        The ball neither slips nor lifts off over the evaluation window.
+    friction_coefficient : float
+        The rig's coefficient of static friction the runs were checked against.
     wall_time_s : float
     """
 
@@ -91,7 +103,21 @@ class RobustVerification:
     bands: np.ndarray
     samples: dict
     window_s: float
+    peak_friction_coefficient: np.ndarray
+    least_normal_force_N: np.ndarray
+    rolls_in_window: np.ndarray
+    friction_coefficient: float
     wall_time_s: float
+
+    @property
+    def slipping_runs(self) -> int:
+        """Runs whose contact needed more friction than the rig has (anywhere in the run)."""
+        return int(np.sum(self.peak_friction_coefficient > self.friction_coefficient))
+
+    @property
+    def lift_off_runs(self) -> int:
+        """Runs whose normal force reached zero (anywhere in the run)."""
+        return int(np.sum(~(self.least_normal_force_N > 0)))
 
     def as_dict(self) -> dict:
         """The summary block (strict JSON: an infinite error is None)."""
@@ -100,7 +126,13 @@ class RobustVerification:
 
         return {"runs": self.runs, "success_rate": self.success_rate, "rms_p50_m": num(self.rms_p50_m),
                 "rms_p95_m": num(self.rms_p95_m), "worst_rms_m": num(self.worst_rms_m), "passed": self.passed,
-                "criteria": {"min_success_rate": self.min_success_rate, "max_rms_p95_m": self.max_rms_error_m},
+                "criteria": {"min_success_rate": self.min_success_rate, "max_rms_p95_m": self.max_rms_error_m,
+                             "friction_coefficient": self.friction_coefficient},
+                "friction_coefficient_p95": num(np.percentile(self.peak_friction_coefficient, 95.0,
+                                                              method="inverted_cdf")),
+                "least_normal_force_N": num(np.min(self.least_normal_force_N)),
+                "slipping_runs": self.slipping_runs, "lift_off_runs": self.lift_off_runs,
+                "runs_not_rolling_in_window": int(np.sum(~self.rolls_in_window)),
                 "window_s": self.window_s, "wall_time_s": self.wall_time_s}
 
 
@@ -204,14 +236,22 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
         with ThreadPoolExecutor(len(slices)) as pool:
             outs = list(pool.map(chunk, slices))
     x = np.concatenate([o.x for o in outs])
+    xd = np.concatenate([o.xd for o in outs])
+    u = np.concatenate([o.u for o in outs])
     status = np.concatenate([o.status for o in outs])
     ref = controller.samples
+    t = ref.t[:K]
+    window = t >= t[-1] - window_s - 1e-9
+    mu, least, rolls = np.empty(n_runs), np.empty(n_runs), np.empty(n_runs, dtype=bool)
+    for i in range(n_runs):  # one kernel call per run (its own plant)
+        normal, friction = contact_forces_along(truths[i], x[i], xd[i], u[i])
+        mu[i], least[i] = contact_extremes(normal, friction)
+        mu_w, least_w = contact_extremes(normal[window], friction[window])
+        rolls[i] = mu_w <= rig.friction_coefficient and least_w > 0
     design_names = controller.system.coordinate_names
     ref_contact = ref.x[:K][:, [design_names.index("contact_x"), design_names.index("contact_y")]]
     with np.errstate(over="ignore", invalid="ignore"):  # a diverged run's last states may be huge
         error = np.linalg.norm(x[:, :, contact] - ref_contact[None], axis=2)
-    t = ref.t[:K]
-    window = t >= t[-1] - window_s - 1e-9
     diverged = status >= 0
     with np.errstate(invalid="ignore"):
         rms = np.where(diverged, np.inf, np.sqrt(np.mean(error[:, window] ** 2, axis=1)))
@@ -224,4 +264,5 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
     passed = bool(success >= min_success_rate and p95 < max_rms_error)
     return RobustVerification(n_runs, success, float(p50), float(p95), float(np.max(rms)), passed,
                               max_rms_error, float(min_success_rate), rms, converged, t.copy(), pct, bands, samples,
-                              float(window_s), _time.perf_counter() - start)
+                              float(window_s), mu, least, rolls, float(rig.friction_coefficient),
+                              _time.perf_counter() - start)

@@ -216,7 +216,10 @@ def default_job_controller(*, imperfections: bool = True):
     horizon = dt * int(np.ceil(2 * period / dt - 1e-9))
     plant = getattr(rig, "design_plant", rig.truth_plant)()   # the references are the design's
     ref = exact_circular_motion(plant, 0.5, 1.0, 40.0, duration=horizon + 2 * dt)
-    ctrl = design_for_rig(rig, ref, "exact", horizon=horizon)
+    import inspect
+
+    job = {"offset_free": True} if "offset_free" in inspect.signature(design_for_rig).parameters else {}
+    ctrl = design_for_rig(rig, ref, "exact", horizon=horizon, **job)   # as ballctl track designs it
     s = ref(0.0)
     x0, xd0 = s.x[0].copy(), s.xd[0].copy()
     x0[0] += 0.05   # the job's default initial offset

@@ -113,7 +113,8 @@ def test_header_defines_the_version_2_api(periodic, tmp_path):
     c_src = (tmp_path / "ballctl_controller.c").read_text()
     assert "malloc" not in c_src and "#include <math.h>" not in c_src  # no dynamic memory, no libm
     data = (tmp_path / "ballctl_controller_data.h").read_text()
-    assert "static const ballctl_real bc_f_Ad[BC_N_STATES * BC_N_STATES][BC_NB_AD]" in data
+    # the model: its constant entries once, Fourier coefficients only for the entries that vary with the phase
+    assert "static const ballctl_real bc_c_Ad[" in data and "static const ballctl_real bc_v_Ad[" in data
     # the sizes of a periodic controller do not depend on the run length
     fp = controller_footprint(tmp_path)
     assert fp.flash_bytes < 16 * 1024 and fp.ram_bytes < 4 * 1024 and fp.multiply_adds_per_step < 2000

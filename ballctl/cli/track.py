@@ -114,7 +114,9 @@ def verdict(summary, *, max_rms_error: float, saturated_fraction: float) -> tupl
 
     Converged: not stopped for divergence and the RMS contact error over the
     last period below ``max_rms_error`` m. Passed: converged and the tilt limit
-    active in less than 10 % of the steps of the last period.
+    active in less than 10 % of the steps of the last period. (Whether the ball
+    really rolls -- the friction it needs, its normal force -- is reported
+    beside the verdict, see ``contact`` in the summary.)
 
     Parameters
     ----------
@@ -288,6 +290,13 @@ def run(args: argparse.Namespace) -> int:
             "zoh_reference_deviation_m": ctrl.zoh_deviation,
             "feedback": r.feedback,
             "offset_free": ctrl.offset_free,
+            "contact": {"peak_friction_coefficient": sm.peak_friction_coefficient,
+                        "least_normal_force_N": sm.least_normal_force_N,
+                        "peak_friction_coefficient_last_period": sm.peak_friction_coefficient_last_period,
+                        "least_normal_force_last_period_N": sm.least_normal_force_last_period_N,
+                        "rig_friction_coefficient": rig.friction_coefficient,
+                        "whole_run": sm.contact_verdict(rig.friction_coefficient),
+                        "last_period": sm.contact_verdict(rig.friction_coefficient, last_period=True)},
             "wall_time_s": sm.wall_time_s,
         }
         say(f"      nominal: {reason}; RMS error {_fmt(verification[name]['rms_error_m'])} m, peak tilt "
@@ -399,12 +408,27 @@ def run(args: argparse.Namespace) -> int:
              f"lost, dead band {rig.imperfections.as_dict()['servo_deadband_deg']:.3g} deg, timing jitter "
              f"{1e3 * rig.imperfections.timing_jitter_s:.3g} ms.", "",
              "| design | offset-free | converged | RMS error last period [m] | peak tilt [deg] | "
-             "estimator RMS error [m] | verdict |", "|---|---|---|---|---|---|---|"]
+             "estimator RMS error [m] | friction needed, whole run / last period (rig: "
+             f"{rig.friction_coefficient:g}) | least normal force [N] | contact | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for n in designs:
         v = verification[n]
+        c = v["contact"]
         lines.append(f"| {n} | {'yes' if v['offset_free'] else 'no'} | {'yes' if v['converged'] else 'no'} | "
                      f"{_fmt(v['rms_error_m'])} | {v['peak_tilt_deg']:.3g} | {_fmt(v['estimator_rms_error_m'])} | "
-                     f"{v['reason']} |")
+                     f"{_fmt(c['peak_friction_coefficient'])} / {_fmt(c['peak_friction_coefficient_last_period'])} | "
+                     f"{_fmt(c['least_normal_force_N'])} | {c['whole_run']} | {v['reason']} |")
+    flagged = [n for n in designs if verification[n]["contact"]["whole_run"] in ("slips", "lifts off")]
+    if flagged:
+        servo = rig.servo
+        why = ("" if servo.max_torque is None else
+               f" (a servo at its torque limit turns this plate at up to "
+               f"{servo.max_torque / max(servo.plate_inertia[:2]):.3g} rad/s^2)")
+        lines += ["", f"Contact: on the truth the ball of {', '.join(flagged)} needs more friction than the rig's "
+                      f"{rig.friction_coefficient:g} or is unloaded at some samples (column 'contact'): a real ball "
+                      f"would slip or hop there, where the rolling model does not hold. The plate's angular "
+                      f"acceleration unloads a ball far from the pivot{why}; start closer to the path (--offset), "
+                      f"soften the design (--weight-scale < 1) or track a smaller path if that matters."]
     if robust:
         unc = rig.uncertainty
         lines += ["", f"## Verification over the rig's uncertainty ({args.robust_runs} drawn rigs per design)", "",
@@ -417,14 +441,17 @@ def run(args: argparse.Namespace) -> int:
                   f"std); lost frames, dead band and jitter as the rig's.", "",
                   f"Pass criteria: at least {100 * 0.99:g} % of the runs converge (not diverged and RMS error over "
                   f"the last period below {args.max_rms_error:g} m) and the 95th-percentile RMS error is below "
-                  f"{args.max_rms_error:g} m.", "",
-                  "| design | converged runs | RMS p50 [m] | RMS p95 [m] | worst RMS [m] | passes |",
-                  "|---|---|---|---|---|---|"]
+                  f"{args.max_rms_error:g} m. Reported beside them: the runs whose ball needs more friction than "
+                  f"the rig's {rig.friction_coefficient:g} (slip) or loses its normal force (lift off) at some "
+                  f"sample.", "",
+                  "| design | converged runs | RMS p50 [m] | RMS p95 [m] | worst RMS [m] | runs that slip | "
+                  "runs that lift off | passes |",
+                  "|---|---|---|---|---|---|---|---|"]
         for n in designs:
             rv = robust[n]
             lines.append(f"| {n} | {100 * rv.success_rate:.1f} % | {_fmt(rv.rms_p50_m)} | {_fmt(rv.rms_p95_m)} | "
                          f"{_fmt(rv.worst_rms_m) if np.isfinite(rv.worst_rms_m) else 'diverged'} | "
-                         f"{'yes' if rv.passed else 'no'} |")
+                         f"{rv.slipping_runs} | {rv.lift_off_runs} | {'yes' if rv.passed else 'no'} |")
     lines += ["", f"**Exported:** {chosen or 'nothing'} -- {why}."]
     if ideal is not None:
         lines.append(f"With noise and latency set to zero the exported design keeps an RMS error of "

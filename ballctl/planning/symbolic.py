@@ -22,10 +22,27 @@ Disk (eq. 5.40 / 6.2, state of eq. 6.1)::
 With force inputs the rail equations are appended and the joint symmetric
 system is solved, as in the plants' ``_force_solve``.
 
+Contact force of the floor (:func:`ball_contact_force_function`,
+:func:`disk_contact_force_function`): Newton's equation of the whole plant,
+next to the dynamics it needs (``Omega_dot``, ``theta_ddot``; the numeric
+twin is :meth:`RollingBall.contact_forces` / :meth:`RollingDisk.contact_forces`,
+documented in :mod:`ballctl.plants.kernels.rolling_ball` and
+:mod:`ballctl.plants.kernels.rolling_disk`)::
+
+    F = sum_{i>=0} m_i a_i + M g e3,   M = sum_i m_i   (F_e = 0: the planners' plants are autonomous)
+    Lambda^T (a_i + g e3) = Omega_dot x s_i + theta_ddot_i zeta_i' + c_i                          (ball)
+    a_i = -r phi_ddot e1 + R(phi) (phi_ddot J zeta_i - phi_dot^2 zeta_i + 2 phi_dot theta_dot_i J zeta_i'
+          + theta_dot_i^2 zeta_i'' + theta_ddot_i zeta_i')                                          (disk)
+
+normal part ``F . e3``, friction part the floor-plane components.
+
 Quasi-static ball-plate (:func:`ball_plate_equations`): ``M``, ``Q``, ``D``,
 ``Ddot xd`` and the structured index-1 solve of
 :mod:`ballctl.plants.kernels.ball_plate`, proven equal to the compiled kernels
-in ``tests/test_planning_ball_plate.py``.
+in ``tests/test_planning_ball_plate.py``; its contact force
+``F = m (a_G - g_plate)`` (:func:`newton_contact_force`, shared with the exact
+moving plate's :func:`moving_plate_contact_force_function`), proven equal to
+the kernels' ``contact_forces`` in ``tests/test_planning_contact.py``.
 
 References
 ----------
@@ -48,8 +65,9 @@ from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
 
-__all__ = ["BallPlateEquations", "ball_plate_equations", "ball_rhs_function", "disk_rhs_function",
-           "moving_plate_contact_function", "quat_to_matrix_casadi", "rail_casadi"]
+__all__ = ["BallPlateEquations", "ball_contact_force_function", "ball_plate_equations", "ball_rhs_function",
+           "disk_contact_force_function", "disk_rhs_function", "moving_plate_contact_force_function",
+           "moving_plate_contact_function", "newton_contact_force", "quat_to_matrix_casadi", "rail_casadi"]
 
 
 def _cols(ca, rotation, center, local):
@@ -132,20 +150,8 @@ def _check_autonomous(plant) -> None:
         raise ParameterError("the planner needs external_force=None (the transcribed equations are autonomous)")
 
 
-def ball_rhs_function(ball: RollingBall):
-    """CasADi function ``f(x, u) -> x_dot`` of the ball's ODE (7.2).
-
-    Parameters
-    ----------
-    ball : RollingBall
-        Without external force; inputs ``"acceleration"`` or ``"force"`` as the plant.
-
-    Returns
-    -------
-    casadi.Function
-        ``f(x (2n+9), u (n)) -> (2n+9)``, built on SX; equal to
-        :meth:`RollingBall.rhs` to rounding.
-    """
+def _ball_expressions(ball: RollingBall):
+    """Symbols ``x, u`` and the expressions ``x_dot`` and the floor's force ``F`` (3,) of the ball (7.2)."""
     ca = require_casadi()
     _check_autonomous(ball)
     p = ball.params
@@ -167,14 +173,15 @@ def ball_rhs_function(ball: RollingBall):
         A = A + m * (ca.mtimes(si, si.T) - ca.dot(si, si) * ca.DM.eye(3))
     IOm = ca.DM(inertia) * Om
     b0 = ca.cross(Om, IOm)
-    c_moving = []
+    c_all = []
     for i, (m, si, zi) in enumerate(zip(masses, s, zeta_all)):
         ci = g * Gam + ca.cross(Om, ca.cross(Om, zi))
         if i > 0:
             _, dz, ddz = rails[i - 1]
             ci = ci + 2.0 * thd[i - 1] * ca.cross(Om, dz) + thd[i - 1] ** 2 * ddz
-            c_moving.append(ci)
+        c_all.append(ci)
         b0 = b0 + m * ca.cross(si, ci)
+    c_moving = c_all[1:]
     k = [ca.cross(s[i + 1], rails[i][1]) for i in range(n)]
     if ball.inputs == "acceleration":
         b = b0
@@ -198,22 +205,70 @@ def ball_rhs_function(ball: RollingBall):
     qd = 0.5 * ca.vertcat(-ca.dot(q[1:], Om), q[0] * Om + ca.cross(q[1:], Om))
     omega = ca.mtimes(Lam, Om)
     zd = ca.vertcat(r * omega[1], -r * omega[0])
-    return ca.Function("ball_rhs", [x, u], [ca.vertcat(thd, thdd, qd, Omd, zd)], ["x", "u"], ["x_dot"])
+    # the floor's force: F = sum_i m_i a_i + M g e3, Lambda^T (a_i + g e3) = Omega_dot x s_i + theta_ddot_i zeta_i' + c_i
+    f_body = 0
+    for i, (m, si, ci) in enumerate(zip(masses, s, c_all)):
+        ai = ca.cross(Omd, si) + ci
+        if i > 0:
+            ai = ai + thdd[i - 1] * rails[i - 1][1]
+        f_body = f_body + m * ai
+    force = ca.mtimes(Lam, f_body)
+    return x, u, ca.vertcat(thd, thdd, qd, Omd, zd), force
 
 
-def disk_rhs_function(disk: RollingDisk):
-    """CasADi function ``f(x, u) -> x_dot`` of the disk's ODE (6.2), eq. (5.40).
+def ball_rhs_function(ball: RollingBall):
+    """CasADi function ``f(x, u) -> x_dot`` of the ball's ODE (7.2).
 
     Parameters
     ----------
-    disk : RollingDisk
-        Without external force.
+    ball : RollingBall
+        Without external force; inputs ``"acceleration"`` or ``"force"`` as the plant.
 
     Returns
     -------
     casadi.Function
-        ``f(x (2n+2), u (n)) -> (2n+2)``; equal to :meth:`RollingDisk.rhs` to rounding.
+        ``f(x (2n+9), u (n)) -> (2n+9)``, built on SX; equal to
+        :meth:`RollingBall.rhs` to rounding.
     """
+    ca = require_casadi()
+    x, u, xdot, _ = _ball_expressions(ball)
+    return ca.Function("ball_rhs", [x, u], [xdot], ["x", "u"], ["x_dot"])
+
+
+def ball_contact_force_function(ball: RollingBall):
+    r"""CasADi function of the floor's force on the ball at the contact point (spatial frame).
+
+    Newton's equation of the whole ball (shell and point masses), written with
+    the same expressions as :func:`ball_rhs_function`:
+
+    .. math::
+
+        F = \sum_{i\ge 0} m_i a_i + M g\,e_3,\qquad
+        \Lambda^T (a_i + g e_3) = \dot\Omega\times s_i + \ddot\theta_i\zeta_i' + c_i,
+
+    ``M`` the total mass, ``s_i = r Gamma + zeta_i`` and ``c_i`` as in the
+    module docstring of :mod:`ballctl.plants.rolling_ball`; the numeric twin is
+    :meth:`RollingBall.contact_forces` (:func:`ballctl.plants.kernels.rolling_ball.contact_force`),
+    equal to it to rounding (``tests/test_planning_contact.py``).
+
+    Parameters
+    ----------
+    ball : RollingBall
+        Without external force; inputs ``"acceleration"`` or ``"force"`` as the plant.
+
+    Returns
+    -------
+    casadi.Function
+        ``f(x (2n+9), u (n)) -> (normal (1), tangential (2))`` in N: the normal
+        force along ``e3`` (the total weight at rest) and the friction force along ``e1, e2``.
+    """
+    ca = require_casadi()
+    x, u, _, force = _ball_expressions(ball)
+    return ca.Function("ball_contact_force", [x, u], [force[2], force[0:2]], ["x", "u"], ["normal", "tangential"])
+
+
+def _disk_expressions(disk: RollingDisk):
+    """Symbols ``x, u`` and the expressions ``x_dot``, the floor's normal force and friction force of the disk."""
     ca = require_casadi()
     _check_autonomous(disk)
     p = disk.params
@@ -259,7 +314,68 @@ def disk_rhs_function(disk: RollingDisk):
             rhs[1 + i] = u[i] - m * zcs[i + 1]
         sol = ca.solve(K, rhs)
         phidd, thdd = sol[0], sol[1:]
-    return ca.Function("disk_rhs", [x, u], [ca.vertcat(thd, thdd, pd, phidd)], ["x", "u"], ["x_dot"])
+    # the floor's force: F = sum_i m_i a_i + M g e3 in the (e1, e3) plane, body-plane accelerations b_i rotated
+    # by R(phi), the GC at -r phi_ddot e1
+    f1, f3 = 0.0, sum(masses) * g
+    for i, (m, (z1, z3, d1, d3, dd1, dd3, td)) in enumerate(zip(masses, bodies)):
+        b1 = -phidd * z3 - pd ** 2 * z1 - 2.0 * pd * td * d3 + td ** 2 * dd1
+        b3 = phidd * z1 - pd ** 2 * z3 + 2.0 * pd * td * d1 + td ** 2 * dd3
+        if i > 0:
+            b1, b3 = b1 + thdd[i - 1] * d1, b3 + thdd[i - 1] * d3
+        f1 = f1 + m * (-r * phidd + cphi * b1 - sphi * b3)
+        f3 = f3 + m * (sphi * b1 + cphi * b3)
+    return x, u, ca.vertcat(thd, thdd, pd, phidd), f3, f1
+
+
+def disk_rhs_function(disk: RollingDisk):
+    """CasADi function ``f(x, u) -> x_dot`` of the disk's ODE (6.2), eq. (5.40).
+
+    Parameters
+    ----------
+    disk : RollingDisk
+        Without external force.
+
+    Returns
+    -------
+    casadi.Function
+        ``f(x (2n+2), u (n)) -> (2n+2)``; equal to :meth:`RollingDisk.rhs` to rounding.
+    """
+    ca = require_casadi()
+    x, u, xdot, _, _ = _disk_expressions(disk)
+    return ca.Function("disk_rhs", [x, u], [xdot], ["x", "u"], ["x_dot"])
+
+
+def disk_contact_force_function(disk: RollingDisk):
+    r"""CasADi function of the floor's force on the disk at the contact point (spatial ``e1, e3`` plane).
+
+    Newton's equation of the whole disk, written with the same expressions as
+    :func:`disk_rhs_function`: :math:`F = \sum_{i\ge0} m_i a_i + M g\,e_3` with
+    the GC at :math:`-r\ddot\phi\,e_1` and, for ``Lambda = R(phi)``,
+    ``J = [[0, -1], [1, 0]]``,
+
+    .. math::
+
+        a_i = -r\ddot\phi\,e_1 + \Lambda\big(\ddot\phi J\zeta_i - \dot\phi^2\zeta_i
+              + 2\dot\phi\dot\theta_i J\zeta_i' + \dot\theta_i^2\zeta_i'' + \ddot\theta_i\zeta_i'\big);
+
+    the numeric twin is :meth:`RollingDisk.contact_forces`
+    (:func:`ballctl.plants.kernels.rolling_disk.contact_force`), equal to it to
+    rounding (``tests/test_planning_contact.py``).
+
+    Parameters
+    ----------
+    disk : RollingDisk
+        Without external force.
+
+    Returns
+    -------
+    casadi.Function
+        ``f(x (2n+2), u (n)) -> (normal (1), tangential (1))`` in N: along ``e3``
+        (the total weight at rest) and the friction force along ``e1``.
+    """
+    ca = require_casadi()
+    x, u, _, normal, tangential = _disk_expressions(disk)
+    return ca.Function("disk_contact_force", [x, u], [normal, tangential], ["x", "u"], ["normal", "tangential"])
 
 
 # ------------------------------------------------------------------------------------------------

@@ -65,6 +65,13 @@ def _initializer(arr: np.ndarray, lit, indent: str = "    ") -> str:
     return "{\n" + ",\n".join(indent + s for s in inner) + "\n" + indent[:-4] + "}"
 
 
+def _varying(d: ControllerData, group: str) -> list[int]:
+    """Entries of a Fourier group whose harmonics are not all zero (in some class)."""
+    c = np.asarray(d.arrays[group])
+    c = c.reshape(-1, c.shape[-2], c.shape[-1])
+    return [int(i) for i in np.flatnonzero(np.any(c[:, :, 1:] != 0, axis=(0, 2)))]
+
+
 def _config_header(d: ControllerData) -> str:
     double = d.real == "float64"
     magic, limit = ("6755399441055744.0", "2251799813685248.0") if double else ("12582912.0", "4194304.0")
@@ -102,6 +109,8 @@ def _config_header(d: ControllerData) -> str:
     if d.kind == "fourier":
         nb = {"Ad": "AD", "Bd": "BD", "C": "C", "M": "M", "K": "K", "u_ff": "UFF", "y_ref": "YREF"}
         lines += [f"#define BC_NB_{nb[g]} {2 * h + 1}  /* Fourier order {h} */" for g, h in d.orders.items()]
+        lines += [f"#define BC_NV_{nb[g]} {len(_varying(d, g))}  /* entries that vary with the phase */"
+                  for g in ("Ad", "Bd", "C", "M", "K")]
         lines.append(f"#define BC_PHASE_STEP 0x{d.phase_step:016X}ULL  /* phase per step in 2^-64 turns */")
     else:
         lines.append("#define BC_PHASE_STEP 0ULL")
@@ -147,15 +156,24 @@ def _data_header(d: ControllerData) -> str:
     ]
     a = d.arrays
     if d.kind == "fourier":
-        dims = {"Ad": ("BC_N_STATES * BC_N_STATES", "BC_NB_AD"), "Bd": ("BC_N_STATES * BC_N_INPUTS", "BC_NB_BD"),
-                "K": ("BC_N_INPUTS * BC_N_STATES", "BC_NB_K"), "u_ff": ("BC_N_INPUTS", "BC_NB_UFF"),
-                "y_ref": ("BC_N_SIGNALS", "BC_NB_YREF")}
-        names = {"Ad": "bc_f_Ad", "Bd": "bc_f_Bd", "K": "bc_f_K", "u_ff": "bc_f_uff", "y_ref": "bc_f_yref"}
-        for g in ("Ad", "Bd", "K", "u_ff", "y_ref"):
-            rows, nb = dims[g]
-            lines.append(f"{R} {names[g]}[{rows}][{nb}] = {_initializer(a[g], lit)};")
-        lines.append(f"{R} bc_f_C[BC_N_CLASSES][BC_N_SIGNALS * BC_N_STATES][BC_NB_C] = {_initializer(a['C'], lit)};")
-        lines.append(f"{R} bc_f_M[BC_N_CLASSES][BC_N_STATES * BC_N_SIGNALS][BC_NB_M] = {_initializer(a['M'], lit)};")
+        lines.append(f"{R} bc_f_uff[BC_N_INPUTS][BC_NB_UFF] = {_initializer(a['u_ff'], lit)};")
+        lines.append(f"{R} bc_f_yref[BC_N_SIGNALS][BC_NB_YREF] = {_initializer(a['y_ref'], lit)};")
+        nbm = {"Ad": "BC_NB_AD", "Bd": "BC_NB_BD", "C": "BC_NB_C", "M": "BC_NB_M", "K": "BC_NB_K"}
+        for g in ("Ad", "Bd", "C", "M", "K"):
+            idx = _varying(d, g)
+            nv = max(len(idx), 1)   # C has no empty arrays: a dummy row when nothing varies
+            if g in ("C", "M"):
+                const = a[g][:, :, 0]
+                coef = a[g][:, idx, :] if idx else np.zeros((a[g].shape[0], 1, a[g].shape[2]))
+                lines.append(f"{R} bc_c_{g}[BC_N_CLASSES][{const.shape[1]}] = {_initializer(const, lit)};")
+                lines.append(f"{R} bc_v_{g}[BC_N_CLASSES][{nv}][{nbm[g]}] = {_initializer(coef, lit)};")
+            else:
+                const = a[g][:, 0]
+                coef = a[g][idx, :] if idx else np.zeros((1, a[g].shape[1]))
+                lines.append(f"{R} bc_c_{g}[{const.shape[0]}] = {_initializer(const, lit)};")
+                lines.append(f"{R} bc_v_{g}[{nv}][{nbm[g]}] = {_initializer(coef, lit)};")
+            lines.append(f"static const unsigned short bc_v_{g}_idx[{nv}] = "
+                         "{" + ", ".join(str(i) for i in (idx or [0])) + "};")
     else:
         h = d.hold
         shapes = {"Ad": "[BC_N_STATES][BC_N_STATES]", "Bd": "[BC_N_STATES][BC_N_INPUTS]",

@@ -423,8 +423,10 @@ def controller_footprint(source) -> ControllerFootprint:
     model = N * N + N * nu
     if d.kind == "fourier":
         nb = {g: 2 * h + 1 for g, h in d.orders.items()}
-        fourier = (N * N * nb["Ad"] + N * nu * nb["Bd"] + ny * N * nb["C"] + N * ny * nb["M"]
-                   + nu * N * nb["K"] + nu * nb["u_ff"] + ny * nb["y_ref"]) + 24 + 4 * max(nb.values())
+        varying = {g: int(np.sum(np.any(np.asarray(d.arrays[g]).reshape(
+            -1, np.asarray(d.arrays[g]).shape[-2], nb[g])[:, :, 1:] != 0, axis=(0, 2)))) for g in GROUPS}
+        varying["u_ff"], varying["y_ref"] = nu, ny
+        fourier = sum(varying[g] * nb[g] for g in GROUPS) + 24 + 4 * max(nb.values())
     else:
         fourier = 0
     lat_predictions = max(d.latency_steps - 1, 0)
@@ -433,6 +435,8 @@ def controller_footprint(source) -> ControllerFootprint:
     delay_ring = d.delay_steps + 2
     state = (3 * 8 + N * b + R * (ny * b + ny + nu * b + model * b + d.n_basis * b + 8)
              + delay_ring * nu * b + nu * b + 6 * 4)
+    if d.kind == "fourier":
+        state += (2 * S * ny * N + nu * N) * b   # the C, M and K being evaluated
     state = 8 * ((state + 7) // 8)
     stack = (2 * N + 2 * ny * N + nu * N + 2 * nu) * b + 160   # the step's arrays, saved registers, callees
     code = CODE_BYTES_M4
@@ -617,10 +621,8 @@ def controller_data(controller, *, rig=None, limits=None, representation: str = 
                   dropped_states=tuple(names[i] for i in drop),
                   source={"plant": getattr(controller.system, "name", type(controller.system).__name__),
                           "horizon_steps": int(Kt), "design_states": list(controller.state_names)})
-    sel = np.ix_(keep, keep)
     Ad_k, Bd_k = Ad[:, keep][:, :, keep], Bd[:, keep]
     C_k, M_k, G_k = C[:, :, keep], M[:, keep], gains[:, :, keep]
-    del sel
     law_full = _LawMap(controller, gains)
     if representation == "plan":
         hold = _plan_hold(controller, law_full, Ad_k, Bd_k, C_k, M_k, G_k, u_ff, y_ref, keep, S)
@@ -739,6 +741,11 @@ def _fourier(controller, law_map, common, period, order, Ad, Bd, C, M, G, u_ff, 
             resid["K"] = max(resid["K"], r_rest)
     else:   # an unknown law layout: the design's gains over its first period
         fit_group("K", G, k_all[:n_period], False)
+    for g in GROUPS:   # entries that do not vary with the phase carry exact zeros (the C evaluates the others)
+        c = coefs[g]
+        scale = max(float(np.max(np.abs(c))), 1e-300) if c.size else 1.0
+        flat = c.reshape(-1, c.shape[-1])
+        flat[np.max(np.abs(flat[:, 1:]), axis=1, initial=0.0) <= 1e-12 * scale, 1:] = 0.0
     arrays = {g: _rounded(coefs[g], real) for g in GROUPS}
     return ControllerData(kind="fourier", arrays=arrays, orders={g: orders[g] for g in GROUPS}, hold={},
                           period_s=float(period), phase_step=step, n_plan=0, fit_residuals=resid, **common)

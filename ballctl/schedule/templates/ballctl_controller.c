@@ -87,14 +87,30 @@ static void bc_phase_basis(unsigned long long theta, ballctl_real b[BC_N_BASIS])
             out[e] = acc;                                                                                      \
         }                                                                                                      \
     }
-BC_SUM_FN(bc_sum_ad, BC_NB_AD)
-BC_SUM_FN(bc_sum_bd, BC_NB_BD)
-BC_SUM_FN(bc_sum_c, BC_NB_C)
-BC_SUM_FN(bc_sum_m, BC_NB_M)
-BC_SUM_FN(bc_sum_k, BC_NB_K)
+/* out[idx[v]] = sum_i coef[v][i] b[i], i < NB, over the entries that vary with the phase (the others are
+ * constants, written once by ballctl_init) */
+#define BC_VSUM_FN(NAME, NB)                                                                                  \
+    static void NAME(const ballctl_real *restrict coef, const unsigned short *restrict idx, int nv,            \
+                     const ballctl_real *restrict b, ballctl_real *restrict out)                               \
+    {                                                                                                          \
+        int v, i;                                                                                              \
+        for (v = 0; v < nv; ++v) {                                                                             \
+            const ballctl_real *cv = coef + v * (NB);                                                          \
+            ballctl_real acc = cv[0];                                                                          \
+            BC_UNROLL for (i = 1; i < (NB); ++i) {                                                             \
+                acc += cv[i] * b[i];                                                                           \
+            }                                                                                                  \
+            out[idx[v]] = acc;                                                                                 \
+        }                                                                                                      \
+    }
+BC_VSUM_FN(bc_vsum_ad, BC_NB_AD)
+BC_VSUM_FN(bc_vsum_bd, BC_NB_BD)
+BC_VSUM_FN(bc_vsum_c, BC_NB_C)
+BC_VSUM_FN(bc_vsum_m, BC_NB_M)
+BC_VSUM_FN(bc_vsum_k, BC_NB_K)
 BC_SUM_FN(bc_sum_uff, BC_NB_UFF)
 BC_SUM_FN(bc_sum_yref, BC_NB_YREF)
-#else
+
 static void bc_copy(const ballctl_real *from, int n, ballctl_real *out)
 {
     int e;
@@ -109,70 +125,72 @@ static void bc_model(ballctl_controller *c, unsigned int s, ballctl_index j)
 {
 #if BC_PERIODIC
     (void)j;
-    bc_sum_ad(&bc_f_Ad[0][0], BC_N_STATES * BC_N_STATES, c->basis[s], &c->Ad[s][0][0]);
-    bc_sum_bd(&bc_f_Bd[0][0], BC_N_STATES * BC_N_INPUTS, c->basis[s], &c->Bd[s][0][0]);
+    bc_vsum_ad(&bc_v_Ad[0][0], bc_v_Ad_idx, BC_NV_AD, c->basis[s], &c->Ad[s][0][0]);
+    bc_vsum_bd(&bc_v_Bd[0][0], bc_v_Bd_idx, BC_NV_BD, c->basis[s], &c->Bd[s][0][0]);
 #else
-    if (j < BC_N_PLAN) {
-        bc_copy(&bc_t_Ad[j][0][0], BC_N_STATES * BC_N_STATES, &c->Ad[s][0][0]);
-        bc_copy(&bc_t_Bd[j][0][0], BC_N_STATES * BC_N_INPUTS, &c->Bd[s][0][0]);
-    } else {
-        bc_copy(&bc_h_Ad[0][0], BC_N_STATES * BC_N_STATES, &c->Ad[s][0][0]);
-        bc_copy(&bc_h_Bd[0][0], BC_N_STATES * BC_N_INPUTS, &c->Bd[s][0][0]);
+    int e;
+    const ballctl_real *A = j < BC_N_PLAN ? &bc_t_Ad[j][0][0] : &bc_h_Ad[0][0];
+    const ballctl_real *B = j < BC_N_PLAN ? &bc_t_Bd[j][0][0] : &bc_h_Bd[0][0];
+    for (e = 0; e < BC_N_STATES * BC_N_STATES; ++e) {
+        (&c->Ad[s][0][0])[e] = A[e];
+    }
+    for (e = 0; e < BC_N_STATES * BC_N_INPUTS; ++e) {
+        (&c->Bd[s][0][0])[e] = B[e];
     }
 #endif
 }
 
 /* C (ny x N) and M (N x ny) of the step in slot s (step j) */
-static void bc_filter(const ballctl_controller *c, unsigned int s, ballctl_index j,
-                      ballctl_real Cm[BC_N_SIGNALS * BC_N_STATES], ballctl_real Mg[BC_N_STATES * BC_N_SIGNALS])
+static void bc_filter(ballctl_controller *c, unsigned int s, ballctl_index j, const ballctl_real **Cm,
+                      const ballctl_real **Mg)
 {
 #if BC_PERIODIC
+    const unsigned int r = c->cls[s];
     (void)j;
-    bc_sum_c(&bc_f_C[c->cls[s]][0][0], BC_N_SIGNALS * BC_N_STATES, c->basis[s], Cm);
-    bc_sum_m(&bc_f_M[c->cls[s]][0][0], BC_N_STATES * BC_N_SIGNALS, c->basis[s], Mg);
+    bc_vsum_c(&bc_v_C[r][0][0], bc_v_C_idx, BC_NV_C, c->basis[s], c->Cm[r]);
+    bc_vsum_m(&bc_v_M[r][0][0], bc_v_M_idx, BC_NV_M, c->basis[s], c->Mg[r]);
+    *Cm = c->Cm[r];
+    *Mg = c->Mg[r];
 #else
     if (j < BC_N_PLAN) {
-        bc_copy(&bc_t_C[j][0][0], BC_N_SIGNALS * BC_N_STATES, Cm);
-        bc_copy(&bc_t_M[j][0][0], BC_N_STATES * BC_N_SIGNALS, Mg);
+        *Cm = &bc_t_C[j][0][0];
+        *Mg = &bc_t_M[j][0][0];
     } else {
-        bc_copy(&bc_h_C[c->cls[s]][0][0], BC_N_SIGNALS * BC_N_STATES, Cm);
-        bc_copy(&bc_h_M[c->cls[s]][0][0], BC_N_STATES * BC_N_SIGNALS, Mg);
+        *Cm = &bc_h_C[c->cls[s]][0][0];
+        *Mg = &bc_h_M[c->cls[s]][0][0];
     }
 #endif
 }
 
 /* feedback gains (nu x N) and feedforward of step k (slot s) */
-static void bc_law(const ballctl_controller *c, unsigned int s, ballctl_index k, ballctl_real G[BC_N_INPUTS * BC_N_STATES],
-                   ballctl_real uff[BC_N_INPUTS])
+static const ballctl_real *bc_law(ballctl_controller *c, unsigned int s, ballctl_index k, ballctl_real uff[BC_N_INPUTS])
 {
 #if BC_PERIODIC
     (void)k;
-    bc_sum_k(&bc_f_K[0][0], BC_N_INPUTS * BC_N_STATES, c->basis[s], G);
+    bc_vsum_k(&bc_v_K[0][0], bc_v_K_idx, BC_NV_K, c->basis[s], c->G);
     bc_sum_uff(&bc_f_uff[0][0], BC_N_INPUTS, c->basis[s], uff);
+    return c->G;
 #else
+    int i;
     (void)c; (void)s;
-    if (k < BC_N_PLAN) {
-        bc_copy(&bc_t_K[k][0][0], BC_N_INPUTS * BC_N_STATES, G);
-        bc_copy(&bc_t_uff[k][0], BC_N_INPUTS, uff);
-    } else {
-        bc_copy(&bc_h_K[0][0], BC_N_INPUTS * BC_N_STATES, G);
-        bc_copy(&bc_h_uff[0], BC_N_INPUTS, uff);
+    for (i = 0; i < BC_N_INPUTS; ++i) {
+        uff[i] = k < BC_N_PLAN ? bc_t_uff[k][i] : bc_h_uff[i];
     }
+    return k < BC_N_PLAN ? &bc_t_K[k][0][0] : &bc_h_K[0][0];
 #endif
 }
 
-/* reference of the measured signals of step j (slot s holds its basis when periodic) */
+/* reference of the measured signals of step j (b: its basis when periodic) */
 static void bc_yref(const ballctl_real *b, ballctl_index j, ballctl_real y_ref[BC_N_SIGNALS])
 {
 #if BC_PERIODIC
     (void)j;
     bc_sum_yref(&bc_f_yref[0][0], BC_N_SIGNALS, b, y_ref);
 #else
+    int m;
     (void)b;
-    if (j < BC_N_PLAN) {
-        bc_copy(&bc_t_yref[j][0], BC_N_SIGNALS, y_ref);
-    } else {
-        bc_copy(&bc_h_yref[0], BC_N_SIGNALS, y_ref);
+    for (m = 0; m < BC_N_SIGNALS; ++m) {
+        y_ref[m] = j < BC_N_PLAN ? bc_t_yref[j][m] : bc_h_yref[m];
     }
 #endif
 }
@@ -180,8 +198,7 @@ static void bc_yref(const ballctl_real *b, ballctl_index j, ballctl_real y_ref[B
 /* ----------------------------------------------------------------------------- the filter */
 /* out = X + M (y_dev - C X) over the signals received (loop_step.kalman_update); counts health when `commit` */
 static void bc_update(ballctl_controller *c, const ballctl_real X[BC_N_STATES], unsigned int s,
-                      const ballctl_real Cm[BC_N_SIGNALS * BC_N_STATES], const ballctl_real Mg[BC_N_STATES * BC_N_SIGNALS],
-                      ballctl_real out[BC_N_STATES], int commit)
+                      const ballctl_real *Cm, const ballctl_real *Mg, ballctl_real out[BC_N_STATES], int commit)
 {
     ballctl_real inn[BC_N_SIGNALS];
     int i, m, large = 0, any = 0;
@@ -293,6 +310,18 @@ void ballctl_init(ballctl_controller *c)
             }
         }
     }
+#if BC_PERIODIC
+    /* the entries that do not vary with the phase, once */
+    for (s = 0; s < (unsigned int)BC_RING; ++s) {
+        bc_copy(bc_c_Ad, BC_N_STATES * BC_N_STATES, &c->Ad[s][0][0]);
+        bc_copy(bc_c_Bd, BC_N_STATES * BC_N_INPUTS, &c->Bd[s][0][0]);
+    }
+    for (s = 0; s < BC_N_CLASSES; ++s) {
+        bc_copy(bc_c_C[s], BC_N_SIGNALS * BC_N_STATES, c->Cm[s]);
+        bc_copy(bc_c_M[s], BC_N_STATES * BC_N_SIGNALS, c->Mg[s]);
+    }
+    bc_copy(bc_c_K, BC_N_INPUTS * BC_N_STATES, c->G);
+#endif
     for (s = 0; s < (unsigned int)BC_DELAY_RING; ++s) {
         for (i = 0; i < BC_N_INPUTS; ++i) {
             c->cmd[s][i] = bc_u_start[i];
@@ -339,9 +368,8 @@ int ballctl_measure(ballctl_controller *c, ballctl_index j, const ballctl_real y
 
 ballctl_index ballctl_step(ballctl_controller *c, ballctl_real u[BC_N_INPUTS])
 {
-    ballctl_real X[BC_N_STATES], tmp[BC_N_STATES];
-    ballctl_real Cm[BC_N_SIGNALS * BC_N_STATES], Mg[BC_N_STATES * BC_N_SIGNALS];
-    ballctl_real G[BC_N_INPUTS * BC_N_STATES], uff[BC_N_INPUTS], held0[BC_N_INPUTS];
+    ballctl_real X[BC_N_STATES], tmp[BC_N_STATES], uff[BC_N_INPUTS], held0[BC_N_INPUTS];
+    const ballctl_real *Cm, *Mg, *G;
     const ballctl_index k = c->k;
     unsigned int s, d_first, d_second;
     ballctl_index j;
@@ -349,14 +377,14 @@ ballctl_index ballctl_step(ballctl_controller *c, ballctl_real u[BC_N_INPUTS])
     /* 1. commit the steps whose samples have all arrived: update, then predict with the input that acted */
     while (c->j_c <= k - BC_LATENCY_STEPS && c->j_c < k) {
         s = bc_back(c->slot, (unsigned int)(k - c->j_c));
-        bc_filter(c, s, c->j_c, Cm, Mg);
+        bc_filter(c, s, c->j_c, &Cm, &Mg);
         bc_update(c, c->X_c, s, Cm, Mg, tmp, 1);
         bc_predict(tmp, &c->Ad[s][0][0], &c->Bd[s][0][0], c->du[s], c->X_c);
         c->j_c += 1;
     }
     /* 2. the estimate at step k */
     if (BC_LATENCY_STEPS == 0) {
-        bc_filter(c, c->slot, k, Cm, Mg);
+        bc_filter(c, c->slot, k, &Cm, &Mg);
         bc_update(c, c->X_c, c->slot, Cm, Mg, X, 0);
     } else {
         for (i = 0; i < BC_N_STATES; ++i) {
@@ -371,7 +399,7 @@ ballctl_index ballctl_step(ballctl_controller *c, ballctl_real u[BC_N_INPUTS])
         }
     }
     /* 3. the control law u = u_ff - K x_hat */
-    bc_law(c, c->slot, k, G, uff);
+    G = bc_law(c, c->slot, k, uff);
     for (i = 0; i < BC_N_INPUTS; ++i) {
         ballctl_real acc = BC_R(0.0);
         for (l = 0; l < BC_N_STATES; ++l) {

@@ -62,6 +62,11 @@ typedef struct {
     ballctl_real Bd[BC_RING][BC_N_STATES][BC_N_INPUTS];
     ballctl_real basis[BC_RING][BC_N_BASIS];          /* 1, cos phi, sin phi, cos 2 phi, ... of the step */
     unsigned int cls[BC_RING];                        /* class (j mod BC_N_CLASSES) of the step */
+#if BC_PERIODIC
+    ballctl_real Cm[BC_N_CLASSES][BC_N_SIGNALS * BC_N_STATES];   /* C, M, K of the current use (constants stay) */
+    ballctl_real Mg[BC_N_CLASSES][BC_N_STATES * BC_N_SIGNALS];
+    ballctl_real G[BC_N_INPUTS * BC_N_STATES];
+#endif
     unsigned int slot;                                /* slot of step k */
     /* the rig's actuator, as the estimator needs it */
     ballctl_real cmd[BC_DELAY_RING][BC_N_INPUTS];     /* the last shaped commands, step j in slot j mod BC_DELAY_RING */
