@@ -587,6 +587,6 @@ def plot_robust_bands(robust: Mapping[str, object], *, max_rms_error: float, tit
     ax.set_ylabel("contact-point distance to reference [m]")
     ax.set_title(title or "contact error over the rig's uncertainty")
     ax.grid(alpha=0.3, which="both")
+    # below the axes: never over the data
     ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
-    fig.tight_layout()
     return fig

@@ -534,7 +534,8 @@ class ExportReport:
     data : ControllerData
         The exported controller.
     fourier_order : int or None
-        The chosen order (None for a plan).
+        The chosen order (None for a plan); ``data.orders`` has the order of each group (the model's
+        own may be lower).
     design_rms_error_m : float
         RMS contact error over the last period of the verified design's loop over its horizon.
     tolerance : float
@@ -567,6 +568,7 @@ class ExportReport:
     def as_dict(self) -> dict:
         """Strict-JSON-ready summary (for the main job's summary.json)."""
         return {"kind": self.data.kind, "real": self.data.real, "fourier_order": self.fourier_order,
+                "fourier_orders": dict(self.data.orders),
                 "dropped_states": list(self.data.dropped_states),
                 "design_rms_error_m": self.design_rms_error_m, "tolerance": self.tolerance,
                 "periods": self.periods, "checks": [dict(c) for c in self.checks], "c_check": self.c_check,
@@ -586,7 +588,8 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
                       real: str = "float32", tolerance: float = 0.05, distance_floor_m: float = 5e-4,
                       orders=(1, 2, 3, 4, 5, 6, 8, 10, 12), full_order: int = 16, periods: int = 3,
                       substeps: int | None = None, representation: str = "auto", drop_states="auto",
-                      check_c: bool | None = None, compiler: str = "gcc", imperfections="rig") -> ExportReport:
+                      check_c: bool | None = None, compiler: str = "gcc", imperfections="rig",
+                      reduce_model_order: bool = True) -> ExportReport:
     r"""Write the controller a rig runs, with its Fourier order chosen by a closed-loop check.
 
     Every loop below runs on ``rig.truth_plant()`` with the rig's limits and
@@ -607,9 +610,12 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
        ``tolerance`` times the full loop's peak error plus ``distance_floor_m``
        (the floor covers the command quantum: one quantum step of difference
        moves the ball by a few tenths of a millimetre).
-    3. The smallest passing order of ``orders`` is exported in ``real``; with
-       a C compiler the compiled C runs the same loop (``c_check``: its RMS
-       error within ``tolerance`` of the twin's).
+    3. The smallest passing order of ``orders`` is chosen; with
+       ``reduce_model_order`` the prediction model ``Ad`` (the largest group:
+       N^2 entries) then gets the lowest order of its own that passes the same
+       check. That controller is exported in ``real``; with a C compiler the
+       compiled C runs the same loop (``c_check``: its RMS error within
+       ``tolerance`` of the twin's).
 
     A plan (no period) is checked in step 1 only, over the design's horizon.
 
@@ -647,6 +653,9 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
         Run the compiled C too (default: when ``compiler`` is on the PATH).
     compiler : str
         C compiler of ``check_c``.
+    reduce_model_order : bool
+        After the order is chosen, lower the prediction model's own order (``Ad``, the largest
+        group) while the same check passes.
     imperfections : Imperfections, None or "rig"
         The loop's share of the rig's imperfections in every check run (``"rig"``: the rig's own,
         ``rig.imperfections``, when it has them; None: none).
@@ -708,19 +717,28 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
                "rms_error_design_window_m": e_w,
                "relative_to_design": None if e_w is None else e_w / e_d - 1.0, "passed": bool(accept)}]
     chosen = None
+
+    def check(order) -> bool:
+        res = loop(build(order, "float64"))
+        ok = res.diverged_at is None
+        e_h = res.rms_last(window) if ok else None
+        dist = float(np.max(np.hypot(*(res.x[:, :2] - full.x[:, :2]).T))) if ok else None
+        passed = ok and abs(e_h - e_f) <= tolerance * e_f and dist <= tolerance * peak_f + distance_floor_m
+        checks.append({"order": order, "full_precision": False, "rms_error_m": e_h,
+                       "relative_to_full": None if e_h is None else e_h / e_f - 1.0,
+                       "peak_distance_to_full_m": dist, "passed": bool(passed)})
+        return bool(passed)
+
     if accept and rep == "fourier":
-        for order in orders:
-            res = loop(build(order, "float64"))
-            ok = res.diverged_at is None
-            e_h = res.rms_last(window) if ok else None
-            dist = float(np.max(np.hypot(*(res.x[:, :2] - full.x[:, :2]).T))) if ok else None
-            passed = ok and abs(e_h - e_f) <= tolerance * e_f and dist <= tolerance * peak_f + distance_floor_m
-            checks.append({"order": order, "full_precision": False, "rms_error_m": e_h,
-                           "relative_to_full": None if e_h is None else e_h / e_f - 1.0,
-                           "peak_distance_to_full_m": dist, "passed": bool(passed)})
-            if passed:
-                chosen = order
+        chosen = next((order for order in orders if check(order)), None)
+    spec = chosen
+    if chosen is not None and reduce_model_order:
+        # the prediction model is the largest group: its own order as low as the same check allows
+        for h in range(chosen - 1, 0, -1):
+            if not check({"Ad": h, "Bd": chosen, "C": chosen, "M": chosen, "K": chosen, "u_ff": chosen,
+                          "y_ref": chosen}):
                 break
+            spec = dict(checks[-1]["order"])
     base = dict(design_rms_error_m=e_d, tolerance=tolerance, checks=tuple(checks), periods=periods)
     if not accept or (rep == "fourier" and chosen is None):
         data = build(full_order if rep == "fourier" else 0, real)
@@ -730,9 +748,9 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
                f"the design's {e_d:.4g} m" if not accept else
                f"no Fourier order in {orders} stays within {100 * tolerance:g} % of the full-precision controller")
         raise ExportVerificationError(f"export_controller: {why} on the truth plant (checks: {checks})", report)
-    data = build(chosen or 0, real)
+    data = build(spec if spec is not None else 0, real)
     files = write_controller_files(data, directory)
-    twin_rms = checks[-1]["rms_error_m"]
+    twin_rms = next(c["rms_error_m"] for c in reversed(checks) if c["passed"])   # the exported one's
     c_check = None
     if check_c is None:
         check_c = shutil.which(compiler) is not None

@@ -81,7 +81,8 @@ def test_kernels_are_complex_step_exact():
 
 def test_kernel_parameters_follow_the_parameters():
     plant = ballctl.BallPlate(mass=0.2, radius=0.03)
-    np.testing.assert_allclose(plant.kernel_parameters, [0.2, 0.03, 0.4 * 0.2 * 0.03 ** 2, 9.81], rtol=1e-15)
+    # (mass, radius, inertia, gravity, rolling resistance)
+    np.testing.assert_allclose(plant.kernel_parameters, [0.2, 0.03, 0.4 * 0.2 * 0.03 ** 2, 9.81, 0.0], rtol=1e-15)
     assert bp_kernels.N_PARAMETERS == plant.kernel_parameters.shape[0]
     assert ballctl.engine.kernel_code(plant) == 0
 

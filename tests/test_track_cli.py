@@ -16,8 +16,9 @@ def _reject(token):
 def test_track_verifies_exports_and_writes_strict_json(tmp_path, capsys):
     out = tmp_path / "out"
     cfg = tmp_path / "cfg.toml"
+    # the plain LQG (no disturbance states): its estimator has the design's 4 states
     cfg.write_text('[track]\nrig = "ideal"\ndesign = "qs-contact"\nduration = 1.0\noffset = [0.0, 0.0]\n'
-                   'max_rms_error = 0.05\n')
+                   'max_rms_error = 0.05\noffset_free = false\n')
     assert main(["track", "--config", str(cfg), "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "Verification on the truth plant" in text and "Observability per sensor set" in text
@@ -58,3 +59,35 @@ def test_track_refuses_to_export_a_failing_design_unless_forced(tmp_path, capsys
 def test_track_bad_input_is_one_line(tmp_path, capsys, argv, match):
     assert main(["track", "--out", str(tmp_path)] + argv) == 2
     assert match in capsys.readouterr().err
+
+
+def _rig_file(path, offset_deg):
+    path.write_text(f'base = "tabletop"\n[imperfections]\nplate_offset_deg = [{offset_deg}, {-0.7 * offset_deg}]\n'
+                    'rolling_resistance = 0.003\nframe_drop = 0.02\n')
+    return str(path)
+
+
+def test_track_verifies_over_the_rigs_uncertainty_and_the_design_never_sees_the_truth(tmp_path, capsys):
+    args = ["track", "--design", "exact", "--duration", "3.0", "--robust-runs", "24", "--max-rms-error", "0.02"]
+    outs = {}
+    for offset in (0.5, 1.0):
+        out = tmp_path / f"level{offset}"
+        assert main(args + ["--rig", _rig_file(tmp_path / f"rig{offset}.toml", offset), "--out", str(out)]) == 0
+        outs[offset] = out
+    summary = json.loads((outs[1.0] / "summary.json").read_text(), parse_constant=_reject)
+    v = summary["verification"]["exact"]
+    robust = v["robust"]
+    assert robust["runs"] == 24 and 0.0 <= robust["success_rate"] <= 1.0
+    assert robust["rms_p50_m"] <= robust["rms_p95_m"] <= robust["worst_rms_m"]
+    assert robust["criteria"] == {"min_success_rate": 0.99, "max_rms_p95_m": 0.02, "friction_coefficient": 0.3}
+    assert v["offset_free"] is True and v["contact"]["rig_friction_coefficient"] == 0.3
+    assert summary["rig"]["imperfections"]["plate_offset_deg"] == pytest.approx([1.0, -0.7])
+    assert (outs[1.0] / "robust.png").stat().st_size > 0
+    text = (outs[1.0] / "summary.md").read_text()
+    assert "Pass criteria: at least 99 % of the runs converge" in text and "level error 1, -0.7 deg" in text
+    # the truth's level error changes the verification, never the exported design
+    a = ballctl.GainSchedule.load(outs[0.5] / "gain_schedule.npz")
+    b = ballctl.GainSchedule.load(outs[1.0] / "gain_schedule.npz")
+    assert a.checksum == b.checksum and a.is_identical(b)
+    assert (outs[0.5] / "gain_schedule.npz").read_bytes() == (outs[1.0] / "gain_schedule.npz").read_bytes()
+    capsys.readouterr()

@@ -75,8 +75,12 @@ def _apply_config(parser: argparse.ArgumentParser, argv: list[str], args: argpar
             if attr not in known or attr in ("func", "command", "config"):
                 raise ConfigError(f"--config {args.config!r}: unknown key {key!r}; keys are the long flags of "
                                   f"'ballctl {args.command}' (see its --help)")
+            flag = attr.replace("_", "-")
+            if isinstance(value, bool):  # a switch: `force = true` is --force, `offset_free = false` --no-offset-free
+                tokens.append(f"--{flag}" if value else f"--no-{flag}")
+                continue
             values = value if isinstance(value, (list, tuple)) else [value]
-            tokens += [f"--{attr.replace('_', '-')}", *map(str, values)]
+            tokens += [f"--{flag}", *map(str, values)]
         pos = argv.index(args.command) + 1
         try:
             args = parser.parse_args(argv[:pos] + tokens + argv[pos:])

@@ -9,7 +9,14 @@ r"""Optimal maneuvers of the rolling ball and disk actuated by internal masses.
   path (least squares), with least effort ``int |u|^2 dt``;
 * keep the contact point outside circular obstacles on the floor by a margin;
 * respect rail speed and acceleration (and force) limits, keep masses on
-  segment rails between the rail's ends, and start from the given state.
+  segment rails between the rail's ends, and start from the given state;
+* optionally keep the contact with the floor: the friction cone
+  ``|F_t| <= mu N`` (``friction_coefficient``, else the ball slips) and a least
+  normal force ``N >= N_min`` (``min_normal_force_N``; ``N > 0`` or it lifts
+  off), with ``F = sum_i m_i a_i + M g e3`` the floor's force of
+  :func:`~ballctl.planning.symbolic.ball_contact_force_function` (equal to
+  :meth:`RollingBall.contact_forces`), at every collocation point
+  (:mod:`ballctl.planning.contact`).
 
 Method: Hermite-Simpson direct collocation
 (:mod:`ballctl.planning.transcription`) of the plant's ODE (eq. 7.2 / 6.2,
@@ -51,7 +58,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -62,7 +69,23 @@ from .._validation import as_vector, check_positive
 from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
-from .symbolic import ball_rhs_function, disk_rhs_function, quat_to_matrix_casadi
+from .contact import (
+    binding_contact_constraints,
+    check_friction_coefficient,
+    check_min_normal_force,
+    contact_constraint_groups,
+    contact_failure_message,
+    contact_summary,
+    contact_summary_text,
+    tighten_contact_backoffs,
+)
+from .symbolic import (
+    ball_contact_force_function,
+    ball_rhs_function,
+    disk_contact_force_function,
+    disk_rhs_function,
+    quat_to_matrix_casadi,
+)
 from .transcription import (
     Transcription,
     collocation_times,
@@ -171,6 +194,15 @@ class ManeuverProblem:
         ``|theta_ddot_i|`` bound (rad/s^2; m/s^2 on segment rails).
     max_rail_force : float or ndarray, optional
         ``|tau_i|`` bound (N or N m) when the plant takes forces.
+    friction_coefficient : float, optional
+        Coulomb friction coefficient of the floor (dimensionless, > 0): the
+        floor's force ``F = sum_i m_i a_i + M g e3`` must stay in the friction
+        cone, ``|F_t|^2 <= mu^2 N^2`` and ``N >= 0``, at every collocation
+        point (else the ball slips). ``None``: rolling without slipping is
+        assumed whatever force it takes.
+    min_normal_force_N : float, optional
+        Least normal force N in N, >= 0, at every collocation point (0: the
+        ball must not lift off). ``None``: no bound.
     """
 
     initial_state: np.ndarray
@@ -187,8 +219,12 @@ class ManeuverProblem:
     max_rail_speed: np.ndarray | float | None = None
     max_rail_acceleration: np.ndarray | float | None = None
     max_rail_force: np.ndarray | float | None = None
+    friction_coefficient: float | None = None
+    min_normal_force_N: float | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "friction_coefficient", check_friction_coefficient(self.friction_coefficient))
+        object.__setattr__(self, "min_normal_force_N", check_min_normal_force(self.min_normal_force_N))
         x0 = as_vector(self.initial_state, "initial_state").copy()
         x0.setflags(write=False)
         object.__setattr__(self, "initial_state", x0)
@@ -256,6 +292,15 @@ class SolverReport:
         ``max | |q| - 1 |`` over the collocation points before renormalization (ball only; 0 otherwise).
     n_variables, n_constraints : int
         NLP size.
+    peak_friction_coefficient_required : float
+        ``max |F_t| / N`` over the collocation points of the returned plan
+        (dimensionless; ``inf`` where ``N <= 0``): the least friction
+        coefficient the plan needs to roll without slipping. ``nan`` when not computed.
+    least_normal_force_N : float
+        ``min N`` over the collocation points, N (<= 0: the plan lifts off).
+    binding_contact_constraints : tuple of str
+        The contact constraints active at the returned plan: ``"friction_coefficient"``,
+        ``"min_normal_force_N"``.
     """
 
     converged: bool
@@ -271,6 +316,9 @@ class SolverReport:
     quaternion_norm_error: float
     n_variables: int
     n_constraints: int
+    peak_friction_coefficient_required: float = float("nan")
+    least_normal_force_N: float = float("nan")
+    binding_contact_constraints: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -285,6 +333,7 @@ class _BallModel:
         self.q_slice = slice(2 * n, 2 * n + 4)
         self.rest_indices = list(range(n, 2 * n)) + list(range(2 * n + 4, 2 * n + 7))
         self.rails = [pm.rail for pm in plant.params.point_masses]
+        self.weight_N = float(plant.masses_kg.sum()) * plant.params.gravity_mps2   # M g: the contact forces' scale
 
     def validate(self, x0):
         return self.plant.validate_state(x0, "initial_state")
@@ -301,6 +350,9 @@ class _BallModel:
 
     def f_numpy(self, x, u):
         return self.plant.rhs(0.0, x, u)
+
+    def contact_force_casadi(self):
+        return ball_contact_force_function(self.plant)
 
     def contact_casadi(self, X, x0):
         return X[2 * self.n + 7:2 * self.n + 9, :]
@@ -358,6 +410,7 @@ class _DiskModel:
         self.q_slice = None
         self.rest_indices = list(range(n, 2 * n)) + [2 * n + 1]
         self.rails = [pm.rail for pm in plant.params.point_masses]
+        self.weight_N = float(plant.masses_kg.sum()) * plant.params.gravity_mps2
 
     def validate(self, x0):
         return as_vector(x0, "initial_state", self.n_x)
@@ -370,6 +423,9 @@ class _DiskModel:
 
     def f_numpy(self, x, u):
         return self.plant.rhs(0.0, x, u)
+
+    def contact_force_casadi(self):
+        return disk_contact_force_function(self.plant)
 
     def contact_casadi(self, X, x0):
         r = self.plant.params.radius_m
@@ -431,6 +487,11 @@ class ManeuverPlan:
         re-simulated path clears every obstacle by the margin between them.
     decision_vector : ndarray, shape (n_variables,)
         The NLP's solution vector as returned by IPOPT (before renormalization).
+    contact_backoffs : (float, float)
+        ``(b_mu, b_N)``: the friction cone imposed at the collocation points
+        with ``(1 - b_mu) friction_coefficient`` (dimensionless) and the normal
+        force with ``min_normal_force_N + b_N`` (N), so that the contact
+        constraints hold between the points too (``contact_rounds`` of :func:`plan_maneuver`).
     """
 
     plant: object
@@ -442,6 +503,7 @@ class ManeuverPlan:
     report: SolverReport
     obstacle_backoff_m: float = 0.0
     decision_vector: np.ndarray = field(default=None, repr=False)
+    contact_backoffs: tuple[float, float] = (0.0, 0.0)
 
     @property
     def converged(self) -> bool:
@@ -501,6 +563,30 @@ class ManeuverPlan:
         model = _model(self.plant)
         x = self.x if t is None else self.state(t)
         return model.contact(x, self.problem.initial_state)
+
+    def contact_forces(self, t=None) -> tuple[np.ndarray, np.ndarray]:
+        """The floor's force on the planned motion, ``F = sum_i m_i a_i + M g e3`` (the plant's compiled kernel).
+
+        Parameters
+        ----------
+        t : array_like, shape (K,), optional
+            Times in s (default: the collocation points, where the NLP imposes
+            the contact constraints); between them the planned state is the
+            collocation polynomial and the input its quadratic.
+
+        Returns
+        -------
+        normal : ndarray, shape (K,)
+            Normal force in N.
+        tangential : ndarray, shape (K, 2) for the ball, (K, 1) for the disk
+            Friction force in N; ``|F_t| / N`` is
+            :func:`~ballctl.plants.base.friction_coefficient_required`.
+        """
+        if t is None:
+            x, u = self.x, self.u
+        else:
+            x, u = self.state(t), self.input(np.atleast_1d(np.asarray(t, dtype=float)))
+        return self.plant.contact_forces(0.0, x, u)
 
     def heading(self, t=None) -> np.ndarray:
         """Planned heading of the ball in rad: ``atan2(Lambda_21, Lambda_11)``.
@@ -610,7 +696,8 @@ class _NLP:
         tr: Transcription = hermite_simpson(f, nodes, n_z=n_z, algebraic=h, symbolic=symbolic)
         self.tr = tr
         P, n, T = tr.n_points, model.n, float(nodes[-1])
-        self.param = getattr(ca, symbolic).sym("p", 2)         # (obstacle radius factor, clearance back-off in m)
+        # (obstacle radius factor, clearance back-off in m, friction back-off (fraction of mu), normal back-off in N)
+        self.param = getattr(ca, symbolic).sym("p", 4)
         C = model.contact_casadi(tr.X, x0)      # (dim, P)
         wq = ca.DM(tr.quadrature_weights).T
         J = 0
@@ -653,11 +740,22 @@ class _NLP:
             thdd = tr.F[n:2 * n, :]
             groups.append(("rail acceleration limit max_rail_acceleration", ca.vec(thdd),
                            -np.tile(acc, P), np.tile(acc, P)))
+        n_before_contact = sum(int(grp[1].numel()) for grp in groups)
+        if problem.friction_coefficient is not None or problem.min_normal_force_N is not None:
+            normal, tangential = model.contact_force_casadi().map(P)(tr.X, tr.U)
+            groups += contact_constraint_groups(normal, tangential, friction_coefficient=problem.friction_coefficient,
+                                                min_normal_force_N=problem.min_normal_force_N,
+                                                weight_N=model.weight_N, friction_backoff=self.param[2],
+                                                normal_backoff_N=self.param[3])
         self.groups = groups
         g = ca.vertcat(*[grp[1] for grp in groups])
         self.lbg = np.concatenate([np.broadcast_to(grp[2], (grp[1].numel(),)) for grp in groups])
         self.ubg = np.concatenate([np.broadcast_to(grp[3], (grp[1].numel(),)) for grp in groups])
         self.sizes = [grp[1].numel() for grp in groups]
+        # the same bounds without the contact constraints (the diagnosis of an infeasible plan)
+        self.has_contact = n_before_contact < self.lbg.size
+        self.lbg_relaxed, self.ubg_relaxed = self.lbg.copy(), self.ubg.copy()
+        self.lbg_relaxed[n_before_contact:], self.ubg_relaxed[n_before_contact:] = -np.inf, np.inf
         # simple bounds
         lbX, ubX = np.full((P, model.n_x), -np.inf), np.full((P, model.n_x), np.inf)
         lbX[0] = ubX[0] = x0
@@ -683,14 +781,20 @@ class _NLP:
         self.build_time_s = time.perf_counter() - start
         self.T = T
 
-    def violation(self, w, p) -> tuple[float, str]:
+    def bounds(self, relaxed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(lbg, ubg)``; ``relaxed`` drops the contact constraints."""
+        return (self.lbg_relaxed, self.ubg_relaxed) if relaxed else (self.lbg, self.ubg)
+
+    def violation(self, w, p, relaxed: bool = False) -> tuple[float, str]:
         g = np.asarray(self.g_fun(w, p), dtype=float).ravel()
-        return most_violated(g, self.lbg, self.ubg, [grp[0] for grp in self.groups], self.sizes, w, self.lbw,
+        lbg, ubg = self.bounds(relaxed)
+        return most_violated(g, lbg, ubg, [grp[0] for grp in self.groups], self.sizes, w, self.lbw,
                              self.ubw, "variable bounds (initial state, rail ends, rail speed or input limits)")
 
-    def solve(self, w0, p):
+    def solve(self, w0, p, relaxed: bool = False):
         start = time.perf_counter()
-        sol = self.solver(x0=w0, lbx=self.lbw, ubx=self.ubw, lbg=self.lbg, ubg=self.ubg, p=p)
+        lbg, ubg = self.bounds(relaxed)
+        sol = self.solver(x0=w0, lbx=self.lbw, ubx=self.ubw, lbg=lbg, ubg=ubg, p=p)
         wall = time.perf_counter() - start
         stats = dict(self.solver.stats(), t_wall_solve=wall)
         w = np.asarray(sol["x"], dtype=float).ravel()
@@ -705,47 +809,107 @@ def _default_nodes(duration_s: float, intervals: int) -> np.ndarray:
     return np.linspace(0.0, duration_s, int(intervals) + 1)
 
 
-def _solve(model, problem, nodes, w0, *, continuation, ipopt_options, clearance_rounds, backoff0, symbolic):
+def _solve(model, problem, nodes, w0, *, continuation, ipopt_options, clearance_rounds, contact_rounds, backoff0,
+           symbolic):
     nlp = _NLP(model, problem, nodes, ipopt_options=ipopt_options, symbolic=symbolic)
     stage_its, solve_time, inf_du, status, success, obj = [], 0.0, float("nan"), "", False, float("nan")
     w = w0
     factors = tuple(continuation) if problem.obstacles else (1.0,)
-    backoff = backoff0
+    backoff, b_mu, b_n = backoff0
 
-    def run(factor, backoff, w):
+    def run(factor, w):
         nonlocal solve_time, inf_du, status, success, obj
-        w, obj, stats, inf_du = nlp.solve(w, [factor, backoff])
+        w, obj, stats, inf_du = nlp.solve(w, [factor, backoff, b_mu, b_n])
         stage_its.append(int(stats.get("iter_count", 0)))
         solve_time += float(stats["t_wall_solve"])
         status, success = str(stats.get("return_status", "")), bool(stats.get("success", False))
         return w
 
+    def make(w):
+        return _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, status, success,
+                          (backoff, b_mu, b_n))
+
     for factor in factors:
-        w = run(factor, backoff, w)
-    plan = _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, status, success, backoff)
-    for _ in range(clearance_rounds if problem.obstacles else 0):
-        if not plan.converged:
+        w = run(factor, w)
+    plan = make(w)
+    if not plan.converged and nlp.has_contact:
+        return _diagnose_contact(model, problem, nlp, plan, w0, factors)
+    clear_left = clearance_rounds if problem.obstacles else 0
+    contact_left = contact_rounds if nlp.has_contact else 0
+    while plan.converged and (clear_left > 0 or contact_left > 0):
+        changed = False
+        if clear_left > 0:
+            clear_left -= 1
+            t_r, x_r = resimulate(plan)
+            clear = min(float(ob.clearance(model.contact(x_r, problem.initial_state)).min())
+                        for ob in problem.obstacles)
+            deficit = problem.clearance_margin_m - clear
+            if deficit > 0:
+                backoff, changed = backoff + 1.5 * deficit + 1e-6, True
+            else:
+                clear_left = 0
+        if contact_left > 0:
+            contact_left -= 1
+            peak, least = contact_summary(*plan.contact_forces(_dense_times(plan.nodes)))
+            b_mu, b_n, moved = tighten_contact_backoffs(
+                peak, least, friction_coefficient=problem.friction_coefficient,
+                min_normal_force_N=problem.min_normal_force_N, weight_N=model.weight_N, friction_backoff=b_mu,
+                normal_backoff_N=b_n)
+            changed = changed or moved
+            if not moved:
+                contact_left = 0
+        if not changed:
             break
-        t_r, x_r = resimulate(plan)
-        clear = min(float(ob.clearance(model.contact(x_r, problem.initial_state)).min()) for ob in problem.obstacles)
-        deficit = problem.clearance_margin_m - clear
-        if deficit <= 0:
-            break
-        backoff += 1.5 * deficit + 1e-6
-        w = run(1.0, backoff, w)
-        plan = _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, status, success, backoff)
+        w = run(1.0, w)
+        plan = make(w)
     return plan
 
 
-def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, status, success, backoff):
+def _dense_times(nodes, per_interval: int = 20) -> np.ndarray:
+    """``per_interval`` samples on every mesh interval (ends included once), s."""
+    s = np.linspace(0.0, 1.0, per_interval + 1)[:-1]
+    return np.append((nodes[:-1, None] + np.diff(nodes)[:, None] * s).ravel(), nodes[-1])
+
+
+def _diagnose_contact(model, problem, nlp, plan, w0, factors):
+    """A failed plan with contact constraints: re-solve without them to tell whether they are the cause."""
+    w, stats = w0, {}
+    backoffs = [plan.obstacle_backoff_m, *plan.contact_backoffs]
+    for factor in factors:
+        w, _, stats, _ = nlp.solve(w, [factor, *backoffs], relaxed=True)
+    viol, _ = nlp.violation(w, [1.0, *backoffs], relaxed=True)
+    ok = bool(stats.get("success", False)) and viol <= 1e-6
+    X, U, _ = nlp.tr.unpack(w)
+    X, _ = model.renormalize(X)
+    peak, least = contact_summary(*model.plant.contact_forces(0.0, X, U))
+    why = contact_failure_message(friction_coefficient=problem.friction_coefficient,
+                                  min_normal_force_N=problem.min_normal_force_N, relaxed_converged=ok,
+                                  relaxed_peak_friction=peak, relaxed_least_normal_N=least)
+    if not why:
+        return plan
+    viol, worst = nlp.violation(plan.decision_vector, [1.0, *backoffs])
+    message = (f"not converged: {why} (IPOPT status {plan.report.status}; most violated constraint at the returned "
+               f"point: {worst}, violation {viol:.3g})")
+    return replace(plan, report=replace(plan.report, message=message))
+
+
+def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, status, success, backoffs):
     tr = nlp.tr
-    viol, worst = nlp.violation(w, [1.0, backoff])
+    backoff, b_mu, b_n = backoffs
+    viol, worst = nlp.violation(w, [1.0, backoff, b_mu, b_n])
     X, U, _ = tr.unpack(w)
     X, qerr = model.renormalize(X)
     tol = 1e-6
     converged = success and viol <= tol
+    peak, least = contact_summary(*model.plant.contact_forces(0.0, X, U))
+    mu, n_min = problem.friction_coefficient, problem.min_normal_force_N
+    binding = binding_contact_constraints(peak, least, friction_coefficient=None if mu is None else (1 - b_mu) * mu,
+                                          min_normal_force_N=None if n_min is None else n_min + b_n,
+                                          weight_N=model.weight_N)
     if converged:
         message = f"converged ({status}) in {sum(stage_its)} iterations, max constraint violation {viol:.2e}"
+        if nlp.has_contact:
+            message += "; " + contact_summary_text(peak, least, binding)
     else:
         message = (f"not converged: IPOPT status {status}; most violated constraint: {worst} "
                    f"(violation {viol:.3g}). The request may be infeasible: relax that constraint, lengthen "
@@ -753,15 +917,17 @@ def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, statu
     report = SolverReport(converged=bool(converged), status=status, message=message, iterations=int(sum(stage_its)),
                           stage_iterations=tuple(stage_its), solve_time_s=solve_time, build_time_s=nlp.build_time_s,
                           objective=obj, max_constraint_violation=viol, dual_infeasibility=inf_du,
-                          quaternion_norm_error=qerr, n_variables=int(tr.w.numel()), n_constraints=int(nlp.lbg.size))
+                          quaternion_norm_error=qerr, n_variables=int(tr.w.numel()), n_constraints=int(nlp.lbg.size),
+                          peak_friction_coefficient_required=peak, least_normal_force_N=least,
+                          binding_contact_constraints=binding if converged else ())
     return ManeuverPlan(plant=model.plant, problem=problem, nodes=tr.nodes, t=tr.times, x=X, u=U, report=report,
-                        obstacle_backoff_m=backoff, decision_vector=w)
+                        obstacle_backoff_m=backoff, decision_vector=w, contact_backoffs=(b_mu, b_n))
 
 
 def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes=None,
                   warm_start: ManeuverPlan | None = None,
                   obstacle_continuation: Sequence[float] = (0.25, 0.5, 0.75, 1.0),
-                  clearance_rounds: int = 3, ipopt_options: dict | None = None,
+                  clearance_rounds: int = 3, contact_rounds: int = 3, ipopt_options: dict | None = None,
                   symbolic: str = "MX") -> ManeuverPlan:
     """Plan an optimal maneuver by Hermite-Simpson collocation and IPOPT.
 
@@ -784,6 +950,14 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
     clearance_rounds : int
         Re-simulate and tighten the obstacle constraints at most this many
         times when the path between collocation points dips below the margin.
+    contact_rounds : int
+        With ``friction_coefficient`` or ``min_normal_force_N``: sample the
+        plan's contact force between the collocation points (20 per interval,
+        the collocation polynomial) and, when it needs more than
+        ``(1 + 1e-3) friction_coefficient`` or falls below
+        ``min_normal_force_N - 1e-3 M g``, tighten the constraints at the points by
+        1.5 times the excess and re-solve, at most this many times
+        (:func:`~ballctl.planning.contact.tighten_contact_backoffs`).
     ipopt_options : dict, optional
         Extra IPOPT options (without the ``ipopt.`` prefix), e.g. ``{"tol": 1e-10}``.
     symbolic : {"MX", "SX"}
@@ -795,7 +969,11 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
     -------
     ManeuverPlan
         With ``report.converged`` False (and a message naming the most
-        violated constraint) when IPOPT fails.
+        violated constraint) when IPOPT fails. When the problem has contact
+        constraints and fails, it is re-solved without them: if that succeeds,
+        the message names the friction cone (``friction_coefficient``) or the
+        least normal force (``min_normal_force_N``) as the cause and gives the
+        peak ``|F_t|/N`` and least N the unconstrained plan needs.
 
     Raises
     ------
@@ -835,7 +1013,9 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
     w0 = _initial_guess(model, problem, x0, nodes, times, warm_start)
     return _solve(model, problem, nodes, w0, continuation=factors, ipopt_options=dict(ipopt_options or {}),
                   clearance_rounds=int(clearance_rounds),
-                  backoff0=0.0 if warm_start is None else warm_start.obstacle_backoff_m, symbolic=symbolic)
+                  contact_rounds=int(contact_rounds),
+                  backoff0=(0.0, 0.0, 0.0) if warm_start is None else
+                  (warm_start.obstacle_backoff_m, *warm_start.contact_backoffs), symbolic=symbolic)
 
 
 def _initial_guess(model, problem, x0, nodes, times, warm_start):

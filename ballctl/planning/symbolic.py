@@ -414,6 +414,17 @@ class BallPlateEquations:
     contact_acceleration : casadi.Function
         ``u -> (2,)``: ``k_b g_plate[:2]``, the first two rows of ``accelerations``
         for every state (the contact subsystem the planner transcribes).
+    contact_forces : casadi.Function
+        ``(x, xd, u) -> (normal (1), tangential (2))`` in N: the plate's force on
+        the ball, ``F = m (a_G - g_plate)`` with ``a_G = (xdd_0, xdd_1, 0)`` from
+        ``accelerations`` (:func:`newton_contact_force`); equal to
+        :meth:`BallPlate.contact_forces`.
+    contact_forces_of_angles : casadi.Function
+        ``u -> (normal (1), tangential (2))``: the same force with ``a_G`` from
+        ``contact_acceleration``, i.e. for every state:
+        ``N = m g cos(alpha) cos(beta)``, ``F_xy = -(1 - k_b) m g_plate[:2]``, so
+        the friction needed is ``|F_xy| / N = (1 - k_b) tan(tilt)`` (the plate
+        normal's tilt from the vertical).
     """
 
     mass_matrix: object
@@ -422,6 +433,37 @@ class BallPlateEquations:
     constraint_bias: object
     accelerations: object
     contact_acceleration: object
+    contact_forces: object = None
+    contact_forces_of_angles: object = None
+
+
+def newton_contact_force(mass: float, acceleration, g_plate):
+    """The plate's force on the ball from the ball's Newton equation in plate axes, ``F = m (a_G - g_plate)``.
+
+    The one formula behind the ball-plate planners' contact constraints (the
+    quasi-static :class:`BallPlateEquations` and the exact moving plate's
+    :func:`moving_plate_contact_force_function`); the numeric twins are the
+    ``contact_forces`` methods of :class:`~ballctl.BallPlate` and
+    :class:`~ballctl.plants.ball_plate_moving.MovingPlateBallPlate`.
+
+    Parameters
+    ----------
+    mass : float
+        Ball mass m in kg.
+    acceleration : casadi expression, shape (3, 1)
+        Inertial acceleration ``a_G`` of the ball's centre in plate components, m/s^2.
+    g_plate : casadi expression, shape (3, 1)
+        Gravity in plate components, m/s^2 (``g_plate = R_2^T (0, 0, -g)``).
+
+    Returns
+    -------
+    normal : casadi expression, shape (1, 1)
+        ``F_z`` in N, along the plate normal (> 0 while the ball presses on the plate).
+    tangential : casadi expression, shape (2, 1)
+        ``F_xy`` in N, the friction force in plate axes.
+    """
+    force = mass * (acceleration - g_plate)
+    return force[2], force[0:2]
 
 
 def ball_plate_equations(plant: BallPlate) -> BallPlateEquations:
@@ -464,7 +506,8 @@ def ball_plate_equations(plant: BallPlate) -> BallPlateEquations:
     M[0, 0] = M[1, 1] = m
     M[2, 2] = M[3, 3] = M[4, 4] = inertia
     M[2, 4] = M[4, 2] = inertia * sph
-    gp = g * ca.vertcat(ca.cos(u[0]) * ca.sin(u[1]), -ca.sin(u[0]))       # g_plate[:2], eq. (33)
+    g3 = g * ca.vertcat(ca.cos(u[0]) * ca.sin(u[1]), -ca.sin(u[0]), -ca.cos(u[0]) * ca.cos(u[1]))   # eq. (33)
+    gp = g3[0:2]
     Q = ca.vertcat(m * gp, -inertia * dth * dphi * cph, inertia * dpsi * dth * cph, -inertia * dpsi * dphi * cph)
     E = ca.vertcat(ca.horzcat(0.0, -R * sps, -R * cps * cph), ca.horzcat(0.0, R * cps, -R * sps * cph))
     D = ca.horzcat(ca.SX.eye(2), E)
@@ -477,13 +520,47 @@ def ball_plate_equations(plant: BallPlate) -> BallPlateEquations:
     xdd_c = r - ca.mtimes(E, qdd_a)
     xdd = ca.vertcat(xdd_c, qdd_a)
     lam = Q[:2] - m * xdd_c
+    a_contact = p.rolling_gain * gp
+    normal, tangential = newton_contact_force(m, ca.vertcat(xdd_c, 0.0), g3)
+    normal_u, tangential_u = newton_contact_force(m, ca.vertcat(a_contact, 0.0), g3)
     return BallPlateEquations(
         mass_matrix=ca.Function("mass_matrix", [x], [M], ["x"], ["M"]),
         forces=ca.Function("forces", [x, xd, u], [Q], ["x", "xd", "u"], ["Q"]),
         constraint_jacobian=ca.Function("constraint_jacobian", [x], [D], ["x"], ["D"]),
         constraint_bias=ca.Function("constraint_bias", [x, xd], [bias], ["x", "xd"], ["bias"]),
         accelerations=ca.Function("accelerations", [x, xd, u], [xdd, lam], ["x", "xd", "u"], ["xdd", "lam"]),
-        contact_acceleration=ca.Function("contact_acceleration", [u], [p.rolling_gain * gp], ["u"], ["a"]))
+        contact_acceleration=ca.Function("contact_acceleration", [u], [a_contact], ["u"], ["a"]),
+        contact_forces=ca.Function("contact_forces", [x, xd, u], [normal, tangential], ["x", "xd", "u"],
+                                   ["normal", "tangential"]),
+        contact_forces_of_angles=ca.Function("contact_forces_of_angles", [u], [normal_u, tangential_u], ["u"],
+                                             ["normal", "tangential"]))
+
+
+def _moving_plate_expressions(params: MovingPlateParameters):
+    """Symbols ``(p, v, sigma, q, qd, qdd)`` and the expressions ``a``, ``sigma_dot``, ``(N, F_xy)`` of the exact plate."""
+    ca = require_casadi()
+    if not isinstance(params, MovingPlateParameters) or params.with_spin:
+        raise ParameterError("params must be MovingPlateParameters with with_spin=False (two plate angles)")
+    b = params.ball
+    _refuse_rolling_resistance(b)
+    R, g, m, inertia = float(b.radius), float(b.gravity), float(b.mass), float(b.ball_inertia)
+    k_b = b.rolling_gain
+    c_rot = inertia * R / (inertia + m * R * R)
+    p, v, sigma = ca.SX.sym("p", 2), ca.SX.sym("v", 2), ca.SX.sym("sigma")
+    q, qd, qdd = ca.SX.sym("q", 2), ca.SX.sym("qd", 2), ca.SX.sym("qdd", 2)
+    cb, sb = ca.cos(q[1]), ca.sin(q[1])
+    Om = ca.vertcat(qd[0] * cb, qd[1], qd[0] * sb)
+    Omd = ca.vertcat(qdd[0] * cb - qd[0] * qd[1] * sb, qdd[1], qdd[0] * sb + qd[0] * qd[1] * cb)
+    gp = g * ca.vertcat(ca.cos(q[0]) * sb, -ca.sin(q[0]), -ca.cos(q[0]) * cb)
+    s = ca.vertcat(p[0], p[1], R + float(params.pivot_depth))
+    sd = ca.vertcat(v[0], v[1], 0.0)
+    wb = ca.vertcat(-v[1] / R + Om[0], v[0] / R + Om[1], sigma)
+    c = ca.cross(Omd, s) + 2.0 * ca.cross(Om, sd) + ca.cross(Om, ca.cross(Om, s))
+    gyro = ca.cross(Om, wb) + Omd
+    acc = k_b * (gp[:2] - c[:2]) - c_rot * ca.vertcat(gyro[1], -gyro[0])
+    # the centre's inertial acceleration in plate components: relative (acc, 0) plus the transport terms c
+    normal, tangential = newton_contact_force(m, ca.vertcat(acc, 0.0) + c, gp)
+    return (p, v, sigma, q, qd, qdd), acc, -ca.cross(Om, wb)[2], normal, tangential
 
 
 def moving_plate_contact_function(params: MovingPlateParameters):
@@ -516,36 +593,54 @@ def moving_plate_contact_function(params: MovingPlateParameters):
     Returns
     -------
     casadi.Function
+        ``f(p (2), v (2), sigma, q (2), qd (2), qdd (2)) -> (a (2), sigma_dot)`` in m/s^2 and rad/s^2.
 
     Raises
     ------
     ParameterError
         With plate spin or ``ball.rolling_resistance > 0`` (not transcribed).
-        ``f(p (2), v (2), sigma, q (2), qd (2), qdd (2)) -> (a (2), sigma_dot)`` in m/s^2 and rad/s^2.
 
     References
     ----------
     Agundez et al., Mech. Mach. Theory 203 (2024) 105795, appendix B, eqs. (90)-(115).
     """
     ca = require_casadi()
-    if not isinstance(params, MovingPlateParameters) or params.with_spin:
-        raise ParameterError("params must be MovingPlateParameters with with_spin=False (two plate angles)")
-    b = params.ball
-    _refuse_rolling_resistance(b)
-    R, g, m, inertia = float(b.radius), float(b.gravity), float(b.mass), float(b.ball_inertia)
-    k_b = b.rolling_gain
-    c_rot = inertia * R / (inertia + m * R * R)
-    p, v, sigma = ca.SX.sym("p", 2), ca.SX.sym("v", 2), ca.SX.sym("sigma")
-    q, qd, qdd = ca.SX.sym("q", 2), ca.SX.sym("qd", 2), ca.SX.sym("qdd", 2)
-    cb, sb = ca.cos(q[1]), ca.sin(q[1])
-    Om = ca.vertcat(qd[0] * cb, qd[1], qd[0] * sb)
-    Omd = ca.vertcat(qdd[0] * cb - qd[0] * qd[1] * sb, qdd[1], qdd[0] * sb + qd[0] * qd[1] * cb)
-    gp = g * ca.vertcat(ca.cos(q[0]) * sb, -ca.sin(q[0]), -ca.cos(q[0]) * cb)
-    s = ca.vertcat(p[0], p[1], R + float(params.pivot_depth))
-    sd = ca.vertcat(v[0], v[1], 0.0)
-    wb = ca.vertcat(-v[1] / R + Om[0], v[0] / R + Om[1], sigma)
-    c = ca.cross(Omd, s) + 2.0 * ca.cross(Om, sd) + ca.cross(Om, ca.cross(Om, s))
-    gyro = ca.cross(Om, wb) + Omd
-    acc = k_b * (gp[:2] - c[:2]) - c_rot * ca.vertcat(gyro[1], -gyro[0])
-    return ca.Function("moving_plate_contact", [p, v, sigma, q, qd, qdd], [acc, -ca.cross(Om, wb)[2]],
+    args, acc, sigma_dot, _, _ = _moving_plate_expressions(params)
+    return ca.Function("moving_plate_contact", list(args), [acc, sigma_dot],
                        ["p", "v", "sigma", "q", "qd", "qdd"], ["a", "sigma_dot"])
+
+
+def moving_plate_contact_force_function(params: MovingPlateParameters):
+    r"""The exact moving plate's force on the ball as a CasADi function of the contact subsystem.
+
+    Newton's equation of the ball in plate axes (:func:`newton_contact_force`),
+    :math:`F = m\,(a_G - g_{plate})` with the centre's inertial acceleration
+    :math:`a_G = (a, 0) + c`: the relative contact acceleration ``a`` and the
+    transport terms ``c`` of :func:`moving_plate_contact_function` (same
+    expressions). The plate's rates and accelerations enter through ``c`` and
+    the gyroscopic term of ``a``, so a friction bound limits how fast the
+    plate may tilt. The numeric twin is
+    :meth:`~ballctl.plants.ball_plate_moving.MovingPlateBallPlate.contact_forces`
+    (``F = m (H xdd + h - g_plate)``), equal to it to rounding
+    (``tests/test_planning_contact.py``).
+
+    Parameters
+    ----------
+    params : MovingPlateParameters
+        Without plate spin and without rolling resistance.
+
+    Returns
+    -------
+    casadi.Function
+        ``f(p (2), v (2), sigma, q (2), qd (2), qdd (2)) -> (normal (1), tangential (2))`` in N
+        (normal along the plate normal, friction in plate axes x, y).
+
+    Raises
+    ------
+    ParameterError
+        With plate spin or ``ball.rolling_resistance > 0``.
+    """
+    ca = require_casadi()
+    args, _, _, normal, tangential = _moving_plate_expressions(params)
+    return ca.Function("moving_plate_contact_force", list(args), [normal, tangential],
+                       ["p", "v", "sigma", "q", "qd", "qdd"], ["normal", "tangential"])

@@ -33,7 +33,7 @@ import numpy as np
 
 from .._errors import FileArgumentError, ParameterError
 from .._io import atomic_write
-from .compact import CONTROLLER_FORMAT_VERSION, ControllerData, controller_data
+from .compact import CONTROLLER_FORMAT_VERSION, ControllerData, controller_data, model_copies, varying_entries
 
 __all__ = ["write_c_controller", "write_controller_files", "C_TEMPLATES", "GENERATED_FILES"]
 
@@ -63,13 +63,6 @@ def _initializer(arr: np.ndarray, lit, indent: str = "    ") -> str:
         return "{\n" + ",\n".join(indent + ln for ln in lines) + "\n" + indent[:-4] + "}"
     inner = [_initializer(sub, lit, indent + "    ") for sub in arr]
     return "{\n" + ",\n".join(indent + s for s in inner) + "\n" + indent[:-4] + "}"
-
-
-def _varying(d: ControllerData, group: str) -> list[int]:
-    """Entries of a Fourier group whose harmonics are not all zero (in some class)."""
-    c = np.asarray(d.arrays[group])
-    c = c.reshape(-1, c.shape[-2], c.shape[-1])
-    return [int(i) for i in np.flatnonzero(np.any(c[:, :, 1:] != 0, axis=(0, 2)))]
 
 
 def _config_header(d: ControllerData) -> str:
@@ -109,8 +102,11 @@ def _config_header(d: ControllerData) -> str:
     if d.kind == "fourier":
         nb = {"Ad": "AD", "Bd": "BD", "C": "C", "M": "M", "K": "K", "u_ff": "UFF", "y_ref": "YREF"}
         lines += [f"#define BC_NB_{nb[g]} {2 * h + 1}  /* Fourier order {h} */" for g, h in d.orders.items()]
-        lines += [f"#define BC_NV_{nb[g]} {len(_varying(d, g))}  /* entries that vary with the phase */"
+        lines += [f"#define BC_NV_{nb[g]} {len(varying_entries(d, g))}  /* entries that vary with the phase */"
                   for g in ("Ad", "Bd", "C", "M", "K")]
+        from_b, from_a = model_copies(d)
+        lines += [f"#define BC_NCOPY_BD_AD {len(from_b)}  /* varying entries of Ad that repeat one of Bd */",
+                  f"#define BC_NCOPY_AD_AD {len(from_a)}  /* ... or an earlier one of Ad */"]
         lines.append(f"#define BC_PHASE_STEP 0x{d.phase_step:016X}ULL  /* phase per step in 2^-64 turns */")
     else:
         lines.append("#define BC_PHASE_STEP 0ULL")
@@ -160,7 +156,7 @@ def _data_header(d: ControllerData) -> str:
         lines.append(f"{R} bc_f_yref[BC_N_SIGNALS][BC_NB_YREF] = {_initializer(a['y_ref'], lit)};")
         nbm = {"Ad": "BC_NB_AD", "Bd": "BC_NB_BD", "C": "BC_NB_C", "M": "BC_NB_M", "K": "BC_NB_K"}
         for g in ("Ad", "Bd", "C", "M", "K"):
-            idx = _varying(d, g)
+            idx = varying_entries(d, g)
             nv = max(len(idx), 1)   # C has no empty arrays: a dummy row when nothing varies
             if g in ("C", "M"):
                 const = a[g][:, :, 0]
@@ -174,6 +170,11 @@ def _data_header(d: ControllerData) -> str:
                 lines.append(f"{R} bc_v_{g}[{nv}][{nbm[g]}] = {_initializer(coef, lit)};")
             lines.append(f"static const unsigned short bc_v_{g}_idx[{nv}] = "
                          "{" + ", ".join(str(i) for i in (idx or [0])) + "};")
+        for name, pairs in zip(("bc_copy_bd_ad", "bc_copy_ad_ad"), model_copies(d)):
+            flat = [v for pair in (pairs or [(0, 0)]) for v in pair]
+            lines.append(f"static const unsigned short {name}[{max(len(pairs), 1)}][2] = "
+                         "{" + ", ".join("{" + f"{flat[2 * i]}, {flat[2 * i + 1]}" + "}"
+                                         for i in range(len(flat) // 2)) + "};  /* (to, from) */")
     else:
         h = d.hold
         shapes = {"Ad": "[BC_N_STATES][BC_N_STATES]", "Bd": "[BC_N_STATES][BC_N_INPUTS]",

@@ -76,6 +76,7 @@ from ..loop_step import delay_segments, shape_command
 from ..lqr import periodic_lqr, riccati_sweep
 
 __all__ = ["ControllerData", "ControllerFootprint", "controller_data", "controller_footprint", "phase_step",
+           "varying_entries", "model_copies",
            "REPRESENTATIONS", "REALS", "CONTROLLER_FORMAT_VERSION", "GROUPS"]
 
 #: version of the exported controller (``BC_API_VERSION`` of the C header)
@@ -423,8 +424,7 @@ def controller_footprint(source) -> ControllerFootprint:
     model = N * N + N * nu
     if d.kind == "fourier":
         nb = {g: 2 * h + 1 for g, h in d.orders.items()}
-        varying = {g: int(np.sum(np.any(np.asarray(d.arrays[g]).reshape(
-            -1, np.asarray(d.arrays[g]).shape[-2], nb[g])[:, :, 1:] != 0, axis=(0, 2)))) for g in GROUPS}
+        varying = {g: len(varying_entries(d, g)) for g in ("Ad", "Bd", "C", "M", "K")}
         varying["u_ff"], varying["y_ref"] = nu, ny
         fourier = sum(varying[g] * nb[g] for g in GROUPS) + 24 + 4 * max(nb.values())
     else:
@@ -444,6 +444,62 @@ def controller_footprint(source) -> ControllerFootprint:
                                flash_bytes=int(data + code), state_bytes=int(state), stack_bytes=int(stack),
                                ram_bytes=int(state + stack), multiply_adds_per_step=int(ops),
                                fourier_orders=dict(d.orders))
+
+
+def varying_entries(d: ControllerData, group: str) -> list[int]:
+    """Entries of a Fourier group that the C step evaluates: harmonics not all zero (in some class), and for
+    ``Ad`` not a copy (:func:`model_copies`).
+
+    Parameters
+    ----------
+    d : ControllerData
+        A fourier controller.
+    group : str
+        One of :data:`GROUPS`.
+
+    Returns
+    -------
+    list of int
+        Flat entry indices.
+    """
+    c = np.asarray(d.arrays[group])
+    c = c.reshape(-1, c.shape[-2], c.shape[-1])
+    idx = [int(i) for i in np.flatnonzero(np.any(c[:, :, 1:] != 0, axis=(0, 2)))]
+    if group == "Ad":   # the model's entries that repeat one of Bd or an earlier one of Ad are copied, not summed
+        dup = {dst for dst, _ in model_copies(d)[0]} | {dst for dst, _ in model_copies(d)[1]}
+        idx = [i for i in idx if i not in dup]
+    return idx
+
+
+def model_copies(d: ControllerData) -> tuple[list, list]:
+    """``(from Bd, from Ad)``: (Ad entry, source entry) pairs of varying Ad entries equal to a Bd entry or an
+    earlier Ad entry (the augmented model of an offset-free filter repeats Bd in its disturbance columns).
+
+    Parameters
+    ----------
+    d : ControllerData
+        A fourier controller.
+
+    Returns
+    -------
+    tuple of list
+        Flat (Ad index, Bd index) and (Ad index, Ad index) pairs.
+    """
+    A, B = np.asarray(d.arrays["Ad"]), np.asarray(d.arrays["Bd"])
+    seen_b = {B[j].tobytes(): j for j in range(B.shape[0]) if np.any(B[j, 1:] != 0)}
+    seen_a: dict = {}
+    from_b, from_a = [], []
+    for i in range(A.shape[0]):
+        if not np.any(A[i, 1:] != 0):
+            continue
+        key = A[i].tobytes()
+        if key in seen_b:
+            from_b.append((i, seen_b[key]))
+        elif key in seen_a:
+            from_a.append((i, seen_a[key]))
+        else:
+            seen_a[key] = i
+    return from_b, from_a
 
 
 # ---------------------------------------------------------------------- building
@@ -526,7 +582,7 @@ def _limits_of(rig, limits):
             float(limits.delay))
 
 
-def controller_data(controller, *, rig=None, limits=None, representation: str = "auto", fourier_order: int = 4,
+def controller_data(controller, *, rig=None, limits=None, representation: str = "auto", fourier_order=4,
                     real: str = "float32", drop_states="auto", max_deviation=None, health_sigma: float = 5.0,
                     health_window_s: float = 0.2) -> ControllerData:
     """Build the exported controller of an output-feedback design (see the module docstring).
@@ -541,8 +597,9 @@ def controller_data(controller, *, rig=None, limits=None, representation: str = 
         The shaping without a rig (give one of ``rig`` and ``limits``; neither: commands act as sent).
     representation : {"auto", "fourier", "plan"}
         ``"auto"``: fourier for a periodic reference and a horizon of at least one period, else plan.
-    fourier_order : int
-        Largest harmonic H in 0..32 of the fitted groups (a group that is constant gets 0).
+    fourier_order : int or mapping
+        Largest harmonic H in 0..32 of the fitted groups (a group that is constant gets 0), or one per
+        group of :data:`GROUPS` (``{"Ad": 2}``: the model at order 2, the others at the largest given).
     real : {"float32", "float64"}
         Scalar type.
     drop_states : "auto" or sequence of str
@@ -573,7 +630,16 @@ def controller_data(controller, *, rig=None, limits=None, representation: str = 
                              "None): design with sensors=... (design_for_rig(..., output_feedback=True))")
     check_choice(representation, "representation", REPRESENTATIONS)
     check_choice(real, "real", REALS)
-    fourier_order = check_integer(fourier_order, "fourier_order", minimum=0, maximum=32)
+    if isinstance(fourier_order, dict):
+        unknown = sorted(set(fourier_order) - set(GROUPS))
+        if unknown:
+            raise ParameterError(f"fourier_order: unknown groups {unknown}; groups are {tuple(GROUPS)}")
+        per_group = {g: check_integer(h, f"fourier_order[{g!r}]", minimum=0, maximum=32)
+                     for g, h in fourier_order.items()}
+        top = max(per_group.values(), default=4)
+        fourier_order = {g: per_group.get(g, top) for g in GROUPS}
+    else:
+        fourier_order = dict.fromkeys(GROUPS, check_integer(fourier_order, "fourier_order", minimum=0, maximum=32))
     health_sigma = check_positive(health_sigma, "health_sigma")
     health_window_s = check_positive(health_window_s, "health_window_s", "s")
     quantum, max_angle, max_rate, delay = _limits_of(rig, limits)
@@ -706,11 +772,11 @@ def _fourier(controller, law_map, common, period, order, Ad, Bd, C, M, G, u_ff, 
         if per_class:
             const = all(_fit(values[idx[idx % S == r]], phi_all[idx[idx % S == r]], 0)[1] <= 1e-12 * scale
                         for r in range(S))
-            h = 0 if const else order
+            h = 0 if const else order[name]
             fits = [_fit(values[idx[idx % S == r]], phi_all[idx[idx % S == r]], h) for r in range(S)]
             coefs[name], orders[name], resid[name] = np.stack([f[0] for f in fits]), h, max(f[1] for f in fits)
         else:
-            h = 0 if _fit(values[idx], phi_all[idx], 0)[1] <= 1e-12 * scale else order
+            h = 0 if _fit(values[idx], phi_all[idx], 0)[1] <= 1e-12 * scale else order[name]
             coefs[name], resid[name] = _fit(values[idx], phi_all[idx], h)
             orders[name] = h
 
@@ -727,7 +793,7 @@ def _fourier(controller, law_map, common, period, order, Ad, Bd, C, M, G, u_ff, 
         rest = gains_full[last]
         G_per = law_map.law(K_per, rest)[:, :, keep]
         phi_per = _angles(np.arange(n_period), step)
-        h = 0 if _fit(G_per, phi_per, 0)[1] <= 1e-12 * max(1.0, float(np.max(np.abs(G_per)))) else order
+        h = 0 if _fit(G_per, phi_per, 0)[1] <= 1e-12 * max(1.0, float(np.max(np.abs(G_per)))) else order["K"]
         coefs["K"], resid["K"] = _fit(G_per, phi_per, h)
         orders["K"] = h
         # the non-LQR columns are fitted at the phases of the last period

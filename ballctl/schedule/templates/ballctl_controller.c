@@ -125,8 +125,18 @@ static void bc_model(ballctl_controller *c, unsigned int s, ballctl_index j)
 {
 #if BC_PERIODIC
     (void)j;
-    bc_vsum_ad(&bc_v_Ad[0][0], bc_v_Ad_idx, BC_NV_AD, c->basis[s], &c->Ad[s][0][0]);
+    int e;
+    ballctl_real *A = &c->Ad[s][0][0];
+    const ballctl_real *B = &c->Bd[s][0][0];
+    (void)e;
     bc_vsum_bd(&bc_v_Bd[0][0], bc_v_Bd_idx, BC_NV_BD, c->basis[s], &c->Bd[s][0][0]);
+    bc_vsum_ad(&bc_v_Ad[0][0], bc_v_Ad_idx, BC_NV_AD, c->basis[s], A);
+    for (e = 0; e < BC_NCOPY_BD_AD; ++e) {   /* entries of Ad that are entries of Bd (an augmented model) */
+        A[bc_copy_bd_ad[e][0]] = B[bc_copy_bd_ad[e][1]];
+    }
+    for (e = 0; e < BC_NCOPY_AD_AD; ++e) {
+        A[bc_copy_ad_ad[e][0]] = A[bc_copy_ad_ad[e][1]];
+    }
 #else
     int e;
     const ballctl_real *A = j < BC_N_PLAN ? &bc_t_Ad[j][0][0] : &bc_h_Ad[0][0];

@@ -5,7 +5,7 @@
  * "ballctl_controller_data.h" (the constant tables, included by the .c only)
  * come from ballctl.schedule.write_c_controller.
  *
- * C99, no dynamic memory, no library calls (not even libm). The caller owns
+ * C99, no dynamic memory, no libm (sine and cosine are its own polynomial). The caller owns
  * the controller's memory: one ballctl_controller, sizeof() fixed by the
  * latency and the state size, never by the run length.
  *
