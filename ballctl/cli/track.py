@@ -16,8 +16,8 @@ servo plate as truth, actuation limits, sensors), the job
    offset -- and tabulates converged or not, RMS contact error over the last
    period, peak tilt, estimator error and the contact (required friction
    coefficient, least normal force: ``slips`` / ``lifts off``),
-4. **verifies each over the rig's uncertainty** (``--robust-runs`` runs, 200
-   by default, :func:`ballctl.verification.verify_over_uncertainty`) and
+4. **verifies each that passes over the rig's uncertainty** (``--robust-runs``
+   runs, 200 by default, :func:`ballctl.verification.verify_over_uncertainty`) and
    exports the design that passes both (nominal; >= 99 % of the drawn rigs
    converge and their 95th-percentile RMS error is below ``--max-rms-error``)
    with the smallest 95th-percentile error -- and refuses to export a design
@@ -79,6 +79,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="path centre in m (default 0 0)")
     g = p.add_argument_group("rig and controller")
     g.add_argument("--rig", default="tabletop", help="rig preset (tabletop, lab, ideal) or a TOML file")
+    g.add_argument("--truth", default=None, metavar="RIG",
+                   help="verify on another rig's truth (preset or TOML file: its plant, imperfections and "
+                        "uncertainty), e.g. the rig itself when --rig is an identified model of it; default --rig")
     g.add_argument("--design", default="auto",
                    help="auto (verify all, export the best passing) or one of exact, qs-contact, qs-paper")
     g.add_argument("--feedback", choices=("output", "state"), default="output",
@@ -237,7 +240,8 @@ def run(args: argparse.Namespace) -> int:
     from ..estimator import design_estimator
     from ..observability import sensor_table
     from ..plotting import plot_robust_bands, plot_tracking, save_figure
-    from ..schedule import write_c_controller
+    from ..schedule import controller_footprint, write_c_controller
+    from ..sil import ExportVerificationError, export_controller
     from ..tracking import RIG_DESIGNS, design_for_rig
     from ..verification import verify_over_uncertainty
 
@@ -248,23 +252,27 @@ def run(args: argparse.Namespace) -> int:
     out = output_dir(args.out, "--out")
     out.mkdir(parents=True, exist_ok=True)
     rig = _rig(args.rig)
+    truth_rig = rig if args.truth is None else _rig(args.truth)
+    if truth_rig.dt != rig.dt:
+        raise ParameterError(f"--truth {args.truth!r} runs at dt = {truth_rig.dt} s but --rig {args.rig!r} at "
+                             f"{rig.dt} s: the design's control period must be the rig's")
     dt = rig.dt
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     say(f"[1/5] rig {rig.name!r}: {rig.description}")
     designs = list(RIG_DESIGNS) if args.design == "auto" else [args.design]
     design_plant, qs_ref, exact_ref, horizon, period = _references(args, rig, dt, "exact" in designs)
-    truth = rig.truth_plant()
+    truth = truth_rig.truth_plant()
     say(f"[2/5] references: {args.path}, horizon {horizon:.4g} s at dt = {dt} s"
         + ("" if exact_ref is None else f" (exact inversion residual "
            f"{exact_ref.residuals['contact_acceleration']:.1e} m/s^2)"))
     x0, xd0 = _initial_state(qs_ref, exact_ref, args.offset)
-    x0_truth = rig.truth_initial_state(x0)  # the plate rests at its level error
+    x0_truth = truth_rig.truth_initial_state(x0)  # the plate rests at its level error
     period_window = period if period is not None else horizon
     # the window the verdicts use: the last period, or the last 20 % of a shorter run (as ClosedLoopSummary)
     window = period_window if horizon >= period_window - 1e-9 else 0.2 * horizon
     divergence = max(0.2, 2 * args.radius)
     sim = dict(truth=truth, limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
-               divergence_error=divergence, seed=args.seed, imperfections=rig.imperfections)
+               divergence_error=divergence, seed=args.seed, imperfections=truth_rig.imperfections)
     controllers, runs, verification, robust = {}, {}, {}, {}
     for i, name in enumerate(designs):
         say(f"[3/5] design {i + 1}/{len(designs)}: {name} ({RIG_DESIGNS[name]})")
@@ -298,15 +306,18 @@ def run(args: argparse.Namespace) -> int:
                         "least_normal_force_N": sm.least_normal_force_N,
                         "peak_friction_coefficient_last_period": sm.peak_friction_coefficient_last_period,
                         "least_normal_force_last_period_N": sm.least_normal_force_last_period_N,
-                        "rig_friction_coefficient": rig.friction_coefficient,
-                        "whole_run": sm.contact_verdict(rig.friction_coefficient),
-                        "last_period": sm.contact_verdict(rig.friction_coefficient, last_period=True)},
+                        "rig_friction_coefficient": truth_rig.friction_coefficient,
+                        "whole_run": sm.contact_verdict(truth_rig.friction_coefficient),
+                        "last_period": sm.contact_verdict(truth_rig.friction_coefficient, last_period=True)},
             "wall_time_s": sm.wall_time_s,
         }
         say(f"      nominal: {reason}; RMS error {_fmt(verification[name]['rms_error_m'])} m, peak tilt "
             f"{verification[name]['peak_tilt_deg']:.3g} deg")
-        if args.robust_runs > 0:
-            rv = verify_over_uncertainty(ctrl, rig, x0, xd0, n_runs=args.robust_runs, seed=args.seed,
+        if args.robust_runs > 0 and not passed:
+            verification[name]["robust"] = None  # failed on the nominal truth: no longer a candidate
+        elif args.robust_runs > 0:
+            rv = verify_over_uncertainty(ctrl, replace(truth_rig, limits=rig.limits), x0, xd0,
+                                         n_runs=args.robust_runs, seed=args.seed,
                                          window_s=window, max_rms_error=args.max_rms_error,
                                          divergence_error=divergence)
             robust[name] = rv
@@ -339,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
         chosen = None
         why = "no design passes verification on the truth plant: nothing exported (use --force to export anyway)"
     say(f"[4/5] {why}")
-    ideal = None
+    ideal = controller_summary = None
     files = ["summary.md", "summary.json", "tracking.png"]
     if chosen is not None:
         ctrl = controllers[chosen]
@@ -367,7 +378,15 @@ def run(args: argparse.Namespace) -> int:
         files += ["gain_schedule.npz", "gain_schedule.json", "gain_schedule.h"]
         if ctrl.estimator is not None:
             _save_estimator(out / "estimator.npz", ctrl)
-            write_c_controller(ctrl, out / "c_controller")
+            say("      exporting the C controller: its representation checked in closed loop on the truth")
+            try:
+                export = export_controller(ctrl, replace(truth_rig, limits=rig.limits), out / "c_controller",
+                                           x0=x0_truth, xd0=xd0, seed=args.seed, substeps=sim["substeps"])
+                controller_summary = export.as_dict()
+            except ExportVerificationError as exc:
+                write_c_controller(ctrl, out / "c_controller", rig=rig, representation="plan")
+                controller_summary = {"kind": "plan", "reason": str(exc),
+                                      "footprint": controller_footprint(out / "c_controller").as_dict()}
             files += ["estimator.npz", "c_controller/"]
     say("[5/5] observability per sensor set, figures, summary")
     models = {n: (c.ltv, c.discrete, c.system.coordinate_names) for n, c in controllers.items()}
@@ -397,20 +416,25 @@ def run(args: argparse.Namespace) -> int:
         "reason": why,
         "max_rms_error_m": args.max_rms_error,
         "noise_and_latency_zero": ideal,
+        "controller": controller_summary,
+        "truth_rig": None if args.truth is None else truth_rig.as_dict(),
         "files": files,
     }
     atomic_write_text(out / "summary.json", json.dumps(_strict(summary), indent=2, allow_nan=False))
+    imp = truth_rig.imperfections
     lines = ["# ballctl track: summary", "",
-             f"Rig **{rig.name}**: {rig.description}.", "",
+             f"Rig **{rig.name}**: {rig.description}." + (
+                 "" if args.truth is None else f" Verified on the truth of rig **{truth_rig.name}** "
+                                               f"({truth_rig.description})."), "",
              f"Path: {args.path}, size {args.radius} m, rate {args.omega} rad/s, centre {tuple(args.center)} m; "
              f"horizon {horizon:.4g} s at dt = {dt} s; initial offset {tuple(args.offset)} m. "
              f"Truth: exact servo plate; {args.feedback} feedback.", "",
              "## Verification on the truth plant", "",
              f"Truth imperfections (no design sees them): level error "
-             f"{', '.join(f'{v:.3g}' for v in rig.imperfections.as_dict()['plate_offset_deg'])} deg, rolling "
-             f"resistance {rig.imperfections.rolling_resistance:g}, {100 * rig.imperfections.frame_drop:g} % frames "
-             f"lost, dead band {rig.imperfections.as_dict()['servo_deadband_deg']:.3g} deg, timing jitter "
-             f"{1e3 * rig.imperfections.timing_jitter_s:.3g} ms.", "",
+             f"{', '.join(f'{v:.3g}' for v in imp.as_dict()['plate_offset_deg'])} deg, rolling "
+             f"resistance {imp.rolling_resistance:g}, {100 * imp.frame_drop:g} % frames "
+             f"lost, dead band {imp.as_dict()['servo_deadband_deg']:.3g} deg, timing jitter "
+             f"{1e3 * imp.timing_jitter_s:.3g} ms.", "",
              "| design | offset-free | converged | RMS error last period [m] | peak tilt [deg] | "
              "estimator RMS error [m] | friction needed, whole run / last period (rig: "
              f"{rig.friction_coefficient:g}) | least normal force [N] | contact | verdict |",
@@ -452,7 +476,10 @@ def run(args: argparse.Namespace) -> int:
                   "runs that lift off | passes |",
                   "|---|---|---|---|---|---|---|---|"]
         for n in designs:
-            rv = robust[n]
+            rv = robust.get(n)
+            if rv is None:
+                lines.append(f"| {n} | not run: fails on the nominal truth | | | | | | no |")
+                continue
             lines.append(f"| {n} | {100 * rv.success_rate:.1f} % | {_fmt(rv.rms_p50_m)} | {_fmt(rv.rms_p95_m)} | "
                          f"{_fmt(rv.worst_rms_m) if np.isfinite(rv.worst_rms_m) else 'diverged'} | "
                          f"{rv.slipping_runs} | {rv.lift_off_runs} | {'yes' if rv.passed else 'no'} |")
@@ -460,6 +487,15 @@ def run(args: argparse.Namespace) -> int:
     if ideal is not None:
         lines.append(f"With noise and latency set to zero the exported design keeps an RMS error of "
                      f"{ideal['rms_error_m']:.3g} m over the last period.")
+    if controller_summary is not None:
+        fp = controller_summary["footprint"]
+        how = (f"a periodic controller (Fourier order {controller_summary['fourier_order']}, chosen in closed loop "
+               f"on the truth within {100 * controller_summary['tolerance']:g} % of the full-precision one)"
+               if controller_summary["kind"] == "fourier" else
+               f"per-step tables ending on a hold ({controller_summary.get('reason', 'no periodic reference')})")
+        lines += ["", f"**C controller** (`c_controller/`, {fp['real']}): {how}; about {fp['flash_bytes']:,} B of "
+                      f"flash, {fp['ram_bytes']:,} B of RAM and {fp['multiply_adds_per_step']:,} multiply-adds per "
+                      f"step on a 32-bit microcontroller."]
     lines += ["", "## Observability per sensor set (first 2 s)", "", obs_table, "",
               "Files: " + ", ".join(files) + "."]
     text = "\n".join(lines) + "\n"

@@ -28,6 +28,18 @@ their rates as inputs,
 and the ball's orientation is recovered afterwards by integrating the full
 plant under the planned plate angles (:meth:`PlateMotionPlan.reference`).
 
+Contact (``friction_coefficient``, ``min_normal_force_N``): the plate's force on
+the ball, ``F = m (a_G - g_plate)``
+(:func:`~ballctl.planning.symbolic.newton_contact_force`), is kept in the
+friction cone ``|F_t| <= mu N`` and above a least normal force at every
+collocation point (:mod:`ballctl.planning.contact`). On the quasi-static plate
+it depends on the plate angles only, ``N = m g cos(alpha) cos(beta)`` and
+``|F_t| / N = (1 - k_b) tan(tilt)`` (tilt: the plate normal's angle from the
+vertical), so the friction cone is a bound on the tilt,
+``tan(tilt) <= mu / (1 - k_b)`` (3.5 mu for a solid ball); on the exact moving
+plate the plate's rates and accelerations enter (the transport acceleration of
+the ball's centre), so it also limits how fast the plate may tilt.
+
 Method
 ------
 One Hermite-Simpson phase (:func:`~ballctl.planning.transcription.hermite_simpson`)
@@ -68,7 +80,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -80,7 +92,17 @@ from ..references.rolling import IntegratedReference
 from ..rig import RigLimits, RigProfile
 from ._casadi import require_casadi
 from .maneuver import SolverReport
-from .symbolic import ball_plate_equations, moving_plate_contact_function
+from .contact import (
+    binding_contact_constraints,
+    check_friction_coefficient,
+    check_min_normal_force,
+    contact_constraint_groups,
+    contact_failure_message,
+    contact_summary,
+    contact_summary_text,
+    tighten_contact_backoffs,
+)
+from .symbolic import ball_plate_equations, moving_plate_contact_force_function, moving_plate_contact_function
 from .transcription import collocation_times, hermite_simpson, hermite_state, most_violated, quadratic_input
 
 __all__ = ["PlateMotionProblem", "PlateMotionPlan", "PlateTracking", "plan_plate_motion", "track_plate_plan",
@@ -100,6 +122,16 @@ def _ball_parameters(plant):
 @functools.lru_cache(maxsize=8)
 def _exact_contact(params):
     return moving_plate_contact_function(params)
+
+
+@functools.lru_cache(maxsize=8)
+def _exact_contact_force(params):
+    return moving_plate_contact_force_function(params)
+
+
+@functools.lru_cache(maxsize=8)
+def _quasi_static_equations(params):
+    return ball_plate_equations(BallPlate(params))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +180,16 @@ class PlateMotionProblem:
         servo of limited torque (about ``max_torque / plate inertia``), which
         the exact servo-plate inversion needs. ``None``: rates are inputs and
         may jump.
+    friction_coefficient : float, optional
+        Coulomb friction coefficient between ball and plate (dimensionless,
+        > 0): the plate's force on the ball ``F = m (a_G - g_plate)`` must keep
+        ``|F_t|^2 <= mu^2 N^2`` and ``N >= 0`` at every collocation point (else
+        the ball slips). On the quasi-static plate this bounds the tilt,
+        ``tan(tilt) <= mu / (1 - k_b)``. ``None``: no friction constraint.
+    min_normal_force_N : float, optional
+        Least normal force in N, >= 0, at every collocation point (the ball
+        must not lift off); on the quasi-static plate ``N = m g cos(alpha)
+        cos(beta)``, so it rarely binds. ``None``: no bound.
     """
 
     waypoints_m: np.ndarray
@@ -163,8 +205,12 @@ class PlateMotionProblem:
     initial_orientation_rad: np.ndarray | None = None
     spin_rad_s: float = 0.0
     max_plate_acceleration_rad_s2: float | None = None
+    friction_coefficient: float | None = None
+    min_normal_force_N: float | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "friction_coefficient", check_friction_coefficient(self.friction_coefficient))
+        object.__setattr__(self, "min_normal_force_N", check_min_normal_force(self.min_normal_force_N))
         wp = as_array(self.waypoints_m, "waypoints_m", shape=(None, 2), unit="m").copy()
         if wp.shape[0] < 2:
             raise ParameterError(f"waypoints_m needs at least 2 points (start and goal) in m, got {wp.shape[0]}")
@@ -230,6 +276,11 @@ class PlateMotionProblem:
         return self.max_plate_acceleration_rad_s2 is not None
 
     @property
+    def has_contact_constraints(self) -> bool:
+        """True when ``friction_coefficient`` or ``min_normal_force_N`` is given."""
+        return self.friction_coefficient is not None or self.min_normal_force_N is not None
+
+    @property
     def n_legs(self) -> int:
         """Number of legs (waypoint-to-waypoint phases)."""
         return self.waypoints_m.shape[0] - 1
@@ -260,6 +311,13 @@ class PlateMotionPlan:
     leg_durations_s : ndarray, shape (W - 1,)
         Optimized time of each leg in s.
     report : SolverReport
+        With the plan's ``peak_friction_coefficient_required`` and
+        ``least_normal_force_N`` at the collocation points.
+    contact_backoffs : (float, float)
+        ``(b_mu, b_N)``: the friction cone imposed at the collocation points
+        with ``(1 - b_mu) friction_coefficient`` and the normal force with
+        ``min_normal_force_N + b_N`` (N), so that they hold between the points
+        too (``contact_rounds`` of :func:`plan_plate_motion`).
     """
 
     plant: object
@@ -271,6 +329,7 @@ class PlateMotionPlan:
     u: np.ndarray
     leg_durations_s: np.ndarray
     report: SolverReport
+    contact_backoffs: tuple[float, float] = (0.0, 0.0)
 
     @property
     def converged(self) -> bool:
@@ -436,6 +495,43 @@ class PlateMotionPlan:
                 "max_acceleration_rad_s2": float(np.abs(self.plate_accelerations(t)).max()),
                 "max_tilt_rad": float(tilt.max()), "limit_angle_rad": self.limits.max_angle,
                 "limit_rate_rad_s": self.limits.max_rate}
+
+    def contact_forces(self, t=None) -> tuple[np.ndarray, np.ndarray]:
+        """The plate's force on the ball along the plan, ``F = m (a_G - g_plate)``, in plate axes.
+
+        From the planner's CasADi model (:func:`~ballctl.planning.symbolic.ball_plate_equations`'s
+        ``contact_forces_of_angles`` on the quasi-static plate,
+        :func:`~ballctl.planning.symbolic.moving_plate_contact_force_function` on the
+        exact plate), equal to the plants' ``contact_forces`` to rounding; on the
+        full plant use ``plant.contact_forces(x, xd, u)`` of :meth:`reference` samples.
+
+        Parameters
+        ----------
+        t : array_like, shape (K,), optional
+            Times in s within the plan (default: the collocation points, where the
+            NLP imposes the contact constraints); between them the planned state
+            is the collocation polynomial.
+
+        Returns
+        -------
+        normal : ndarray, shape (K,)
+            Normal force in N.
+        tangential : ndarray, shape (K, 2)
+            Friction force in N, plate axes x and y.
+        """
+        if t is None:
+            x, u = self.x, self.u
+        else:
+            tt = np.atleast_1d(np.asarray(t, dtype=float))
+            x, u = self.state(tt), self.plate_accelerations(tt)
+        K = x.shape[0]
+        if self.exact:
+            f = _exact_contact_force(self.plant.params).map(K)
+            normal, tangential = f(x[:, 0:2].T, x[:, 2:4].T, x[:, 8][None], x[:, 4:6].T, x[:, 6:8].T, u.T)
+        else:
+            f = _quasi_static_equations(_ball_parameters(self.plant)).contact_forces_of_angles.map(K)
+            normal, tangential = f(x[:, 4:6].T)
+        return np.asarray(normal, dtype=float).ravel(), np.asarray(tangential, dtype=float).T.copy()
 
     def initial_coordinates(self) -> tuple[np.ndarray, np.ndarray]:
         """The plant's coordinates and velocities at the start.
@@ -622,7 +718,15 @@ class _PlateNLP:
         S = problem.n_legs
         wp = problem.waypoints_m
         self.trs = [hermite_simpson(f, tau, symbolic="SX") for _ in range(S)]
+        ball = _ball_parameters(plant)
+        self.weight_N = float(ball.mass) * float(ball.gravity)
+        self.param = ca.SX.sym("p", 2)          # (friction back-off, fraction of mu; normal-force back-off, N)
+        contact_force = None
+        if problem.has_contact_constraints:
+            contact_force = _exact_contact_force(plant.params) if exact else \
+                _quasi_static_equations(ball).contact_forces_of_angles
         groups: list[tuple[str, object, object, object]] = []
+        contact_group = []                      # per group: True for the contact constraints
         J = 0
         h = 1.0 / n_int
         wq = ca.DM(self.trs[0].quadrature_weights).T
@@ -644,11 +748,13 @@ class _PlateNLP:
                 a2 = a1 + H / 4.0 * c1
                 a3 = a2 + H / 4.0 * c2
                 tilt_coeffs = ca.vertcat(ca.vec(a1), ca.vec(a2), ca.vec(a3))
+                angle_points = ca.horzcat(X[4:6, 0::2], a1, a2, a3)
                 rate_coeffs = ca.vertcat(ca.vec(c1), ca.vec(c2))
                 groups.append((f"plate acceleration limit |alpha_ddot|, |beta_ddot| <= {accmax:.4g} rad/s^2 "
                                f"between nodes, leg {i + 1}", ca.vec(2.0 * wm - 0.5 * (wk + wn)), -accmax, accmax))
             else:
                 tilt_coeffs = ca.vertcat(ca.vec(ak + H / 3.0 * wk), ca.vec(an - H / 3.0 * wn))
+                angle_points = ca.horzcat(X[4:6, 0::2], ak + H / 3.0 * wk, an - H / 3.0 * wn)
                 rate_coeffs = ca.vec(2.0 * wm - 0.5 * (wk + wn))
             groups.append((f"tilt limit |alpha|, |beta| <= {amax:.4g} rad between nodes, leg {i + 1}",
                            tilt_coeffs, -amax, amax))
@@ -657,6 +763,19 @@ class _PlateNLP:
                                rate_coeffs, -rmax, rmax))
             groups.append((f"waypoint {i + 1} {wp[i + 1].tolist()} m reached", X[0:2, -1] - ca.DM(wp[i + 1]),
                            0.0, 0.0))
+            if contact_force is not None:
+                # exact plate: at the collocation points; quasi-static: F depends on the plate angles only and
+                # the cone is convex in them (tan(tilt) bounded: cos(alpha) cos(beta) is log-concave), so at the
+                # angles' Bernstein control points (nodes included) it holds on the whole polynomial
+                args = ((X[0:2, :], X[2:4, :], X[8, :], X[4:6, :], X[6:8, :], U) if exact else (angle_points,))
+                normal, tangential = contact_force.map(int(args[0].shape[1]))(*args)
+                contact_group += [False] * (len(groups) - len(contact_group))
+                groups += contact_constraint_groups(normal, tangential,
+                                                    friction_coefficient=problem.friction_coefficient,
+                                                    min_normal_force_N=problem.min_normal_force_N,
+                                                    weight_N=self.weight_N, friction_backoff=self.param[0],
+                                                    normal_backoff_N=self.param[1], where=f", leg {i + 1}")
+                contact_group += [True] * (len(groups) - len(contact_group))
             if i + 1 < S:
                 # states and inputs continuous (the input is continuous inside a leg too)
                 groups.append((f"continuity between legs {i + 1} and {i + 2}",
@@ -681,8 +800,13 @@ class _PlateNLP:
         self.sizes = [int(grp[1].numel()) for grp in groups]
         self.lbg = np.concatenate([np.broadcast_to(grp[2], (n,)) for grp, n in zip(groups, self.sizes)])
         self.ubg = np.concatenate([np.broadcast_to(grp[3], (n,)) for grp, n in zip(groups, self.sizes)])
+        # the same bounds without the contact constraints (the diagnosis of an infeasible plan)
+        contact_group += [False] * (len(groups) - len(contact_group))
+        rows = np.repeat(np.array(contact_group, dtype=bool), self.sizes)
+        self.has_contact = bool(rows.any())
+        self.lbg_relaxed, self.ubg_relaxed = np.where(rows, -np.inf, self.lbg), np.where(rows, np.inf, self.ubg)
         wvar = ca.vertcat(*[tr.w for tr in self.trs])
-        self.g_fun = ca.Function("g", [wvar], [g])
+        self.g_fun = ca.Function("g", [wvar, self.param], [g])
         lbw, ubw = [], []
         P = self.trs[0].n_points
         tmin = 1e-3
@@ -706,18 +830,36 @@ class _PlateNLP:
         opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes", "ipopt.tol": 1e-9,
                 "ipopt.constr_viol_tol": 1e-9, "ipopt.max_iter": 3000, "ipopt.max_cpu_time": 300.0}
         opts.update({f"ipopt.{k}": v for k, v in ipopt_options.items()})
-        self.solver = ca.nlpsol("plate_plan", "ipopt", {"x": wvar, "f": J, "g": g}, opts)
+        self.solver = ca.nlpsol("plate_plan", "ipopt", {"x": wvar, "f": J, "g": g, "p": self.param}, opts)
         self.n_variables, self.n_constraints = int(wvar.numel()), int(g.numel())
         self.build_time_s = time.perf_counter() - start
 
-    def violation(self, w) -> tuple[float, str]:
-        g = np.asarray(self.g_fun(w), dtype=float).ravel()
-        return most_violated(g, self.lbg, self.ubg, [grp[0] for grp in self.groups], self.sizes, w, self.lbw,
+    def bounds(self, relaxed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(lbg, ubg)``; ``relaxed`` drops the contact constraints."""
+        return (self.lbg_relaxed, self.ubg_relaxed) if relaxed else (self.lbg, self.ubg)
+
+    def violation(self, w, p=(0.0, 0.0), relaxed: bool = False) -> tuple[float, str]:
+        g = np.asarray(self.g_fun(w, p), dtype=float).ravel()
+        lbg, ubg = self.bounds(relaxed)
+        return most_violated(g, lbg, ubg, [grp[0] for grp in self.groups], self.sizes, w, self.lbw,
                              self.ubw, "variable bounds (initial state, tilt or slew limit at a point)")
+
+    def solve(self, w0, p=(0.0, 0.0), relaxed: bool = False) -> dict:
+        """One IPOPT solve from ``w0``; returns ``w``, the objective, the statistics and the wall time."""
+        lbg, ubg = self.bounds(relaxed)
+        t_start = time.perf_counter()
+        sol = self.solver(x0=w0, lbx=self.lbw, ubx=self.ubw, lbg=lbg, ubg=ubg, p=list(p))
+        wall = time.perf_counter() - t_start
+        stats = self.solver.stats()
+        its = stats.get("iterations", {})
+        return {"w": np.asarray(sol["x"], dtype=float).ravel(), "objective": float(sol["f"]), "wall": wall,
+                "iterations": int(stats.get("iter_count", 0)), "status": str(stats.get("return_status", "")),
+                "success": bool(stats.get("success", False)),
+                "inf_du": float(its["inf_du"][-1]) if its and its.get("inf_du") else float("nan")}
 
 
 def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits | None = None,
-                      rig: RigProfile | None = None, intervals: int = 20,
+                      rig: RigProfile | None = None, intervals: int = 20, contact_rounds: int = 3,
                       ipopt_options: dict | None = None) -> PlateMotionPlan:
     """Plan a minimum-time or minimum-effort ball-plate motion through waypoints within a rig's limits.
 
@@ -737,6 +879,13 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
         Instead of ``limits``: the rig whose ``limits`` apply (its ball must be the plant's).
     intervals : int
         Hermite-Simpson intervals per leg (>= 2).
+    contact_rounds : int
+        With ``problem.friction_coefficient`` or ``min_normal_force_N``: sample the
+        plan's contact force between the collocation points (20 per interval)
+        and, when it needs more than ``(1 + 1e-3) friction_coefficient`` or falls
+        below ``min_normal_force_N - 1e-3 m g``, tighten the constraints at the
+        points by the excess and re-solve, at most this many times
+        (:func:`~ballctl.planning.contact.tighten_contact_backoffs`).
     ipopt_options : dict, optional
         Extra IPOPT options without the ``ipopt.`` prefix.
 
@@ -745,6 +894,10 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
     PlateMotionPlan
         With ``report.converged`` False and a message naming the most violated
         constraint when IPOPT fails (e.g. a ``duration_s`` too short for the limits).
+        A failed problem with contact constraints is re-solved without them: if
+        that succeeds, the message names the friction cone
+        (``friction_coefficient``) or the least normal force
+        (``min_normal_force_N``) and what the unconstrained plan needs.
 
     Raises
     ------
@@ -790,27 +943,32 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
     p = _ball_parameters(plant)
     guess = _initial_guess(problem, p.rolling_gain * p.gravity, nlp.angle_bound, nlp.rate_bound, n_int, exact)
     w0 = np.concatenate([tr.pack(X, U) for tr, (X, U) in zip(nlp.trs, guess)])
-    t_start = time.perf_counter()
-    sol = nlp.solver(x0=w0, lbx=nlp.lbw, ubx=nlp.ubw, lbg=nlp.lbg, ubg=nlp.ubg)
-    wall = time.perf_counter() - t_start
-    stats = nlp.solver.stats()
-    w = np.asarray(sol["x"], dtype=float).ravel()
-    its = stats.get("iterations", {})
-    inf_du = float(its["inf_du"][-1]) if its and its.get("inf_du") else float("nan")
-    status, success = str(stats.get("return_status", "")), bool(stats.get("success", False))
-    viol, worst = nlp.violation(w)
-    n_its = int(stats.get("iter_count", 0))
+    runs = [nlp.solve(w0)]
+    plan = _assemble(plant, problem, limits, nlp, n_int, runs, (0.0, 0.0))
+    if not plan.converged and nlp.has_contact:
+        return _diagnose_contact(plant, problem, limits, nlp, n_int, plan, runs, w0)
+    for _ in range(check_integer(contact_rounds, "contact_rounds", minimum=0) if nlp.has_contact else 0):
+        if not plan.converged:
+            break
+        b_mu, b_n, moved = tighten_contact_backoffs(
+            plan.report.peak_friction_coefficient_required, plan.report.least_normal_force_N,
+            friction_coefficient=problem.friction_coefficient,
+            min_normal_force_N=problem.min_normal_force_N, weight_N=nlp.weight_N,
+            friction_backoff=plan.contact_backoffs[0], normal_backoff_N=plan.contact_backoffs[1])
+        if not moved:
+            break
+        runs.append(nlp.solve(runs[-1]["w"], (b_mu, b_n)))
+        plan = _assemble(plant, problem, limits, nlp, n_int, runs, (b_mu, b_n))
+    return plan
+
+
+def _assemble(plant, problem, limits, nlp, n_int, runs, backoffs) -> PlateMotionPlan:
+    """The plan of the last solve in ``runs`` (a list of :meth:`_PlateNLP.solve` results): report and legs."""
+    run = runs[-1]
+    w, status, success = run["w"], run["status"], run["success"]
+    viol, worst = nlp.violation(w, backoffs)
+    n_its = sum(r["iterations"] for r in runs)
     converged = success and viol <= 1e-6
-    if converged:
-        message = f"converged ({status}) in {n_its} iterations, max constraint violation {viol:.2e}"
-    else:
-        message = (f"infeasible or not converged: IPOPT status {status}; most violated constraint: {worst} "
-                   f"(violation {viol:.3g}). Lengthen duration_s, loosen the limits (or limit_margin), or move "
-                   f"the waypoints.")
-    report = SolverReport(converged=bool(converged), status=status, message=message, iterations=n_its,
-                          stage_iterations=(n_its,), solve_time_s=wall, build_time_s=nlp.build_time_s,
-                          objective=float(sol["f"]), max_constraint_violation=viol, dual_infeasibility=inf_du,
-                          quaternion_norm_error=0.0, n_variables=nlp.n_variables, n_constraints=nlp.n_constraints)
     # assemble the legs in physical time (shared ends once)
     size = nlp.trs[0].w.numel()
     Xs, Us, durations = [], [], []
@@ -824,8 +982,51 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
     tau = np.linspace(0.0, 1.0, n_int + 1)
     nodes = np.concatenate([starts[0] + durations[0] * tau] +
                            [starts[i] + durations[i] * tau[1:] for i in range(1, durations.size)])
-    return PlateMotionPlan(plant=plant, problem=problem, limits=limits, nodes=nodes, t=collocation_times(nodes),
-                           x=np.vstack(Xs), u=np.vstack(Us), leg_durations_s=durations, report=report)
+    plan = PlateMotionPlan(plant=plant, problem=problem, limits=limits, nodes=nodes, t=collocation_times(nodes),
+                           x=np.vstack(Xs), u=np.vstack(Us), leg_durations_s=durations, report=None,
+                           contact_backoffs=tuple(float(b) for b in backoffs))
+    mu, n_min = problem.friction_coefficient, problem.min_normal_force_N
+    binding = binding_contact_constraints(
+        *contact_summary(*plan.contact_forces()), friction_coefficient=None if mu is None else (1.0 - backoffs[0]) * mu,
+        min_normal_force_N=None if n_min is None else n_min + backoffs[1], weight_N=nlp.weight_N)
+    # the plan's numbers: 20 samples per interval on its polynomials (the collocation points among them)
+    s = np.linspace(0.0, 1.0, 21)[:-1]
+    peak, least = contact_summary(*plan.contact_forces(
+        np.append((nodes[:-1, None] + np.diff(nodes)[:, None] * s).ravel(), nodes[-1])))
+    if converged:
+        message = f"converged ({status}) in {n_its} iterations, max constraint violation {viol:.2e}"
+        if nlp.has_contact:
+            message += "; " + contact_summary_text(peak, least, binding)
+    else:
+        message = (f"infeasible or not converged: IPOPT status {status}; most violated constraint: {worst} "
+                   f"(violation {viol:.3g}). Lengthen duration_s, loosen the limits (or limit_margin), or move "
+                   f"the waypoints.")
+    report = SolverReport(converged=bool(converged), status=status, message=message, iterations=n_its,
+                          stage_iterations=tuple(r["iterations"] for r in runs),
+                          solve_time_s=sum(r["wall"] for r in runs), build_time_s=nlp.build_time_s,
+                          objective=run["objective"], max_constraint_violation=viol, dual_infeasibility=run["inf_du"],
+                          quaternion_norm_error=0.0, n_variables=nlp.n_variables, n_constraints=nlp.n_constraints,
+                          peak_friction_coefficient_required=peak, least_normal_force_N=least,
+                          binding_contact_constraints=binding if converged else ())
+    return replace(plan, report=report)
+
+
+def _diagnose_contact(plant, problem, limits, nlp, n_int, plan, runs, w0) -> PlateMotionPlan:
+    """A failed plan with contact constraints: re-solve without them to tell whether they are the cause."""
+    relaxed = nlp.solve(w0, relaxed=True)
+    viol, _ = nlp.violation(relaxed["w"], relaxed=True)
+    free = _assemble(plant, problem, limits, nlp, n_int, [relaxed], (0.0, 0.0))
+    why = contact_failure_message(friction_coefficient=problem.friction_coefficient,
+                                  min_normal_force_N=problem.min_normal_force_N,
+                                  relaxed_converged=relaxed["success"] and viol <= 1e-6,
+                                  relaxed_peak_friction=free.report.peak_friction_coefficient_required,
+                                  relaxed_least_normal_N=free.report.least_normal_force_N)
+    if not why:
+        return plan
+    viol, worst = nlp.violation(runs[-1]["w"])
+    message = (f"infeasible: {why} (IPOPT status {plan.report.status}; most violated constraint at the returned "
+               f"point: {worst}, violation {viol:.3g})")
+    return replace(plan, report=replace(plan.report, message=message))
 
 
 def plan_contact_path(plan: PlateMotionPlan, reference: IntegratedReference):

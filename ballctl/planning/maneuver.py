@@ -293,11 +293,12 @@ class SolverReport:
     n_variables, n_constraints : int
         NLP size.
     peak_friction_coefficient_required : float
-        ``max |F_t| / N`` over the collocation points of the returned plan
-        (dimensionless; ``inf`` where ``N <= 0``): the least friction
-        coefficient the plan needs to roll without slipping. ``nan`` when not computed.
+        ``max |F_t| / N`` of the returned plan (dimensionless; ``inf`` where
+        ``N <= 0``): the least friction coefficient it needs to roll without
+        slipping, sampled at 20 points per mesh interval (the collocation
+        points included) on the plan's collocation polynomials. ``nan`` when not computed.
     least_normal_force_N : float
-        ``min N`` over the collocation points, N (<= 0: the plan lifts off).
+        ``min N`` on the same samples, N (<= 0: the plan lifts off).
     binding_contact_constraints : tuple of str
         The contact constraints active at the returned plan: ``"friction_coefficient"``,
         ``"min_normal_force_N"``.
@@ -850,9 +851,9 @@ def _solve(model, problem, nodes, w0, *, continuation, ipopt_options, clearance_
                 clear_left = 0
         if contact_left > 0:
             contact_left -= 1
-            peak, least = contact_summary(*plan.contact_forces(_dense_times(plan.nodes)))
             b_mu, b_n, moved = tighten_contact_backoffs(
-                peak, least, friction_coefficient=problem.friction_coefficient,
+                plan.report.peak_friction_coefficient_required, plan.report.least_normal_force_N,
+                friction_coefficient=problem.friction_coefficient,
                 min_normal_force_N=problem.min_normal_force_N, weight_N=model.weight_N, friction_backoff=b_mu,
                 normal_backoff_N=b_n)
             changed = changed or moved
@@ -901,11 +902,14 @@ def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, statu
     X, qerr = model.renormalize(X)
     tol = 1e-6
     converged = success and viol <= tol
-    peak, least = contact_summary(*model.plant.contact_forces(0.0, X, U))
+    plan = ManeuverPlan(plant=model.plant, problem=problem, nodes=tr.nodes, t=tr.times, x=X, u=U, report=None,
+                        obstacle_backoff_m=backoff, decision_vector=w, contact_backoffs=(b_mu, b_n))
     mu, n_min = problem.friction_coefficient, problem.min_normal_force_N
-    binding = binding_contact_constraints(peak, least, friction_coefficient=None if mu is None else (1 - b_mu) * mu,
+    binding = binding_contact_constraints(*contact_summary(*plan.contact_forces()),
+                                          friction_coefficient=None if mu is None else (1 - b_mu) * mu,
                                           min_normal_force_N=None if n_min is None else n_min + b_n,
                                           weight_N=model.weight_N)
+    peak, least = contact_summary(*plan.contact_forces(_dense_times(tr.nodes)))
     if converged:
         message = f"converged ({status}) in {sum(stage_its)} iterations, max constraint violation {viol:.2e}"
         if nlp.has_contact:
@@ -920,8 +924,7 @@ def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, statu
                           quaternion_norm_error=qerr, n_variables=int(tr.w.numel()), n_constraints=int(nlp.lbg.size),
                           peak_friction_coefficient_required=peak, least_normal_force_N=least,
                           binding_contact_constraints=binding if converged else ())
-    return ManeuverPlan(plant=model.plant, problem=problem, nodes=tr.nodes, t=tr.times, x=X, u=U, report=report,
-                        obstacle_backoff_m=backoff, decision_vector=w, contact_backoffs=(b_mu, b_n))
+    return replace(plan, report=report)
 
 
 def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes=None,
