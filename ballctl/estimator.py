@@ -89,6 +89,11 @@ __all__ = ["StateEstimator", "IntegralAction", "design_estimator", "measurement_
            "augment_input_disturbance"]
 
 
+#: default random walk of the disturbance states per control step, and their initial std (rad)
+DISTURBANCE_STD = float(np.deg2rad(0.003))
+INITIAL_DISTURBANCE_STD = float(np.deg2rad(0.3))
+
+
 @dataclass(frozen=True)
 class IntegralAction:
     """Integrators of the measured error (see the module docstring): ``zeta += dt * directions_k @ y_named``.
@@ -259,8 +264,8 @@ def augment_input_disturbance(Ad: np.ndarray, Bd: np.ndarray, disturbance_map: n
 def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_names: Sequence[str],
                      sensors: Sequence[Sensor], *, process_std: float = np.deg2rad(0.5), state_std: float = 1e-5,
                      min_noise_std: float = 1e-4, initial_std: float = 0.05, input_disturbance: bool = False,
-                     disturbance_map: np.ndarray | None = None, disturbance_std=np.deg2rad(0.003),
-                     initial_disturbance_std=np.deg2rad(0.3), integral: IntegralAction | None = None
+                     disturbance_map: np.ndarray | None = None, disturbance_std=DISTURBANCE_STD,
+                     initial_disturbance_std=INITIAL_DISTURBANCE_STD, integral: IntegralAction | None = None
                      ) -> StateEstimator:
     """The finite-horizon Kalman filter of a design for a set of sensors.
 

@@ -250,7 +250,7 @@ class CController:
         """
         out = (self.real * self.n_signals)()
         if self._lib.ballctl_reference(self._c, int(j), out) != 0:
-            raise ValueError(f"j must be >= 0, got {j}")
+            raise ParameterError(f"j must be a step number >= 0, got {j}")
         return np.array(out[:], dtype=float)
 
     @property

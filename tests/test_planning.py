@@ -182,7 +182,8 @@ def test_kkt_and_random_feasible_perturbations_do_not_lower_the_cost(disk_plans)
     nlp = _NLP(_model(disk), problem, plan.nodes, ipopt_options={}, symbolic="SX")
     w_opt = plan.decision_vector
     jac = ca.Function("j", [nlp.tr.w, nlp.param], [ca.jacobian(ca.vertcat(*[g[1] for g in nlp.groups]), nlp.tr.w)])
-    J = np.asarray(jac(w_opt, [1, 0]).full())
+    p = [1.0] + [0.0] * (nlp.param.numel() - 1)         # radius factor 1, no back-offs
+    J = np.asarray(jac(w_opt, p).full())
     fixed = np.flatnonzero(nlp.lbw == nlp.ubw)
     free = np.setdiff1d(np.arange(w_opt.size), fixed)
     Jf = J[:, free]
@@ -192,14 +193,14 @@ def test_kkt_and_random_feasible_perturbations_do_not_lower_the_cost(disk_plans)
     null = vt[rank:].T
     assert null.shape[1] >= 1
     f_fun = nlp.solver.get_function("nlp_f")
-    f0 = float(f_fun(w_opt, [1, 0])[0])
+    f0 = float(f_fun(w_opt, p)[0])
     rng = np.random.default_rng(3)
     for _ in range(20):
         d = np.zeros(w_opt.size)
         d[free] = null @ rng.normal(size=null.shape[1])
         d /= np.abs(d).max()
         for eps in (1e-3, 1e-4):
-            fp, fm = float(f_fun(w_opt + eps * d, [1, 0])[0]), float(f_fun(w_opt - eps * d, [1, 0])[0])
+            fp, fm = float(f_fun(w_opt + eps * d, p)[0]), float(f_fun(w_opt - eps * d, p)[0])
             # first-order change (fp - fm) / 2 vanishes relative to the second-order one; neither side lowers f
             # beyond the O(eps^2) constraint curvature that a tangent step leaves
             assert abs(fp - fm) / 2 <= 1e-5 * eps + 1e-3 * max(fp + fm - 2 * f0, 0)

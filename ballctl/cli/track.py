@@ -458,13 +458,14 @@ def run(args: argparse.Namespace) -> int:
                       f"acceleration unloads a ball far from the pivot{why}; start closer to the path (--offset), "
                       f"soften the design (--weight-scale < 1) or track a smaller path if that matters."]
     if robust:
-        unc = rig.uncertainty
+        unc = truth_rig.uncertainty
+        rr_range = "the rig's" if unc.rolling_resistance is None else "%g-%g" % unc.rolling_resistance
         lines += ["", f"## Verification over the rig's uncertainty ({args.robust_runs} drawn rigs per design)", "",
                   f"Drawn per run: ball mass ({100 * unc.mass_rel:g} % std) and radius ({100 * unc.radius_rel:g} %), "
                   f"servo bandwidth ({100 * unc.servo_bandwidth_rel:g} %), sensor latency error "
                   f"(+-{1e3 * unc.latency_s:g} ms), level error ({np.rad2deg(unc.plate_offset):.3g} deg std about "
                   f"the rig's), rolling resistance "
-                  f"({'the rig' + chr(39) + 's' if unc.rolling_resistance is None else '%g-%g' % unc.rolling_resistance}), "
+                  f"({rr_range}), "
                   f"sensor noise ({100 * unc.noise_rel:g} %), initial offset ({1e3 * unc.initial_offset_m:g} mm "
                   f"std); lost frames, dead band and jitter as the rig's.", "",
                   f"Pass criteria: at least {100 * 0.99:g} % of the runs converge (not diverged and RMS error over "

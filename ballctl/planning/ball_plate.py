@@ -100,7 +100,8 @@ from .contact import (
     contact_failure_message,
     contact_summary,
     contact_summary_text,
-    tighten_contact_backoffs,
+    between_nodes_message,
+    update_contact_backoffs,
 )
 from .symbolic import ball_plate_equations, moving_plate_contact_force_function, moving_plate_contact_function
 from .transcription import collocation_times, hermite_simpson, hermite_state, most_violated, quadratic_input
@@ -943,30 +944,61 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
     p = _ball_parameters(plant)
     guess = _initial_guess(problem, p.rolling_gain * p.gravity, nlp.angle_bound, nlp.rate_bound, n_int, exact)
     w0 = np.concatenate([tr.pack(X, U) for tr, (X, U) in zip(nlp.trs, guess)])
-    runs = [nlp.solve(w0)]
-    plan = _assemble(plant, problem, limits, nlp, n_int, runs, (0.0, 0.0))
-    if not plan.converged and nlp.has_contact:
-        return _diagnose_contact(plant, problem, limits, nlp, n_int, plan, runs, w0)
-    for _ in range(check_integer(contact_rounds, "contact_rounds", minimum=0) if nlp.has_contact else 0):
+    rounds_max = check_integer(contact_rounds, "contact_rounds", minimum=0)
+    backoffs = (0.0, 0.0)
+    # with contact constraints: first without them (a feasible optimum of that problem is one of this one, and
+    # an infeasible request is diagnosed by it), then with them, warm-started
+    runs = [nlp.solve(w0, relaxed=nlp.has_contact)]
+    plan = _assemble(plant, problem, limits, nlp, n_int, runs, backoffs, relaxed=nlp.has_contact)
+    if not nlp.has_contact:
+        return plan
+    free = plan
+
+    def contact_round(plan):
+        return update_contact_backoffs(
+            plan.report.peak_friction_coefficient_required, plan.report.least_normal_force_N,
+            friction_coefficient=problem.friction_coefficient, min_normal_force_N=problem.min_normal_force_N,
+            weight_N=nlp.weight_N, friction_backoff=backoffs[0], normal_backoff_N=backoffs[1])
+
+    plan = _assemble(plant, problem, limits, nlp, n_int, runs, backoffs)
+    if not (free.converged and plan.converged and contact_round(plan)[2]):
+        runs.append(nlp.solve(runs[-1]["w"] if free.converged else w0))
+        plan = _assemble(plant, problem, limits, nlp, n_int, runs, backoffs)
+        if not plan.converged:
+            return _contact_failure(problem, nlp, plan, free) if free.converged else plan
+    # the contact constraints between the collocation points
+    best, rounds = None, 0
+    while True:
+        b_mu, b_n, keeps, changed = contact_round(plan)
+        if keeps and (best is None or plan.report.objective < best.report.objective):
+            best = plan
+        if not changed or rounds >= rounds_max:
+            break
+        rounds += 1
+        backoffs = (b_mu, b_n)
+        runs.append(nlp.solve(runs[-1]["w"], backoffs))
+        plan = _assemble(plant, problem, limits, nlp, n_int, runs, backoffs)
         if not plan.converged:
             break
-        b_mu, b_n, moved = tighten_contact_backoffs(
-            plan.report.peak_friction_coefficient_required, plan.report.least_normal_force_N,
-            friction_coefficient=problem.friction_coefficient,
-            min_normal_force_N=problem.min_normal_force_N, weight_N=nlp.weight_N,
-            friction_backoff=plan.contact_backoffs[0], normal_backoff_N=plan.contact_backoffs[1])
-        if not moved:
-            break
-        runs.append(nlp.solve(runs[-1]["w"], (b_mu, b_n)))
-        plan = _assemble(plant, problem, limits, nlp, n_int, runs, (b_mu, b_n))
-    return plan
+    if best is not None:
+        return replace(best, report=replace(best.report, iterations=sum(r["iterations"] for r in runs),
+                                            stage_iterations=tuple(r["iterations"] for r in runs),
+                                            solve_time_s=sum(r["wall"] for r in runs)))
+    r = plan.report
+    message = between_nodes_message(r.peak_friction_coefficient_required, r.least_normal_force_N,
+                                    friction_coefficient=problem.friction_coefficient,
+                                    min_normal_force_N=problem.min_normal_force_N, rounds=rounds)
+    return replace(plan, report=replace(r, converged=False, message=message))
 
 
-def _assemble(plant, problem, limits, nlp, n_int, runs, backoffs) -> PlateMotionPlan:
-    """The plan of the last solve in ``runs`` (a list of :meth:`_PlateNLP.solve` results): report and legs."""
+def _assemble(plant, problem, limits, nlp, n_int, runs, backoffs, *, relaxed: bool = False) -> PlateMotionPlan:
+    """The plan of the last solve in ``runs`` (a list of :meth:`_PlateNLP.solve` results): report and legs.
+
+    ``relaxed``: judged without the contact constraints (the first solve of a problem with them).
+    """
     run = runs[-1]
     w, status, success = run["w"], run["status"], run["success"]
-    viol, worst = nlp.violation(w, backoffs)
+    viol, worst = nlp.violation(w, backoffs, relaxed=relaxed)
     n_its = sum(r["iterations"] for r in runs)
     converged = success and viol <= 1e-6
     # assemble the legs in physical time (shared ends once)
@@ -995,7 +1027,7 @@ def _assemble(plant, problem, limits, nlp, n_int, runs, backoffs) -> PlateMotion
         np.append((nodes[:-1, None] + np.diff(nodes)[:, None] * s).ravel(), nodes[-1])))
     if converged:
         message = f"converged ({status}) in {n_its} iterations, max constraint violation {viol:.2e}"
-        if nlp.has_contact:
+        if nlp.has_contact and not relaxed:
             message += "; " + contact_summary_text(peak, least, binding)
     else:
         message = (f"infeasible or not converged: IPOPT status {status}; most violated constraint: {worst} "
@@ -1011,21 +1043,16 @@ def _assemble(plant, problem, limits, nlp, n_int, runs, backoffs) -> PlateMotion
     return replace(plan, report=report)
 
 
-def _diagnose_contact(plant, problem, limits, nlp, n_int, plan, runs, w0) -> PlateMotionPlan:
-    """A failed plan with contact constraints: re-solve without them to tell whether they are the cause."""
-    relaxed = nlp.solve(w0, relaxed=True)
-    viol, _ = nlp.violation(relaxed["w"], relaxed=True)
-    free = _assemble(plant, problem, limits, nlp, n_int, [relaxed], (0.0, 0.0))
+def _contact_failure(problem, nlp, plan, free) -> PlateMotionPlan:
+    """The message of a plan that failed with contact constraints while the same problem without them solved."""
     why = contact_failure_message(friction_coefficient=problem.friction_coefficient,
-                                  min_normal_force_N=problem.min_normal_force_N,
-                                  relaxed_converged=relaxed["success"] and viol <= 1e-6,
+                                  min_normal_force_N=problem.min_normal_force_N, relaxed_converged=True,
                                   relaxed_peak_friction=free.report.peak_friction_coefficient_required,
                                   relaxed_least_normal_N=free.report.least_normal_force_N)
-    if not why:
-        return plan
-    viol, worst = nlp.violation(runs[-1]["w"])
-    message = (f"infeasible: {why} (IPOPT status {plan.report.status}; most violated constraint at the returned "
-               f"point: {worst}, violation {viol:.3g})")
+    size = nlp.trs[0].w.numel()
+    w = np.concatenate([tr.pack(plan.x[i * (plan.x.shape[0] - 1) // len(nlp.trs):], plan.u) for i, tr in
+                        enumerate(nlp.trs)]) if False else None
+    message = f"infeasible: {why} (IPOPT status {plan.report.status}; {plan.report.message.split('; ', 1)[1]}"
     return replace(plan, report=replace(plan.report, message=message))
 
 

@@ -33,8 +33,9 @@ import numpy as np
 from .._errors import ParameterError
 from ..plants import friction_coefficient_required
 
-__all__ = ["BINDING_RTOL", "BETWEEN_NODES_RTOL", "tighten_contact_backoffs", "check_friction_coefficient", "check_min_normal_force", "contact_constraint_groups",
-           "contact_summary", "binding_contact_constraints", "contact_summary_text", "contact_failure_message"]
+__all__ = ["BINDING_RTOL", "BETWEEN_NODES_RTOL", "between_nodes_message", "binding_contact_constraints",
+           "check_friction_coefficient", "check_min_normal_force", "contact_constraint_groups", "contact_failure_message",
+           "contact_summary", "contact_summary_text", "update_contact_backoffs"]
 
 #: relative distance to a bound below which a contact constraint counts as binding
 BINDING_RTOL = 1e-6
@@ -130,7 +131,7 @@ def contact_constraint_groups(normal, tangential, *, friction_coefficient: float
     friction_backoff : float or casadi expression
         :math:`b_\mu` in [0, 1), dimensionless (an NLP parameter in the planners).
     normal_backoff_N : float or casadi expression
-        :math:`b_N` >= 0 in N.
+        :math:`b_N` >= 0 in N (added to the floor of N, 0 under the friction cone alone).
     where : str
         Appended to the labels (e.g. ``", leg 2"``).
 
@@ -160,22 +161,30 @@ def contact_constraint_groups(normal, tangential, *, friction_coefficient: float
         label = (f"normal force N >= min_normal_force_N = {least:.4g} N (lifts off){where}"
                  if min_normal_force_N is not None else
                  f"normal force N >= 0 (friction cone, friction_coefficient; lifts off){where}")
-        offset = normal_backoff_N if min_normal_force_N is not None else 0.0
-        groups.append((label, ((normal - offset) / W).T, least / W, np.inf))
+        groups.append((label, ((normal - normal_backoff_N) / W).T, least / W, np.inf))
     return groups
 
 
-def tighten_contact_backoffs(peak_friction: float, least_normal_N: float, *, friction_coefficient: float | None,
-                             min_normal_force_N: float | None, weight_N: float, friction_backoff: float,
-                             normal_backoff_N: float) -> tuple[float, float, bool]:
-    r"""New back-offs when a plan, sampled between its collocation points, leaves the contact constraints.
+def update_contact_backoffs(peak_friction: float, least_normal_N: float, *, friction_coefficient: float | None,
+                            min_normal_force_N: float | None, weight_N: float, friction_backoff: float,
+                            normal_backoff_N: float) -> tuple[float, float, bool, bool]:
+    r"""Whether a plan, sampled between its collocation points, keeps the contact constraints; new back-offs.
 
-    A measured peak :math:`\mu (1 + e)` with :math:`e >` :data:`BETWEEN_NODES_RTOL`
-    =: :math:`\epsilon` sets :math:`1 - b_\mu \leftarrow (1 - b_\mu)(1 - \epsilon/2)/(1 + e)`:
-    the collocation-point bound shrinks by the overshoot (which, relative to it,
-    hardly changes from one solve to the next) and half the tolerance, at most
-    to half of :math:`\mu`; a least normal force :math:`N_{min} - d` with
-    :math:`d > \epsilon W` gives :math:`b_N \leftarrow b_N + d + \epsilon W / 2`.
+    With :math:`\epsilon` = :data:`BETWEEN_NODES_RTOL`, a plan keeps them when its
+    dense peak is at most :math:`\mu(1 + \epsilon)` and its least normal force
+    at least :math:`N_{min} - \epsilon W` (:math:`N_{min} = 0` under the
+    friction cone alone). A peak :math:`\mu(1 + e)` with :math:`e > \epsilon`,
+    or :math:`e < -5\epsilon` while :math:`b_\mu > 0` (too conservative), sets
+
+    .. math::
+
+        1 - b_\mu \leftarrow (1 - b_\mu)\,\frac{1 - \epsilon/2}{1 + e}
+
+    (the collocation-point bound scaled by the measured ratio, aiming half the
+    tolerance below :math:`\mu`; :math:`0 \le b_\mu \le 1/2`). A least force
+    :math:`N_{min} - d` with :math:`d > \epsilon W` (or, under the friction cone,
+    :math:`N \le 0` anywhere) sets :math:`b_N \leftarrow b_N + \max(d, 0) + \epsilon W/2`;
+    :math:`d < -5\epsilon W` with :math:`b_N > 0` loosens it the same way.
 
     Parameters
     ----------
@@ -192,20 +201,58 @@ def tighten_contact_backoffs(peak_friction: float, least_normal_N: float, *, fri
     -------
     friction_backoff, normal_backoff_N : float
         The new back-offs.
+    keeps : bool
+        Whether the sampled plan keeps the contact constraints (within the tolerance).
     changed : bool
-        Whether either changed (the plan should be re-solved).
+        Whether a back-off changed (the plan should be re-solved with them).
     """
-    b_mu, b_n, changed = float(friction_backoff), float(normal_backoff_N), False
+    b_mu0, b_n0 = float(friction_backoff), float(normal_backoff_N)
+    b_mu, b_n, keeps = b_mu0, b_n0, True
+    tol, loosen = BETWEEN_NODES_RTOL, 5.0 * BETWEEN_NODES_RTOL
     if friction_coefficient is not None:
-        e = peak_friction / friction_coefficient - 1.0
-        if e > BETWEEN_NODES_RTOL and b_mu < 0.5:
-            shrink = (1.0 - 0.5 * BETWEEN_NODES_RTOL) / (1.0 + e) if np.isfinite(e) else 0.0
-            b_mu, changed = min(0.5, 1.0 - (1.0 - b_mu) * shrink), True
+        e = peak_friction / friction_coefficient - 1.0 if np.isfinite(peak_friction) else np.inf
+        keeps = keeps and e <= tol
+        if np.isfinite(e) and (e > tol or (e < -loosen and b_mu0 > 0.0)):
+            b_mu = min(0.5, max(0.0, 1.0 - (1.0 - b_mu0) * (1.0 - 0.5 * tol) / (1.0 + e)))
+    # the floor of N: min_normal_force_N, or 0 under the friction cone (its other half, N >= 0)
+    floor = min_normal_force_N if min_normal_force_N is not None else (0.0 if friction_coefficient is not None else None)
+    if floor is not None:
+        d = floor - least_normal_N
+        keeps = keeps and d <= tol * weight_N
+        if d > tol * weight_N or (friction_coefficient is not None and not np.isfinite(peak_friction)):
+            b_n = b_n0 + max(d, 0.0) + 0.5 * tol * weight_N
+        elif d < -loosen * weight_N and b_n0 > 0.0:
+            b_n = max(0.0, b_n0 + d + 0.5 * tol * weight_N)
+    changed = abs(b_mu - b_mu0) > 1e-12 or abs(b_n - b_n0) > 1e-12 * weight_N
+    return b_mu, b_n, bool(keeps), bool(changed)
+
+
+def between_nodes_message(peak_friction: float, least_normal_N: float, *, friction_coefficient: float | None,
+                          min_normal_force_N: float | None, rounds: int) -> str:
+    """The message of a plan that keeps the contact constraints at its collocation points but not between them.
+
+    Parameters
+    ----------
+    peak_friction, least_normal_N : float
+        :func:`contact_summary` of 20 samples per interval (dimensionless, N).
+    friction_coefficient, min_normal_force_N : float or None
+        The problem's constraints.
+    rounds : int
+        The re-solves tried.
+
+    Returns
+    -------
+    str
+    """
+    given = []
+    if friction_coefficient is not None:
+        given.append(f"the friction cone (friction_coefficient = {friction_coefficient:.4g})")
     if min_normal_force_N is not None:
-        d = min_normal_force_N - least_normal_N
-        if d > BETWEEN_NODES_RTOL * weight_N:
-            b_n, changed = b_n + d + 0.5 * BETWEEN_NODES_RTOL * weight_N, True
-    return b_mu, b_n, changed
+        given.append(f"the least normal force (min_normal_force_N = {min_normal_force_N:.4g} N)")
+    return (f"not converged: {' and '.join(given)} hold at the collocation points but not between them after "
+            f"{rounds} re-solves with tightened bounds: the plan needs a peak |F_t|/N of {peak_friction:.4g} "
+            f"with a least normal force of {least_normal_N:.4g} N on 20 samples per interval. Use more "
+            f"intervals (or contact_rounds), or relax the contact constraints.")
 
 
 def contact_summary(normal, tangential) -> tuple[float, float]:

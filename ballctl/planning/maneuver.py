@@ -65,7 +65,7 @@ from scipy.integrate import solve_ivp
 
 from .._errors import InfeasiblePlanError, IntegrationError, ParameterError, ShapeError
 from .._quaternion import quat_multiply, quat_to_matrix
-from .._validation import as_vector, check_positive
+from .._validation import as_vector, check_integer, check_positive
 from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
@@ -77,7 +77,8 @@ from .contact import (
     contact_failure_message,
     contact_summary,
     contact_summary_text,
-    tighten_contact_backoffs,
+    between_nodes_message,
+    update_contact_backoffs,
 )
 from .symbolic import (
     ball_contact_force_function,
@@ -818,52 +819,78 @@ def _solve(model, problem, nodes, w0, *, continuation, ipopt_options, clearance_
     factors = tuple(continuation) if problem.obstacles else (1.0,)
     backoff, b_mu, b_n = backoff0
 
-    def run(factor, w):
+    def run(factor, w, relaxed=False):
         nonlocal solve_time, inf_du, status, success, obj
-        w, obj, stats, inf_du = nlp.solve(w, [factor, backoff, b_mu, b_n])
+        w, obj, stats, inf_du = nlp.solve(w, [factor, backoff, b_mu, b_n], relaxed=relaxed)
         stage_its.append(int(stats.get("iter_count", 0)))
         solve_time += float(stats["t_wall_solve"])
         status, success = str(stats.get("return_status", "")), bool(stats.get("success", False))
         return w
 
-    def make(w):
+    def make(w, relaxed=False):
         return _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, status, success,
-                          (backoff, b_mu, b_n))
+                          (backoff, b_mu, b_n), relaxed=relaxed)
 
+    def contact_round(plan):
+        """``(b_mu, b_N, keeps, changed)`` of the plan sampled between its collocation points."""
+        return update_contact_backoffs(
+            plan.report.peak_friction_coefficient_required, plan.report.least_normal_force_N,
+            friction_coefficient=problem.friction_coefficient, min_normal_force_N=problem.min_normal_force_N,
+            weight_N=model.weight_N, friction_backoff=b_mu, normal_backoff_N=b_n)
+
+    # with contact constraints: first without them (a feasible optimum of that problem is one of this one, and
+    # an infeasible request is diagnosed by it), then with them, warm-started
     for factor in factors:
-        w = run(factor, w)
-    plan = make(w)
-    if not plan.converged and nlp.has_contact:
-        return _diagnose_contact(model, problem, nlp, plan, w0, factors)
-    clear_left = clearance_rounds if problem.obstacles else 0
-    contact_left = contact_rounds if nlp.has_contact else 0
-    while plan.converged and (clear_left > 0 or contact_left > 0):
-        changed = False
-        if clear_left > 0:
-            clear_left -= 1
-            t_r, x_r = resimulate(plan)
-            clear = min(float(ob.clearance(model.contact(x_r, problem.initial_state)).min())
-                        for ob in problem.obstacles)
-            deficit = problem.clearance_margin_m - clear
-            if deficit > 0:
-                backoff, changed = backoff + 1.5 * deficit + 1e-6, True
+        w = run(factor, w, relaxed=nlp.has_contact)
+    plan = make(w, relaxed=nlp.has_contact)
+    if nlp.has_contact:
+        free = plan
+        plan = make(w)
+        if not (free.converged and plan.converged and contact_round(plan)[2]):
+            if free.converged:
+                w = run(1.0, w)
             else:
-                clear_left = 0
-        if contact_left > 0:
-            contact_left -= 1
-            b_mu, b_n, moved = tighten_contact_backoffs(
-                plan.report.peak_friction_coefficient_required, plan.report.least_normal_force_N,
-                friction_coefficient=problem.friction_coefficient,
-                min_normal_force_N=problem.min_normal_force_N, weight_N=model.weight_N, friction_backoff=b_mu,
-                normal_backoff_N=b_n)
-            changed = changed or moved
-            if not moved:
-                contact_left = 0
-        if not changed:
+                w = w0
+                for factor in factors:
+                    w = run(factor, w)
+            plan = make(w)
+            if not plan.converged and free.converged:
+                return _contact_failure(problem, nlp, plan, free)
+    # obstacle clearance between the collocation points (re-simulated), then the contact constraints there
+    for _ in range(clearance_rounds if problem.obstacles else 0):
+        if not plan.converged:
             break
+        t_r, x_r = resimulate(plan)
+        clear = min(float(ob.clearance(model.contact(x_r, problem.initial_state)).min()) for ob in problem.obstacles)
+        deficit = problem.clearance_margin_m - clear
+        if deficit <= 0:
+            break
+        backoff += 1.5 * deficit + 1e-6
         w = run(1.0, w)
         plan = make(w)
-    return plan
+    if not (nlp.has_contact and plan.converged):
+        return plan
+    best, rounds = None, 0
+    while True:
+        new_mu, new_n, keeps, changed = contact_round(plan)
+        if keeps and (best is None or plan.report.objective < best.report.objective):
+            best = plan
+        if not changed or rounds >= contact_rounds:
+            break
+        rounds += 1
+        b_mu, b_n = new_mu, new_n
+        w = run(1.0, w)
+        plan = make(w)
+        if not plan.converged:
+            break
+    if best is not None:
+        return replace(best, report=replace(best.report, iterations=int(sum(stage_its)),
+                                            stage_iterations=tuple(stage_its), solve_time_s=solve_time))
+    r = plan.report
+    message = between_nodes_message(r.peak_friction_coefficient_required, r.least_normal_force_N,
+                                    friction_coefficient=problem.friction_coefficient,
+                                    min_normal_force_N=problem.min_normal_force_N, rounds=rounds)
+    return replace(plan, report=replace(r, converged=False, message=message))
 
 
 def _dense_times(nodes, per_interval: int = 20) -> np.ndarray:
@@ -872,32 +899,23 @@ def _dense_times(nodes, per_interval: int = 20) -> np.ndarray:
     return np.append((nodes[:-1, None] + np.diff(nodes)[:, None] * s).ravel(), nodes[-1])
 
 
-def _diagnose_contact(model, problem, nlp, plan, w0, factors):
-    """A failed plan with contact constraints: re-solve without them to tell whether they are the cause."""
-    w, stats = w0, {}
-    backoffs = [plan.obstacle_backoff_m, *plan.contact_backoffs]
-    for factor in factors:
-        w, _, stats, _ = nlp.solve(w, [factor, *backoffs], relaxed=True)
-    viol, _ = nlp.violation(w, [1.0, *backoffs], relaxed=True)
-    ok = bool(stats.get("success", False)) and viol <= 1e-6
-    X, U, _ = nlp.tr.unpack(w)
-    X, _ = model.renormalize(X)
-    peak, least = contact_summary(*model.plant.contact_forces(0.0, X, U))
+def _contact_failure(problem, nlp, plan, free):
+    """The message of a plan that failed with contact constraints while the same problem without them solved."""
     why = contact_failure_message(friction_coefficient=problem.friction_coefficient,
-                                  min_normal_force_N=problem.min_normal_force_N, relaxed_converged=ok,
-                                  relaxed_peak_friction=peak, relaxed_least_normal_N=least)
-    if not why:
-        return plan
-    viol, worst = nlp.violation(plan.decision_vector, [1.0, *backoffs])
+                                  min_normal_force_N=problem.min_normal_force_N, relaxed_converged=True,
+                                  relaxed_peak_friction=free.report.peak_friction_coefficient_required,
+                                  relaxed_least_normal_N=free.report.least_normal_force_N)
+    viol, worst = nlp.violation(plan.decision_vector, [1.0, plan.obstacle_backoff_m, *plan.contact_backoffs])
     message = (f"not converged: {why} (IPOPT status {plan.report.status}; most violated constraint at the returned "
                f"point: {worst}, violation {viol:.3g})")
     return replace(plan, report=replace(plan.report, message=message))
 
 
-def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, status, success, backoffs):
+def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, status, success, backoffs, *,
+               relaxed=False):
     tr = nlp.tr
     backoff, b_mu, b_n = backoffs
-    viol, worst = nlp.violation(w, [1.0, backoff, b_mu, b_n])
+    viol, worst = nlp.violation(w, [1.0, backoff, b_mu, b_n], relaxed=relaxed)
     X, U, _ = tr.unpack(w)
     X, qerr = model.renormalize(X)
     tol = 1e-6
@@ -912,7 +930,7 @@ def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, statu
     peak, least = contact_summary(*plan.contact_forces(_dense_times(tr.nodes)))
     if converged:
         message = f"converged ({status}) in {sum(stage_its)} iterations, max constraint violation {viol:.2e}"
-        if nlp.has_contact:
+        if nlp.has_contact and not relaxed:
             message += "; " + contact_summary_text(peak, least, binding)
     else:
         message = (f"not converged: IPOPT status {status}; most violated constraint: {worst} "
@@ -930,7 +948,7 @@ def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, statu
 def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes=None,
                   warm_start: ManeuverPlan | None = None,
                   obstacle_continuation: Sequence[float] = (0.25, 0.5, 0.75, 1.0),
-                  clearance_rounds: int = 3, contact_rounds: int = 3, ipopt_options: dict | None = None,
+                  clearance_rounds: int = 3, contact_rounds: int = 4, ipopt_options: dict | None = None,
                   symbolic: str = "MX") -> ManeuverPlan:
     """Plan an optimal maneuver by Hermite-Simpson collocation and IPOPT.
 
@@ -954,13 +972,17 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
         Re-simulate and tighten the obstacle constraints at most this many
         times when the path between collocation points dips below the margin.
     contact_rounds : int
-        With ``friction_coefficient`` or ``min_normal_force_N``: sample the
-        plan's contact force between the collocation points (20 per interval,
-        the collocation polynomial) and, when it needs more than
+        With ``friction_coefficient`` or ``min_normal_force_N`` the problem is
+        solved first without them (kept when it meets them), then with them.
+        The plan's contact force is then sampled between the collocation points
+        (20 per interval, on the collocation polynomials); when it needs more than
         ``(1 + 1e-3) friction_coefficient`` or falls below
-        ``min_normal_force_N - 1e-3 M g``, tighten the constraints at the points by
-        1.5 times the excess and re-solve, at most this many times
-        (:func:`~ballctl.planning.contact.tighten_contact_backoffs`).
+        ``min_normal_force_N - 1e-3 M g``, the bounds at the points are tightened
+        by the excess (and loosened again when too conservative) and the problem
+        re-solved, at most this many times
+        (:func:`~ballctl.planning.contact.update_contact_backoffs`). The cheapest
+        plan that keeps the constraints between the points is returned; if
+        none does, ``converged`` is False and the message says so.
     ipopt_options : dict, optional
         Extra IPOPT options (without the ``ipopt.`` prefix), e.g. ``{"tol": 1e-10}``.
     symbolic : {"MX", "SX"}
@@ -1016,7 +1038,7 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
     w0 = _initial_guess(model, problem, x0, nodes, times, warm_start)
     return _solve(model, problem, nodes, w0, continuation=factors, ipopt_options=dict(ipopt_options or {}),
                   clearance_rounds=int(clearance_rounds),
-                  contact_rounds=int(contact_rounds),
+                  contact_rounds=check_integer(contact_rounds, "contact_rounds", minimum=0),
                   backoff0=(0.0, 0.0, 0.0) if warm_start is None else
                   (warm_start.obstacle_backoff_m, *warm_start.contact_backoffs), symbolic=symbolic)
 

@@ -142,4 +142,5 @@ def require_ideal_rolling(plant) -> None:
     if float(getattr(ball, "rolling_resistance", 0.0)) > 0.0:
         raise ParameterError(f"references are solutions of rolling without resistance; this plant has "
                              f"rolling_resistance = {ball.rolling_resistance:g}: build the reference on the nominal "
-                             f"plant (rig.design_plant(), or rolling_resistance=0) and keep the resistance for the truth")
+                             f"plant (rig.design_plant(), or rolling_resistance=0) and keep the resistance for the "
+                             f"truth")
