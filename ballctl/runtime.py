@@ -28,8 +28,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ._errors import MissingFileError, ParameterError, ScheduleFileError
-
 __all__ = ["ControllerRuntime", "BC_OK", "BC_REFUSED_NONFINITE", "BC_REFUSED_RANGE", "BC_ERR_LATE",
            "BC_ERR_FUTURE", "BC_HEALTH_INNOVATION", "BC_HEALTH_STALE", "BC_HEALTH_RESET"]
 
@@ -85,7 +83,7 @@ def _load(source) -> dict:
         if path.is_dir():
             path = path / "ballctl_controller.npz"
         if not path.is_file():
-            raise MissingFileError(f"no exported controller at {str(path)!r} (the directory written by "
+            raise FileNotFoundError(f"no exported controller at {str(path)!r} (the directory written by "
                                     "ballctl.schedule.write_c_controller, or its ballctl_controller.npz)")
         with np.load(path, allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}
@@ -112,7 +110,7 @@ class ControllerRuntime:
     def __init__(self, source) -> None:
         d = _load(source)
         if int(d.get("format_version", -1)) != 2:
-            raise ScheduleFileError(f"source: not a version-2 ballctl controller file (format_version "
+            raise ValueError(f"source: not a version-2 ballctl controller file (format_version "
                              f"{d.get('format_version')!r})")
         self.kind = str(d["kind"])
         self.real = str(d["real"])
@@ -247,7 +245,7 @@ class ControllerRuntime:
         """
         j = int(j)
         if j < 0:
-            raise ParameterError(f"j must be a step number >= 0, got {j}")
+            raise ValueError(f"j must be a step number >= 0, got {j}")
         b = self._basis((j * self.phase_step) & _MASK64) if self.kind == "fourier" else np.ones(1)
         return np.array(self._yref(b, j), dtype=float)
 

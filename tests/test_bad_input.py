@@ -49,7 +49,9 @@ def test_errors_derive_from_ballctl_error_and_the_matching_builtin(cls, builtin)
 def test_no_plain_builtin_raise_left_in_the_package():
     """Every raise site uses a BallctlError subclass (static scan of the source)."""
     offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    # the runtime twin imports numpy only (it is copied alone to a rig's Linux board): builtin errors there
+    standalone = {PACKAGE / "runtime.py"}
+    for path in sorted(set(PACKAGE.rglob("*.py")) - standalone):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.Raise) and node.exc is not None:

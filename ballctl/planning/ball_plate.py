@@ -860,7 +860,7 @@ class _PlateNLP:
 
 
 def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits | None = None,
-                      rig: RigProfile | None = None, intervals: int = 20, contact_rounds: int = 3,
+                      rig: RigProfile | None = None, intervals: int = 20, contact_rounds: int = 4,
                       ipopt_options: dict | None = None) -> PlateMotionPlan:
     """Plan a minimum-time or minimum-effort ball-plate motion through waypoints within a rig's limits.
 
@@ -881,12 +881,19 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
     intervals : int
         Hermite-Simpson intervals per leg (>= 2).
     contact_rounds : int
-        With ``problem.friction_coefficient`` or ``min_normal_force_N``: sample the
-        plan's contact force between the collocation points (20 per interval)
-        and, when it needs more than ``(1 + 1e-3) friction_coefficient`` or falls
-        below ``min_normal_force_N - 1e-3 m g``, tighten the constraints at the
-        points by the excess and re-solve, at most this many times
-        (:func:`~ballctl.planning.contact.tighten_contact_backoffs`).
+        With ``problem.friction_coefficient`` or ``min_normal_force_N`` the
+        problem is solved first without them (kept when it meets them), then
+        with them. On the quasi-static plate they are imposed at the Bernstein
+        control points of the plate angles, which makes them hold at every
+        instant; on the exact plate at the collocation points, and the plan's
+        contact force is sampled between them (20 per interval): when it needs
+        more than ``(1 + 1e-3) friction_coefficient`` or falls below
+        ``min_normal_force_N - 1e-3 m g``, the bounds at the points are tightened
+        by the excess (loosened when too conservative) and the problem re-solved,
+        at most this many times
+        (:func:`~ballctl.planning.contact.update_contact_backoffs`). The cheapest
+        plan that keeps them between the points is returned; if none does,
+        ``converged`` is False and the message says so.
     ipopt_options : dict, optional
         Extra IPOPT options without the ``ipopt.`` prefix.
 
@@ -965,7 +972,7 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
         runs.append(nlp.solve(runs[-1]["w"] if free.converged else w0))
         plan = _assemble(plant, problem, limits, nlp, n_int, runs, backoffs)
         if not plan.converged:
-            return _contact_failure(problem, nlp, plan, free) if free.converged else plan
+            return _contact_failure(problem, nlp, plan, free, runs[-1]["w"]) if free.converged else plan
     # the contact constraints between the collocation points
     best, rounds = None, 0
     while True:
@@ -988,7 +995,7 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
     message = between_nodes_message(r.peak_friction_coefficient_required, r.least_normal_force_N,
                                     friction_coefficient=problem.friction_coefficient,
                                     min_normal_force_N=problem.min_normal_force_N, rounds=rounds)
-    return replace(plan, report=replace(r, converged=False, message=message))
+    return replace(plan, report=replace(r, converged=False, message=message, binding_contact_constraints=()))
 
 
 def _assemble(plant, problem, limits, nlp, n_int, runs, backoffs, *, relaxed: bool = False) -> PlateMotionPlan:
@@ -1043,16 +1050,15 @@ def _assemble(plant, problem, limits, nlp, n_int, runs, backoffs, *, relaxed: bo
     return replace(plan, report=report)
 
 
-def _contact_failure(problem, nlp, plan, free) -> PlateMotionPlan:
+def _contact_failure(problem, nlp, plan, free, w) -> PlateMotionPlan:
     """The message of a plan that failed with contact constraints while the same problem without them solved."""
     why = contact_failure_message(friction_coefficient=problem.friction_coefficient,
                                   min_normal_force_N=problem.min_normal_force_N, relaxed_converged=True,
                                   relaxed_peak_friction=free.report.peak_friction_coefficient_required,
                                   relaxed_least_normal_N=free.report.least_normal_force_N)
-    size = nlp.trs[0].w.numel()
-    w = np.concatenate([tr.pack(plan.x[i * (plan.x.shape[0] - 1) // len(nlp.trs):], plan.u) for i, tr in
-                        enumerate(nlp.trs)]) if False else None
-    message = f"infeasible: {why} (IPOPT status {plan.report.status}; {plan.report.message.split('; ', 1)[1]}"
+    viol, worst = nlp.violation(w, plan.contact_backoffs)
+    message = (f"infeasible: {why} (IPOPT status {plan.report.status}; most violated constraint at the returned "
+               f"point: {worst}, violation {viol:.3g})")
     return replace(plan, report=replace(plan.report, message=message))
 
 

@@ -183,7 +183,7 @@ def update_contact_backoffs(peak_friction: float, least_normal_N: float, *, fric
     (the collocation-point bound scaled by the measured ratio, aiming half the
     tolerance below :math:`\mu`; :math:`0 \le b_\mu \le 1/2`). A least force
     :math:`N_{min} - d` with :math:`d > \epsilon W` (or, under the friction cone,
-    :math:`N \le 0` anywhere) sets :math:`b_N \leftarrow b_N + \max(d, 0) + \epsilon W/2`;
+    :math:`N \le 0` anywhere) sets :math:`b_N \leftarrow \min(b_N + \max(d, 0) + \epsilon W/2, W/2)`;
     :math:`d < -5\epsilon W` with :math:`b_N > 0` loosens it the same way.
 
     Parameters
@@ -220,7 +220,7 @@ def update_contact_backoffs(peak_friction: float, least_normal_N: float, *, fric
         d = floor - least_normal_N
         keeps = keeps and d <= tol * weight_N
         if d > tol * weight_N or (friction_coefficient is not None and not np.isfinite(peak_friction)):
-            b_n = b_n0 + max(d, 0.0) + 0.5 * tol * weight_N
+            b_n = min(0.5 * weight_N, b_n0 + max(d, 0.0) + 0.5 * tol * weight_N)
         elif d < -loosen * weight_N and b_n0 > 0.0:
             b_n = max(0.0, b_n0 + d + 0.5 * tol * weight_N)
     changed = abs(b_mu - b_mu0) > 1e-12 or abs(b_n - b_n0) > 1e-12 * weight_N
@@ -249,10 +249,10 @@ def between_nodes_message(peak_friction: float, least_normal_N: float, *, fricti
         given.append(f"the friction cone (friction_coefficient = {friction_coefficient:.4g})")
     if min_normal_force_N is not None:
         given.append(f"the least normal force (min_normal_force_N = {min_normal_force_N:.4g} N)")
-    return (f"not converged: {' and '.join(given)} hold at the collocation points but not between them after "
+    return (f"not converged: {' and '.join(given)} met at the collocation points but not between them after "
             f"{rounds} re-solves with tightened bounds: the plan needs a peak |F_t|/N of {peak_friction:.4g} "
             f"with a least normal force of {least_normal_N:.4g} N on 20 samples per interval. Use more "
-            f"intervals (or contact_rounds), or relax the contact constraints.")
+            f"intervals (or contact_rounds), or relax the contact constraints: the request may be infeasible.")
 
 
 def contact_summary(normal, tangential) -> tuple[float, float]:

@@ -890,7 +890,7 @@ def _solve(model, problem, nodes, w0, *, continuation, ipopt_options, clearance_
     message = between_nodes_message(r.peak_friction_coefficient_required, r.least_normal_force_N,
                                     friction_coefficient=problem.friction_coefficient,
                                     min_normal_force_N=problem.min_normal_force_N, rounds=rounds)
-    return replace(plan, report=replace(r, converged=False, message=message))
+    return replace(plan, report=replace(r, converged=False, message=message, binding_contact_constraints=()))
 
 
 def _dense_times(nodes, per_interval: int = 20) -> np.ndarray:
