@@ -67,7 +67,7 @@ from .ball_plate import constraint_jacobian as _ball_jacobian
 from .ball_plate import rolling_couple
 from .linalg import solve_unit_constrained
 
-__all__ = ["N_PARAMETERS", "plate_kinematics", "terms", "ball_mass_and_forces", "mass_and_forces",
+__all__ = ["N_PARAMETERS", "plate_kinematics", "terms", "all_terms", "ball_mass_and_forces", "mass_and_forces",
            "constraint_jacobian", "constraint_bias", "accelerations", "contact_forces", "plate_kinematics_batch",
            "terms_batch", "ball_mass_and_forces_batch", "mass_and_forces_batch", "accelerations_batch",
            "contact_forces_batch", "servo_torque", "servo_torque_batch", "plate_forces", "plate_forces_batch"]
@@ -193,11 +193,14 @@ def terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s):
 
 
 @njit(cache=True)
-def ball_mass_and_forces(x, xd, p, M, Q):
-    """The ball's own ``M_ball = m H^T H + I G^T G`` and ``Q_ball = m H^T (g_p - h) - I G^T g_v`` (n x n, n)."""
+def all_terms(x, xd, p, like):
+    """:func:`terms` into new arrays of ``like``'s dtype: ``(H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s)``.
+
+    ``like`` is the caller's output (real, or complex on a complex step of ``x`` or ``xd``).
+    """
     n = 5 + int(p[5])
     n_p = n - 5
-    dt = M.dtype
+    dt = like.dtype
     H = np.empty((3, n), dtype=dt)
     G = np.empty((3, n), dtype=dt)
     h = np.empty(3, dtype=dt)
@@ -208,6 +211,14 @@ def ball_mass_and_forces(x, xd, p, M, Q):
     Gpdot_qd = np.empty(3, dtype=dt)
     s = np.empty(3, dtype=dt)
     terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s)
+    return H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s
+
+
+@njit(cache=True)
+def ball_mass_and_forces(x, xd, p, M, Q):
+    """The ball's own ``M_ball = m H^T H + I G^T G`` and ``Q_ball = m H^T (g_p - h) - I G^T g_v`` (n x n, n)."""
+    n = 5 + int(p[5])
+    H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x, xd, p, M)
     mass, inertia = p[0], p[2]
     for i in range(n):
         for j in range(n):
@@ -298,16 +309,7 @@ def _add_rolling_resistance(x, xd, u, p, M, Q):
         solve_unit_constrained(M, Q, D[:, 2:], r, xdd0, lam0)
         for j in range(n_p):
             qdd[j] = xdd0[5 + j]
-    H = np.empty((3, n), dtype=dt)
-    G = np.empty((3, n), dtype=dt)
-    h = np.empty(3, dtype=dt)
-    g_v = np.empty(3, dtype=dt)
-    g_plate = np.empty(3, dtype=dt)
-    Om = np.empty(3, dtype=dt)
-    Gp = np.empty((3, n_p), dtype=dt)
-    Gpdot_qd = np.empty(3, dtype=dt)
-    s = np.empty(3, dtype=dt)
-    terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s)
+    H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x, xd, p, Q)
     az = h[2]
     for j in range(n_p):
         az += H[2, 5 + j] * qdd[j]
@@ -390,16 +392,7 @@ def contact_forces(x, xd, u, p, out):
     xdd = np.empty(n, dtype=dt)
     lam = np.empty(2, dtype=dt)
     accelerations(x, xd, u, p, 0.0, 0.0, xdd, lam)
-    H = np.empty((3, n), dtype=dt)
-    G = np.empty((3, n), dtype=dt)
-    h = np.empty(3, dtype=dt)
-    g_v = np.empty(3, dtype=dt)
-    g_plate = np.empty(3, dtype=dt)
-    Om = np.empty(3, dtype=dt)
-    Gp = np.empty((3, n_p), dtype=dt)
-    Gpdot_qd = np.empty(3, dtype=dt)
-    s = np.empty(3, dtype=dt)
-    terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s)
+    H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x, xd, p, out)
     for i in range(3):
         acc = h[i] - g_plate[i]
         for j in range(n):
