@@ -598,8 +598,8 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
 
 
 #: integrators of the path-frame error: Bryson limit (m s), start and fade-in (s) after the start of the run
-#: (tuned on the tabletop rig's robust verification: 5.5-6.5 mm s keeps its 95th percentile within 2 %)
-PATH_INTEGRAL_LIMIT = 0.006
+#: (tuned on the tabletop rig: 6-8 mm s give the same 95th percentile over its uncertainty, 8 the lower nominal error)
+PATH_INTEGRAL_LIMIT = 0.008
 PATH_INTEGRAL_START = 1.0
 PATH_INTEGRAL_FADE = 1.0
 #: the level-error states of an offset-free rig design start and fade in (s) after the start of the run
@@ -617,7 +617,7 @@ def path_integral_action(plant, samples: ReferenceSample, elapsed) -> IntegralAc
     a plate that sags under the ball when the servos are softer than designed
     -- is rotating in the plate's frame on a curved path, so no constant
     disturbance state can take it up; its integral grows until the LQR
-    removes it. Bryson limit :data:`PATH_INTEGRAL_LIMIT` (6 mm held for 1 s
+    removes it. Bryson limit :data:`PATH_INTEGRAL_LIMIT` (8 mm held for 1 s
     weighs as much as a 1 cm error). The integrators start after
     :data:`PATH_INTEGRAL_START` s and fade in over :data:`PATH_INTEGRAL_FADE` s
     (a raised cosine), so the transient from a large initial offset is not

@@ -168,9 +168,9 @@ def test_friction_limited_disk_plan_keeps_the_cone_between_nodes_and_costs_more(
 
     At the collocation points |F_t| <= mu N to IPOPT's tolerance; on the re-simulated motion (100 samples per
     interval, the plant's numeric contact_forces) within 2e-3 relative (the planner's own check is 1e-3 on the
-    collocation polynomial; measured 0.85 % below mu: the input jumps where the cone stops binding, which the
+    collocation polynomial; measured 0.9976 mu: the input jumps where the cone stops binding, which the
     interval's quadratic overshoots by a mesh-independent ~1.6 %, so the bound at the points is backed off).
-    Cost 1.250 -> 1.398 (+12 %).
+    Effort 1.250 -> 1.394 (+11.5 %).
     """
     mu = 0.15
     free = disk_free_plan

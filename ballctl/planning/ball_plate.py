@@ -91,8 +91,8 @@ from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate
 from ..references.rolling import IntegratedReference
 from ..rig import RigLimits, RigProfile
 from ._casadi import require_casadi
-from .maneuver import SolverReport
 from .contact import (
+    between_nodes_message,
     binding_contact_constraints,
     check_friction_coefficient,
     check_min_normal_force,
@@ -100,9 +100,9 @@ from .contact import (
     contact_failure_message,
     contact_summary,
     contact_summary_text,
-    between_nodes_message,
     update_contact_backoffs,
 )
+from .maneuver import SolverReport
 from .symbolic import ball_plate_equations, moving_plate_contact_force_function, moving_plate_contact_function
 from .transcription import collocation_times, hermite_simpson, hermite_state, most_violated, quadratic_input
 

@@ -34,14 +34,15 @@ from .._errors import ParameterError
 from ..plants import friction_coefficient_required
 
 __all__ = ["BINDING_RTOL", "BETWEEN_NODES_RTOL", "between_nodes_message", "binding_contact_constraints",
-           "check_friction_coefficient", "check_min_normal_force", "contact_constraint_groups", "contact_failure_message",
-           "contact_summary", "contact_summary_text", "update_contact_backoffs"]
+           "check_friction_coefficient", "check_min_normal_force", "contact_constraint_groups",
+           "contact_failure_message", "contact_summary", "contact_summary_text", "update_contact_backoffs"]
 
 #: relative distance to a bound below which a contact constraint counts as binding
 BINDING_RTOL = 1e-6
 
 #: what the planners accept between the collocation points (sampled densely): the peak ``|F_t|/N`` up to
-#: ``friction_coefficient * (1 + BETWEEN_NODES_RTOL)``, the least N down to ``min_normal_force_N - BETWEEN_NODES_RTOL M g``
+#: ``friction_coefficient * (1 + BETWEEN_NODES_RTOL)``, the least N down to
+#: ``min_normal_force_N - BETWEEN_NODES_RTOL M g``
 BETWEEN_NODES_RTOL = 1e-3
 
 
@@ -215,7 +216,9 @@ def update_contact_backoffs(peak_friction: float, least_normal_N: float, *, fric
         if np.isfinite(e) and (e > tol or (e < -loosen and b_mu0 > 0.0)):
             b_mu = min(0.5, max(0.0, 1.0 - (1.0 - b_mu0) * (1.0 - 0.5 * tol) / (1.0 + e)))
     # the floor of N: min_normal_force_N, or 0 under the friction cone (its other half, N >= 0)
-    floor = min_normal_force_N if min_normal_force_N is not None else (0.0 if friction_coefficient is not None else None)
+    floor = min_normal_force_N
+    if floor is None and friction_coefficient is not None:
+        floor = 0.0
     if floor is not None:
         d = floor - least_normal_N
         keeps = keeps and d <= tol * weight_N

@@ -70,6 +70,7 @@ from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
 from .contact import (
+    between_nodes_message,
     binding_contact_constraints,
     check_friction_coefficient,
     check_min_normal_force,
@@ -77,7 +78,6 @@ from .contact import (
     contact_failure_message,
     contact_summary,
     contact_summary_text,
-    between_nodes_message,
     update_contact_backoffs,
 )
 from .symbolic import (

@@ -4,7 +4,7 @@ The plants' equations (:mod:`ballctl.plants.rolling_ball`,
 :mod:`ballctl.plants.rolling_disk`) are numpy code built on ``einsum``,
 ``stack`` and ``linalg.solve`` over stacked arrays; they cannot take CasADi
 symbols without rewriting them. So the symbolic form lives here, once, and
-``tests/test_planning_symbolic.py`` proves it equal to the plants' numpy
+``tests/test_planning.py`` proves it equal to the plants' numpy
 equations at random states and inputs to 1e-12 (both input kinds, every rail
 kind). Nothing here is evaluated numerically by the planner except through
 CasADi's automatic differentiation.
@@ -205,7 +205,8 @@ def _ball_expressions(ball: RollingBall):
     qd = 0.5 * ca.vertcat(-ca.dot(q[1:], Om), q[0] * Om + ca.cross(q[1:], Om))
     omega = ca.mtimes(Lam, Om)
     zd = ca.vertcat(r * omega[1], -r * omega[0])
-    # the floor's force: F = sum_i m_i a_i + M g e3, Lambda^T (a_i + g e3) = Omega_dot x s_i + theta_ddot_i zeta_i' + c_i
+    # the floor's force: F = sum_i m_i a_i + M g e3,
+    # Lambda^T (a_i + g e3) = Omega_dot x s_i + theta_ddot_i zeta_i' + c_i
     f_body = 0
     for i, (m, si, ci) in enumerate(zip(masses, s, c_all)):
         ai = ca.cross(Omd, si) + ci
@@ -537,7 +538,7 @@ def ball_plate_equations(plant: BallPlate) -> BallPlateEquations:
 
 
 def _moving_plate_expressions(params: MovingPlateParameters):
-    """Symbols ``(p, v, sigma, q, qd, qdd)`` and the expressions ``a``, ``sigma_dot``, ``(N, F_xy)`` of the exact plate."""
+    """Symbols ``(p, v, sigma, q, qd, qdd)`` and the exact plate's ``a``, ``sigma_dot``, ``N``, ``F_xy``."""
     ca = require_casadi()
     if not isinstance(params, MovingPlateParameters) or params.with_spin:
         raise ParameterError("params must be MovingPlateParameters with with_spin=False (two plate angles)")
