@@ -74,7 +74,8 @@ DEFAULT_PROBLEM = {
     "plant": {"preset": "paper_ball", "initial_state": None},
     "maneuver": {"duration_s": 10.0, "target_contact_m": [0.0, 4.0], "final_velocity_mps": None,
                  "target_heading_rad": None, "rest_at_end": True, "effort_weight": 1.0, "clearance_margin_m": 0.05,
-                 "max_rail_speed": 2.0, "max_rail_acceleration": 2.0},
+                 "max_rail_speed": 2.0, "max_rail_acceleration": 2.0, "friction_coefficient": None,
+                 "min_normal_force_N": None},
     "obstacles": [{"center_m": [0.25, 1.2], "radius_m": 0.4}, {"center_m": [-0.25, 2.6], "radius_m": 0.4}],
     "solver": {"intervals": 100, "obstacle_continuation": [0.25, 0.5, 0.75, 1.0], "refine_tolerance": None},
     "closed_loop": {"enabled": True, "dt_s": 0.1, "contact_offset_m": [0.05, -0.05], "angle_offset_rad": 0.1},
@@ -87,7 +88,8 @@ DEFAULT_BALL_PLATE_PROBLEM = {
                    "waypoints_m": [[0.0, 0.0], [0.15, 0.05], [0.2, 0.2], [0.0, 0.25]],
                    "objective": "time", "duration_s": None, "limit_margin": 0.2, "corridor_m": None,
                    "final_velocity_mps": [0.0, 0.0], "level_at_end": True, "max_tilt_deg": None,
-                   "max_rate_deg_s": None, "max_plate_acceleration_deg_s2": None},
+                   "max_rate_deg_s": None, "max_plate_acceleration_deg_s2": None, "friction_coefficient": None,
+                   "min_normal_force_N": None},
     "solver": {"intervals": 16},
     "closed_loop": {"enabled": True, "contact_offset_m": [0.01, -0.01], "hold_s": 1.0, "truth": False},
 }
@@ -229,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
         rest_at_end=bool(m["rest_at_end"]),
         effort_weight=m["effort_weight"], clearance_margin_m=m["clearance_margin_m"],
         max_rail_speed=m["max_rail_speed"], max_rail_acceleration=m["max_rail_acceleration"],
+        friction_coefficient=m["friction_coefficient"], min_normal_force_N=m["min_normal_force_N"],
         obstacles=tuple(CircularObstacle(center_m=o["center_m"], radius_m=o["radius_m"]) for o in spec["obstacles"]))
     s = spec["solver"]
     print(f"[1/4] planning on {s['intervals']} Hermite-Simpson intervals (IPOPT via CasADi)", file=sys.stderr)
@@ -260,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
         "obstacle_backoff_m": plan.obstacle_backoff_m,
         "max_rail_speed_used": float(np.abs(plan.x[:, 3:6]).max()),
         "max_rail_acceleration_used": float(np.abs(plan.u).max()),
+        **_contact_summary(r),
     }
     save_figure(plot_plan(plan, t_r, x_r), out / "plan.png")
     c = spec["closed_loop"]
@@ -281,6 +285,14 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps({k: summary[k] for k in ("converged", "solve_time_s", "iterations", "max_constraint_violation",
                                               "resimulation_error_m", "min_obstacle_clearance_m")}))
     return 0 if r.converged else 1
+
+
+def _contact_summary(report) -> dict:
+    """The plan's contact: the friction coefficient it needs, its least normal force, the bounds that bind."""
+    mu = report.peak_friction_coefficient_required
+    return {"peak_friction_coefficient_required": float(mu) if np.isfinite(mu) else None,
+            "least_normal_force_N": float(report.least_normal_force_N),
+            "binding_contact_constraints": list(report.binding_contact_constraints)}
 
 
 def _run_ball_plate(args: argparse.Namespace) -> int:
@@ -312,6 +324,8 @@ def _run_ball_plate(args: argparse.Namespace) -> int:
                                      duration_s=b["duration_s"], limit_margin=float(b["limit_margin"]),
                                      corridor_m=b["corridor_m"], final_velocity_mps=b["final_velocity_mps"],
                                      level_at_end=bool(b["level_at_end"]),
+                                     friction_coefficient=b["friction_coefficient"],
+                                     min_normal_force_N=b["min_normal_force_N"],
                                      max_plate_acceleration_rad_s2=None if b["max_plate_acceleration_deg_s2"] is None
                                      else float(np.deg2rad(float(b["max_plate_acceleration_deg_s2"]))))
     except ValueError as exc:
@@ -339,6 +353,7 @@ def _run_ball_plate(args: argparse.Namespace) -> int:
         "limit_angle_deg": float(np.rad2deg(lim.max_angle)),
         "limit_rate_deg_s": None if lim.max_rate is None else float(np.rad2deg(lim.max_rate)),
         "limit_margin": problem.limit_margin,
+        **_contact_summary(r),
     }
     tracking = None
     if plan.converged:
