@@ -32,6 +32,7 @@ from ._errors import (ChartSingularityError, ConstraintProjectionWarning, Constr
 from ._validation import (as_array, as_stack, as_time_span, as_times, as_vector, check_bool, check_callable,
                           check_finite_at, check_finite_scalar, check_instance, check_integer, check_ivp_method,
                           check_nonnegative, check_positive, check_stabilization, check_tolerances, guard_rhs)
+from .plants.base import friction_coefficient_required
 from .system import ConstrainedSystem
 
 __all__ = ["SimulationResult", "simulate", "input_function", "rk4", "check_initial_state", "CONSTRAINT_TOL",
@@ -79,6 +80,11 @@ class SimulationResult:
         Times in s where the simulation switched to a fresh chart.
     coordinate_names, input_names : tuple of str
         Names of the system's coordinates and inputs.
+    normal_force : ndarray, shape (K,)
+        Normal contact force in N at the output times, for a plant with
+        ``contact_forces(x, xd, u)`` (the ball-plates); empty otherwise.
+    friction_force : ndarray, shape (K, 2)
+        Tangential (friction) contact force in N, plate axes.
     """
 
     t: np.ndarray
@@ -95,6 +101,21 @@ class SimulationResult:
     chart_changes: tuple[float, ...] = ()
     coordinate_names: tuple[str, ...] = field(default=(), repr=False)
     input_names: tuple[str, ...] = field(default=(), repr=False)
+    normal_force: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    friction_force: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
+
+    @property
+    def peak_friction_coefficient(self) -> float | None:
+        """Largest friction coefficient the contact needed, ``max |F_t| / N`` (inf once N <= 0; None without
+        contact forces): rolling without slipping holds while it stays below the contact's static friction."""
+        if not self.normal_force.size:
+            return None
+        return float(np.max(friction_coefficient_required(self.normal_force, self.friction_force)))
+
+    @property
+    def least_normal_force_N(self) -> float | None:
+        """Smallest normal contact force in N (<= 0: the ball lifts off; None without contact forces)."""
+        return float(np.min(self.normal_force)) if self.normal_force.size else None
 
     @property
     def wall_time(self) -> float:
@@ -444,10 +465,11 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
     pos = np.array([system.holonomic(x) for x in X]).reshape(len(t_out), system.n_holonomic)
     vel = np.array([system.constraint_jacobian(x) @ xd for x, xd in zip(X, XD)]).reshape(
         len(t_out), system.n_constraints)
+    normal, friction = _contact(system, X, XD, U)
     return SimulationResult(t=t_out, x=X, xd=XD, u=U, position_residual=pos, velocity_residual=vel, nfev=int(nfev),
                             wall_time_s=wall, method=method, success=success, message=message,
                             chart_changes=tuple(changes), coordinate_names=tuple(system.coordinate_names),
-                            input_names=tuple(system.input_names))
+                            input_names=tuple(system.input_names), normal_force=normal, friction_force=friction)
 
 
 def _simulate_batch(system, x0, xd0, inputs, t_span, *, t_eval, method, rtol, atol, max_step, stabilization,
@@ -517,10 +539,22 @@ def _simulate_batch(system, x0, xd0, inputs, t_span, *, t_eval, method, rtol, at
     pos = np.array([[system.holonomic(x) for x in run] for run in X]).reshape(B, K, system.n_holonomic)
     vel = np.einsum("bkij,bkj->bki", np.array([[system.constraint_jacobian(x) for x in run] for run in X]
                                               ).reshape(B, K, system.n_constraints, n), XD)
+    normal, friction = _contact(system, X, XD, U)
     return SimulationResult(t=sol.t, x=X, xd=XD, u=U, position_residual=pos, velocity_residual=vel,
                             nfev=int(sol.nfev), wall_time_s=wall, method=method, success=bool(sol.success),
                             message=sol.message, coordinate_names=tuple(system.coordinate_names),
-                            input_names=tuple(system.input_names))
+                            input_names=tuple(system.input_names), normal_force=normal, friction_force=friction)
+
+
+def _contact(system, X, XD, U) -> tuple[np.ndarray, np.ndarray]:
+    """Contact forces along a run (any leading axes) for a plant with ``contact_forces``; empty arrays otherwise."""
+    if not hasattr(system, "contact_forces") or not X.size:
+        return np.zeros(0), np.zeros((0, 0))
+    ok = np.all(np.isfinite(X), axis=-1) & np.all(np.isfinite(XD), axis=-1) & np.all(np.isfinite(U), axis=-1)
+    if not np.all(ok):  # a run kept after a failure: its contact is not reported
+        return np.zeros(0), np.zeros((0, 0))
+    normal, friction = system.contact_forces(X, XD, U)
+    return np.asarray(normal), np.asarray(friction)
 
 
 def rk4(fun: Callable[[float, np.ndarray], np.ndarray], y, t: float, h: float, steps: int = 1) -> np.ndarray:

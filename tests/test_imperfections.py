@@ -230,3 +230,21 @@ def test_verification_over_uncertainty_is_reproducible_and_independent_of_thread
     assert set(d) >= {"runs", "success_rate", "rms_p50_m", "rms_p95_m", "worst_rms_m", "slipping_runs"}
     with pytest.raises(ValueError, match="min_success_rate must lie in"):
         verify_over_uncertainty(ctrl, TABLETOP, x0, xd0, min_success_rate=1.5, **kw)
+
+
+def test_a_simulation_reports_the_contact_of_a_ball_on_an_incline():
+    """simulate() on a plate held at a constant tilt: the friction the rolling ball needs is I/(I + m R^2) tan(a)."""
+    import ballctl
+
+    plant = ballctl.BallPlate()
+    tilt = 0.2
+    x0 = plant.project_positions(np.zeros(5))
+    xd0 = np.zeros(5)
+    res = ballctl.simulate(plant, x0, xd0, lambda t: np.array([tilt, 0.0]), (0.0, 0.3), t_eval=np.linspace(0, 0.3, 7),
+                           rechart=True)
+    p = plant.params
+    expected = p.ball_inertia / (p.ball_inertia + p.mass * p.radius ** 2) * np.tan(tilt)
+    # the quasi-static plate: N = m g cos(alpha) exactly, |F_t| / N the closed form to rounding
+    assert res.peak_friction_coefficient == pytest.approx(expected, rel=1e-12)
+    assert res.least_normal_force_N == pytest.approx(p.mass * p.gravity * np.cos(tilt), rel=1e-12)
+    assert res.normal_force.shape == (7,) and res.friction_force.shape == (7, 2)

@@ -302,6 +302,7 @@ def run(args: argparse.Namespace) -> int:
             "zoh_reference_deviation_m": ctrl.zoh_deviation,
             "feedback": r.feedback,
             "offset_free": ctrl.offset_free,
+            "disturbance_observability": _disturbance_observability(ctrl),
             "contact": {"peak_friction_coefficient": sm.peak_friction_coefficient,
                         "least_normal_force_N": sm.least_normal_force_N,
                         "peak_friction_coefficient_last_period": sm.peak_friction_coefficient_last_period,
@@ -503,6 +504,16 @@ def run(args: argparse.Namespace) -> int:
     atomic_write_text(out / "summary.md", text)
     print(text)
     return 0 if chosen is not None else 1
+
+
+def _disturbance_observability(ctrl) -> dict | None:
+    """Rank of the offset-free filter's augmented pair, with and without its disturbance states."""
+    est = ctrl.estimator
+    report = None if est is None else est.disturbance_observability
+    if report is None:
+        return None
+    return {"rank": report.rank, "states": report.n_states, "disturbance_states": est.n_disturbances,
+            "observable_disturbances": True, "least_observable": report.least_observable()}
 
 
 def _fmt(value) -> str:

@@ -1,0 +1,1067 @@
+r"""Calibrate a rig from its own log: level offsets, latency, servo response, noise, rolling resistance.
+
+:func:`identify_rig` fits the project's truth plant (the exact servo plate,
+:meth:`ballctl.RigProfile.truth_plant`) to a rig log (:class:`ballctl.rig_log.RigLog`:
+the commands the firmware sent, the readings it received) and returns the
+identified rig (:class:`RigIdentification`: values, standard errors, what the
+log did not excite, a rig TOML that ``ballctl track --rig`` accepts).
+
+The fit: output error by multiple shooting
+------------------------------------------
+The ball on a plate is open-loop unstable: a simulation under the logged
+commands runs away from the log within a second. The fit therefore cuts the
+log into windows of ``window_s`` (0.5 s by default, :math:`M` control steps) and
+re-initializes the ball in each: window :math:`w` starts at step
+:math:`s_w = wM` from its own contact point and velocity
+:math:`n_w = (x_C, y_C, \dot x_C, \dot y_C)` (4 nuisance parameters per window),
+while the plate (angles, rates), the ball's spin about the plate normal and its
+orientation chart carry over from the end of the previous window (the plate's
+servo state and the spin are physical states that the windows share; the
+first window starts with the plate at rest at the command plus the level
+offset, and with the spin :math:`\omega_0`, a global nuisance parameter).
+Each window runs the truth plant under the logged commands through the
+compiled loop (:func:`ballctl.engine.run_closed_loop` open loop, classical RK4,
+the same kernels as the rig's truth); the servo dead band acts on the commands
+first (:func:`ballctl.loop_step.backlash` along the whole log, so its state is
+right at every window start).
+
+A reading received at row :math:`k` of sensor :math:`g` is modelled as the
+truth signal at the older instant :math:`t_k - \tau_g` (the sample age, one
+per sensor), interpolated between the simulated samples (cubic Hermite with
+the simulated rates), plus a bias for plate-angle encoders:
+
+.. math::
+
+    \hat y_k(\theta, n) = h\big(x(t_k - \tau_g;\ \theta, n_{w(k)})\big) + b_g,
+    \qquad
+    \min_{\theta, n}\ \sum_k \Big\| \frac{y_k - \hat y_k}{\sigma_g} \Big\|^2
+    + \sum_i \Big(\frac{\theta_i - \theta_{i,0}}{s_i}\Big)^2 ,
+
+with :math:`\theta` = (plate level offsets :math:`\delta_\alpha, \delta_\beta`
+[rad], servo bandwidth :math:`\omega_s` [rad/s] and damping :math:`\zeta`,
+rolling resistance :math:`c`, servo dead band [rad], initial spin
+:math:`\omega_0` [rad/s], sample ages :math:`\tau_g` [s], encoder biases
+[rad]) and a weak prior (:data:`PRIOR_STD`, centred on the base rig) that only
+matters for a parameter the log leaves undetermined. Levenberg-Marquardt
+solves it: the Jacobian of the simulated parameters comes from forward
+differences, all perturbations of a window run in one batched call of the
+compiled loop (split over ``workers`` threads); the sample ages and biases have
+analytic columns (:math:`\partial\hat y/\partial\tau = -\dot y`); the nuisance
+block is block diagonal and eliminated by its Schur complement. A window's
+measurement error is white and independent of the commands it is compared
+with (a reading arrives after the commands that shaped it), so the output
+error fit stays consistent on closed-loop data.
+
+Standard errors, noise, what the log excites
+--------------------------------------------
+The covariance of the global parameters is :math:`s^2 S^{-1}` with :math:`S`
+the Schur complement of the nuisance block in :math:`J^TJ` and
+:math:`s^2 = \mathrm{RSS}/(n - p)`. The sensor noise and the timing jitter of
+the sample instants come from the residuals: a reading off by
+:math:`\epsilon \sim N(0, \sigma_j^2)` in time reads :math:`y + \epsilon\dot y`,
+so :math:`E[r^2] = \sigma_n^2 + \sigma_j^2 \dot y^2` per signal, a linear
+regression of the squared residuals (scaled by :math:`n/(n-p)`) on the
+simulated rates squared. The lost-frame rate is the fraction of a sensor's
+expected readings that are missing.
+
+The log only resolves the sensor latency to one control period: a sample
+taken at :math:`t_j` and used at :math:`t_k` had a latency in
+:math:`((k-j-1)\Delta t, (k-j)\Delta t]`, and the rig model (and the Kalman
+filter) rounds a latency up to whole periods. The latency reported is the
+middle of the interval the fitted age lies in, :math:`\max(0, \tau_g - \Delta t/2)`,
+with the standard error :math:`\sqrt{se_\tau^2 + \Delta t^2/12}`.
+
+A parameter is **not excited** when its standard error exceeds its tolerance
+(:data:`TOLERANCES`: what a design needs to know it to); the report names it
+and the rig TOML keeps the base rig's value for it.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ._errors import ParameterError
+from ._validation import check_integer, check_positive
+from .engine import kernel_code, run_closed_loop
+from .loop_step import backlash, latency_steps
+from .rig import RigProfile, rig_preset
+from .rig_log import RigLog
+
+__all__ = ["IdentifiedParameter", "RigIdentification", "identify_rig", "PARAMETERS", "TOLERANCES", "PRIOR_STD",
+           "DEFAULT_WINDOW_S"]
+
+#: window of the multiple shooting in s
+DEFAULT_WINDOW_S = 0.5
+
+#: the rig parameters the fit can estimate: name -> (unit, what it is)
+PARAMETERS = {
+    "plate_offset_alpha": ("rad", "plate level error about the alpha axis"),
+    "plate_offset_beta": ("rad", "plate level error about the beta axis"),
+    "servo_bandwidth": ("rad/s", "servo natural frequency"),
+    "servo_damping": ("", "servo damping ratio"),
+    "rolling_resistance": ("", "rolling resistance coefficient c"),
+    "servo_deadband": ("rad", "servo dead band (backlash) at the plate"),
+    "latency": ("s", "sensor latency (per sensor)"),
+    "bias": ("rad", "encoder bias (per plate-angle signal)"),
+    "noise": ("m or rad", "sensor noise std (per signal)"),
+    "timing_jitter": ("s", "std of the sample instants' error"),
+    "frame_drop": ("", "probability that a sensor sample is lost"),
+}
+
+#: a parameter whose standard error exceeds this is "not excited" (relative ones multiply the value)
+TOLERANCES = {
+    "plate_offset_alpha": ("abs", float(np.deg2rad(0.15))),
+    "plate_offset_beta": ("abs", float(np.deg2rad(0.15))),
+    "servo_bandwidth": ("rel", 0.3),
+    "servo_damping": ("rel", 0.3),
+    "rolling_resistance": ("relabs", (0.5, 0.002)),
+    "servo_deadband": ("relabs", (0.5, float(np.deg2rad(0.05)))),
+    "latency": ("abs", 0.010),
+    "bias": ("abs", float(np.deg2rad(0.15))),
+    "noise": ("rel", 0.25),
+    "timing_jitter": ("relabs", (0.5, 0.001)),
+    "frame_drop": ("relabs", (0.5, 0.005)),
+}
+
+#: std of the weak prior about the base rig's value (only decisive for parameters the log does not excite)
+PRIOR_STD = {
+    "plate_offset_alpha": float(np.deg2rad(5.0)), "plate_offset_beta": float(np.deg2rad(5.0)),
+    "servo_bandwidth": ("rel", 1.0), "servo_damping": 1.0, "rolling_resistance": 0.05,
+    "servo_deadband": float(np.deg2rad(1.0)), "initial_spin": 100.0, "latency": 0.1,
+    "bias": float(np.deg2rad(5.0)),
+}
+
+#: simulated global parameters in the order of the fit
+_SIM = ("plate_offset_alpha", "plate_offset_beta", "servo_bandwidth", "servo_damping", "rolling_resistance",
+        "servo_deadband", "initial_spin")
+#: forward-difference steps (absolute; the bandwidth's relative)
+_STEP = {"plate_offset_alpha": 1e-4, "plate_offset_beta": 1e-4, "servo_bandwidth": 0.005, "servo_damping": 2e-3,
+         "rolling_resistance": 2e-4, "servo_deadband": 2e-4, "initial_spin": 0.2}
+_NUIS_STEP = np.array([1e-4, 1e-4, 1e-3, 1e-3])
+_MIN_DEADBAND_STEP = 2e-4
+#: longest RK4 step of the fit in s (the ball's fresh chart nutates: 10 ms steps err by ~0.5 mm in 1 s, 5 ms by 0.05)
+_MAX_RK4_STEP = 0.005
+
+
+@dataclass(frozen=True)
+class IdentifiedParameter:
+    """One identified parameter of a rig.
+
+    Attributes
+    ----------
+    name : str
+        E.g. ``"servo_bandwidth"``, ``"latency"`` or ``"noise"``.
+    key : str
+        Unique label: the name, with the sensor or signal for per-sensor ones
+        (``"latency camera"``, ``"noise contact_x"``).
+    unit : str
+        SI unit of :attr:`value` (m, rad, s, rad/s or dimensionless "").
+    value : float
+        The estimate.
+    standard_error : float
+        Its standard error (same unit; ``inf`` when the log does not determine it).
+    base_value : float
+        The base rig's value (kept in the TOML when not excited).
+    excited : bool
+        The log determines it to its tolerance (:data:`TOLERANCES`).
+    tolerance : float
+        The standard error above which it counts as not excited (same unit).
+    fitted : bool
+        False for a parameter held at the base value (``fit=`` left it out, or the log has no data for it).
+    """
+
+    name: str
+    key: str
+    unit: str
+    value: float
+    standard_error: float
+    base_value: float
+    excited: bool
+    tolerance: float
+    fitted: bool = True
+
+    @property
+    def rig_value(self) -> float:
+        """The value the identified rig uses: the estimate when excited, else the base rig's."""
+        return self.value if (self.excited and self.fitted) else self.base_value
+
+    def display(self) -> tuple[float, float, float, str]:
+        """``(value, standard error, base value, unit)`` in the units of a report (deg, ms).
+
+        Returns
+        -------
+        tuple
+        """
+        scale, unit = 1.0, self.unit
+        if self.unit == "rad":
+            scale, unit = 180.0 / np.pi, "deg"
+        elif self.unit == "s":
+            scale, unit = 1e3, "ms"
+        elif self.unit == "m":
+            scale, unit = 1e3, "mm"
+        return self.value * scale, self.standard_error * scale, self.base_value * scale, unit
+
+    def as_dict(self) -> dict:
+        """JSON-ready (SI units; an infinite standard error is None)."""
+        se = self.standard_error
+        return {"name": self.name, "key": self.key, "unit": self.unit, "value": float(self.value),
+                "standard_error": float(se) if np.isfinite(se) else None, "base_value": float(self.base_value),
+                "excited": bool(self.excited), "tolerance": float(self.tolerance), "fitted": bool(self.fitted),
+                "rig_value": float(self.rig_value)}
+
+
+@dataclass(frozen=True)
+class RigIdentification:
+    """The rig a log describes: identified parameters with standard errors, the rig, and the fit's traces.
+
+    Attributes
+    ----------
+    parameters : tuple of IdentifiedParameter
+    rig : RigProfile
+        The base rig with every excited parameter replaced by its estimate.
+    base : RigProfile
+        The rig the fit started from (what the log cannot tell comes from it).
+    log : RigLog
+    t : ndarray, shape (R,)
+        Times in s of the fitted readings (the control step at which each arrived).
+    measured, predicted : ndarray, shape (R, ny)
+        Readings and the fitted model's prediction (NaN where a signal has none).
+    window_s : float
+        Length of the shooting windows in s.
+    n_windows : int
+    iterations : int
+        Levenberg-Marquardt iterations.
+    converged : bool
+        The relative cost decrease fell below the tolerance.
+    cost : float
+        Final weighted sum of squares.
+    correlation : ndarray, shape (P, P)
+        Correlations of the fitted global parameters (:attr:`correlation_names`).
+    correlation_names : tuple of str
+    initial_spin_rad_s : tuple of float
+        The ball's fitted spin about the plate normal at the log's start and its standard error, rad/s.
+    wall_time_s : float
+    """
+
+    parameters: tuple
+    rig: RigProfile
+    base: RigProfile
+    log: RigLog
+    t: np.ndarray
+    measured: np.ndarray
+    predicted: np.ndarray
+    window_s: float
+    n_windows: int
+    iterations: int
+    converged: bool
+    cost: float
+    correlation: np.ndarray
+    correlation_names: tuple
+    initial_spin_rad_s: tuple
+    wall_time_s: float
+
+    def parameter(self, key: str) -> IdentifiedParameter:
+        """The parameter with this key (or name, when only one has it).
+
+        Parameters
+        ----------
+        key : str
+            E.g. ``"servo_bandwidth"``, ``"latency camera"``.
+
+        Returns
+        -------
+        IdentifiedParameter
+        """
+        for p in self.parameters:
+            if p.key == key:
+                return p
+        hits = [p for p in self.parameters if p.name == key]
+        if len(hits) == 1:
+            return hits[0]
+        raise ParameterError(f"key must be one of {[p.key for p in self.parameters]}, got {key!r}")
+
+    @property
+    def not_excited(self) -> tuple[str, ...]:
+        """Keys of the fitted parameters the log did not excite (the TOML keeps the base values)."""
+        return tuple(p.key for p in self.parameters if p.fitted and not p.excited)
+
+    @property
+    def residuals(self) -> np.ndarray:
+        """``measured - predicted``, shape (R, ny)."""
+        return self.measured - self.predicted
+
+    def as_dict(self) -> dict:
+        """JSON-ready summary (strict: no NaN or infinity)."""
+        return {"log": self.log.as_dict(), "base_rig": self.base.name, "window_s": self.window_s,
+                "windows": self.n_windows, "iterations": self.iterations, "converged": self.converged,
+                "cost": float(self.cost), "parameters": [p.as_dict() for p in self.parameters],
+                "not_excited": list(self.not_excited),
+                "initial_spin_rad_s": [float(v) if np.isfinite(v) else None for v in self.initial_spin_rad_s],
+                "residual_rms": {s: _rms(self.residuals[:, i]) for i, s in enumerate(self.log.signal_names)},
+                "correlation": {"names": list(self.correlation_names),
+                                "matrix": np.round(self.correlation, 4).tolist()},
+                "wall_time_s": self.wall_time_s}
+
+    def to_table(self) -> str:
+        """The parameters as a Markdown table (value +- standard error, base, excited).
+
+        Returns
+        -------
+        str
+        """
+        lines = ["| parameter | identified | +- standard error | base | excited | in the rig TOML |",
+                 "|---|---|---|---|---|---|"]
+        for p in self.parameters:
+            v, se, b, unit = p.display()
+            u = f" {unit}" if unit else ""
+            se_text = f"{se:.3g}" if np.isfinite(se) else "-"
+            state = "yes" if (p.excited and p.fitted) else ("held" if not p.fitted else "**no**")
+            lines.append(f"| {p.key} | {v:.4g}{u} | {se_text}{u} | {b:.4g}{u} | {state} | "
+                         f"{'identified' if p.excited and p.fitted else 'base'} |")
+        return "\n".join(lines)
+
+    def report(self) -> str:
+        """A Markdown report: the table, what the log did not excite, the fit's residuals.
+
+        Returns
+        -------
+        str
+        """
+        log = self.log
+        lines = ["# ballctl identify: summary", "",
+                 f"Log {log.source!r}: {log.n_steps} control steps of {log.dt:g} s ({log.duration_s:.4g} s), "
+                 f"signals {', '.join(log.signal_names)}" + (", with an identification dither" if log.dither is not None
+                                                              else "") + ".",
+                 f"Base rig **{self.base.name}** (what the log cannot tell comes from it).", "",
+                 f"Fit: output error by multiple shooting on the exact servo plate, {self.n_windows} windows of "
+                 f"{self.window_s:g} s, {self.iterations} Levenberg-Marquardt iterations "
+                 f"({'converged' if self.converged else 'NOT converged'}), {self.wall_time_s:.3g} s.", "",
+                 "## Identified parameters", "", self.to_table(), ""]
+        missing = self.not_excited
+        if missing:
+            lines += [f"**Not excited by this log:** {', '.join(missing)}. Their standard errors exceed what a "
+                      "design needs; the rig TOML keeps the base rig's values. A log with more motion (a longer run, "
+                      "`ballctl identify --excitation`) excites them.", ""]
+        else:
+            lines += ["Every fitted parameter is excited by this log.", ""]
+        held = [p.key for p in self.parameters if not p.fitted]
+        if held:
+            lines += [f"Held at the base rig's values (not fitted): {', '.join(held)}.", ""]
+        spin, spin_se = self.initial_spin_rad_s
+        lines += [f"Nuisance: the ball's spin about the plate normal at the start, {spin:.3g} +- "
+                  f"{spin_se:.2g} rad/s; {self.n_windows} windows' initial contact points and velocities.", "",
+                  "Latency: the log gives each reading at the control step it arrived, so a sensor's latency is "
+                  "known to one control period; the value is the middle of that interval (see "
+                  "docs/identification.md).", "",
+                  "## Residuals", "",
+                  "| signal | RMS residual | RMS reading change per step |", "|---|---|---|"]
+        for i, s in enumerate(log.signal_names):
+            unit, scale = ("mm", 1e3) if s.startswith("contact") else ("deg", 180 / np.pi)
+            y = self.measured[:, i]
+            lines.append(f"| {s} | {scale * _rms(self.residuals[:, i]):.3g} {unit} | "
+                         f"{scale * _rms(np.diff(y[np.isfinite(y)])):.3g} {unit} |")
+        if len(self.correlation_names) > 1:
+            c = self.correlation
+            pairs = [(abs(c[i, j]), self.correlation_names[i], self.correlation_names[j], c[i, j])
+                     for i in range(len(c)) for j in range(i + 1, len(c))]
+            strong = [p for p in sorted(pairs, reverse=True) if p[0] >= 0.5][:5]
+            if strong:
+                lines += ["", "Strongly correlated estimates: " + "; ".join(f"{a} / {b} ({v:+.2f})"
+                                                                          for _, a, b, v in strong) + "."]
+        return "\n".join(lines) + "\n"
+
+
+def _rms(v) -> float:
+    v = np.asarray(v, dtype=float)
+    v = v[np.isfinite(v)]
+    return float(np.sqrt(np.mean(v ** 2))) if v.size else 0.0
+
+
+# ======================================================================= the model
+def _chart(vx, vy, wz, radius):
+    """A ball chart (yaw, lean) and Euler rates for the relative angular velocity ``(-vy/R, vx/R, wz)``.
+
+    The roll axis is put along the angular velocity when that leans less than
+    45 deg from the plate, else horizontal and perpendicular to it: in both
+    cases the axis precesses away from the vertical (the chart's singularity)
+    over a window.
+    """
+    w = np.stack([-vy / radius, vx / radius, wz], axis=-1)
+    nw = np.linalg.norm(w, axis=-1)
+    wt = np.hypot(w[..., 0], w[..., 1])
+    parallel = (np.arctan2(wt, np.abs(w[..., 2])) >= np.pi / 4) & (nw > 1e-9)
+    a_par = w / np.maximum(nw, 1e-12)[..., None]
+    a_perp = np.where((wt > 1e-9)[..., None],
+                      np.stack([-w[..., 1], w[..., 0], 0.0 * wt], axis=-1) / np.maximum(wt, 1e-12)[..., None],
+                      np.array([0.0, 1.0, 0.0]))
+    a = np.where(parallel[..., None], a_par, a_perp)
+    lean = np.arcsin(np.clip(a[..., 2], -1.0, 1.0))
+    yaw = np.arctan2(-a[..., 0], a[..., 1])
+    return (yaw, lean) + _rates_at(yaw, lean, vx, vy, wz, radius)
+
+
+def _rates_at(yaw, lean, vx, vy, wz, radius):
+    r"""Euler rates ``(yaw_rate, lean_rate, roll_rate)`` of the chart ``(yaw, lean)`` for the relative angular
+    velocity ``w = (-vy/R, vx/R, wz)``: :math:`w = \dot\phi(c_\psi, s_\psi, 0) + \dot\theta(-s_\psi c_\phi,
+    c_\psi c_\phi, s_\phi) + \dot\psi e_z` (docs/conventions.md)."""
+    wx, wy = -vy / radius, vx / radius
+    c, s = np.cos(yaw), np.sin(yaw)
+    lean_rate = wx * c + wy * s
+    roll_rate = (-wx * s + wy * c) / np.cos(lean)
+    return wz - roll_rate * np.sin(lean), lean_rate, roll_rate
+
+
+def _spin(x, xd):
+    """Relative angular velocity of the ball about the plate normal, ``yaw_rate + roll_rate sin(lean)``."""
+    return xd[..., 2] + xd[..., 4] * np.sin(x[..., 3])
+
+
+@dataclass
+class _Group:
+    """The readings of one sensor: columns of the log, truth coordinates, arrival steps, rows used."""
+
+    sensor: object
+    cols: list
+    coords: list
+    L: int
+    encoder: bool
+    k: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    j: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+
+
+class _Model:
+    """Multiple-shooting simulation of a log on the truth plant, batched over parameter perturbations."""
+
+    def __init__(self, log: RigLog, base: RigProfile, window_steps: int, workers: int) -> None:
+        self.log, self.base = log, base
+        self.dt = log.dt
+        self.K = log.n_steps
+        self.M = window_steps
+        self.W = (self.K - 1) // self.M
+        self.workers = workers
+        self.R = base.ball.radius
+        self.substeps = max(2, int(np.ceil(self.dt / _MAX_RK4_STEP - 1e-9)))
+        plant = base.truth_plant()
+        self.code = kernel_code(plant)
+        self.n = plant.n_coordinates
+        self.n_constraints = plant.n_constraints
+        names = plant.coordinate_names
+        self.groups: list[_Group] = []
+        for s in base.sensors:
+            cols = [log.signal_names.index(g) for g in s.signals if g in log.signal_names]
+            if not cols:
+                continue
+            if len(cols) != len(s.signals):
+                raise ParameterError(f"the log has only part of sensor {s.name!r}'s signals {s.signals}")
+            self.groups.append(_Group(s, cols, [names.index(g) for g in s.signals],
+                                      latency_steps(s.latency_s, self.dt), s.signals[0] == "alpha"))
+        used = sorted(c for g in self.groups for c in g.cols)
+        if used != list(range(len(log.signal_names))):
+            extra = [log.signal_names[c] for c in range(len(log.signal_names)) if c not in used]
+            raise ParameterError(f"the log has readings of {extra} but the base rig {base.name!r} has no sensor of "
+                                 f"them; give a base rig with that sensor (e.g. --rig lab for plate encoders)")
+        if self.groups[0].encoder or "contact_x" not in log.signal_names:
+            raise ParameterError("the log needs the contact-point readings")
+        self.map_rows()
+
+    def map_rows(self) -> None:
+        """Assign each reading to the window of the sample it is (row k, sample j = k - L)."""
+        end = self.W * self.M
+        for g in self.groups:
+            k = np.arange(g.L, self.K)
+            j = k - g.L
+            # window 0 is the plate's burn-in (its servo state at the log's start is unknown): not fitted
+            ok = (j >= self.M) & (j < end) & np.all(np.isfinite(self.log.readings[k][:, g.cols]), axis=1)
+            g.k, g.j = k[ok], j[ok]
+
+    # ------------------------------------------------------------------ runs
+    def kernel_parameters(self, v: dict) -> np.ndarray:
+        rig = self.base
+        servo = replace(rig.servo, bandwidth=float(v["servo_bandwidth"]), damping=float(v["servo_damping"]))
+        imp = replace(rig.imperfections, plate_offset=(float(v["plate_offset_alpha"]), float(v["plate_offset_beta"])),
+                      rolling_resistance=float(max(v["rolling_resistance"], 0.0)))
+        return np.asarray(replace(rig, servo=servo, imperfections=imp).truth_plant().kernel_parameters, dtype=float)
+
+    def plant_inputs(self, deadband: float) -> np.ndarray:
+        """What the plate's servos receive along the log for a dead band in rad, shape (K, 2)."""
+        u = self.log.commands
+        if deadband <= 0:
+            return np.array(u)
+        out = np.empty_like(u)
+        state = u[0].copy()
+        for k in range(self.K):
+            state = backlash(u[k], state, deadband)
+            out[k] = state
+        return out
+
+    def simulate(self, values: list, nuisance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Run every member: ``values[b]`` (dict of the simulated parameters), ``nuisance (B, W, 4)``.
+
+        Returns the coordinates and velocities ``(B, W, M + 1, n)`` of each window.
+        """
+        B = len(values)
+        M, W, n = self.M, self.W, self.n
+        params = np.stack([self.kernel_parameters(v) for v in values])
+        X = np.full((B, W, M + 1, n), np.nan)
+        XD = np.full((B, W, M + 1, n), np.nan)
+        deadbands = np.array([max(float(v["servo_deadband"]), 0.0) for v in values])
+        inputs = {d: self.plant_inputs(d) for d in np.unique(deadbands)}
+        zeros = np.zeros((M + 1, n))
+        gains = np.zeros((M, 2, 1))
+        selection = np.zeros(1, dtype=np.int64)
+        t = self.log.t
+
+        def run(members):
+            m = len(members)
+            spin = np.array([float(values[b]["initial_spin"]) for b in members])
+            u0 = np.stack([inputs[deadbands[b]][0] for b in members])
+            offset = np.array([[values[b]["plate_offset_alpha"], values[b]["plate_offset_beta"]] for b in members])
+            end_x = end_xd = None
+            for w in range(W):
+                s = w * M
+                nu = nuisance[members, w]
+                x0 = np.zeros((m, n))
+                xd0 = np.zeros((m, n))
+                x0[:, 0], x0[:, 1] = nu[:, 0], nu[:, 1]
+                xd0[:, 0], xd0[:, 1] = nu[:, 2], nu[:, 3]
+                if end_x is None:
+                    x0[:, 5:7] = u0 + offset
+                    wz = spin
+                else:
+                    x0[:, 5:] = end_x[:, 5:]
+                    xd0[:, 5:] = end_xd[:, 5:]
+                    wz = _spin(end_x, end_xd)
+                # a fresh chart in every window (the ball is isotropic: only its angular velocity matters)
+                yaw, lean, dyaw, dlean, droll = _chart(nu[:, 2], nu[:, 3], wz, self.R)
+                x0[:, 2], x0[:, 3] = yaw, lean
+                xd0[:, 2], xd0[:, 3], xd0[:, 4] = dyaw, dlean, droll
+                bad = ~(np.all(np.isfinite(x0), axis=1) & np.all(np.isfinite(xd0), axis=1))
+                x0[bad], xd0[bad] = 0.0, 0.0
+                ex, exd = np.empty((m, n)), np.empty((m, n))
+                for d in np.unique(deadbands[members]):  # members sharing a dead band share the plant's inputs
+                    sel = np.nonzero(deadbands[members] == d)[0]
+                    out = run_closed_loop(self.code, params[[members[i] for i in sel]], x0[sel], xd0[sel],
+                                          dt=self.dt, times=t[s:s + M + 1], x_ref=zeros, xd_ref=zeros,
+                                          u_ref=inputs[d][s:s + M + 1], gains=gains, selection=selection,
+                                          feedback=False, substeps=self.substeps, n_constraints=self.n_constraints)
+                    ok = out.status < 0
+                    for i, b in enumerate(sel):
+                        if ok[i] and not bad[b]:
+                            X[members[b], w] = out.x[i]
+                            XD[members[b], w] = out.xd[i]
+                    ex[sel], exd[sel] = out.x[:, M], out.xd[:, M]
+                lost = ~(np.all(np.isfinite(ex), axis=1) & np.all(np.isfinite(exd), axis=1))
+                if np.any(lost):  # a failed window: the next one restarts the plate from the commands
+                    ex[lost] = 0.0
+                    exd[lost] = 0.0
+                    ex[lost, 5:7] = inputs[deadbands[0]][min(s + M, self.K - 1)] + offset[lost]
+                end_x, end_xd = ex, exd
+
+        chunks = [list(c) for c in np.array_split(np.arange(B), min(self.workers, B)) if len(c)]
+        if len(chunks) == 1:
+            run(chunks[0])
+        else:
+            with ThreadPoolExecutor(len(chunks)) as pool:
+                list(pool.map(run, chunks))
+        return X, XD
+
+    def predict(self, X, XD, g: _Group, age: float):
+        """Readings of group ``g`` at ``t_k - age`` from the window runs: values and d/d(age), shapes (B, R, c)."""
+        M = self.M
+        f = g.L - age / self.dt  # sample instant relative to step j, in steps
+        w = g.j // M
+        i = g.j - w * M
+        base = np.floor(f).astype(int)
+        i0 = np.clip(i + base, 0, M - 1)
+        s = (i + f - i0)[None, :, None]
+        c = g.coords
+        p0 = X[:, w, i0][..., c]
+        p1 = X[:, w, i0 + 1][..., c]
+        v0 = XD[:, w, i0][..., c] * self.dt
+        v1 = XD[:, w, i0 + 1][..., c] * self.dt
+        s2, s3 = s * s, s * s * s
+        value = ((2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * v0 + (-2 * s3 + 3 * s2) * p1 + (s3 - s2) * v1)
+        slope = ((6 * s2 - 6 * s) * p0 + (3 * s2 - 4 * s + 1) * v0 + (-6 * s2 + 6 * s) * p1 + (3 * s2 - 2 * s) * v1)
+        rate = slope / self.dt
+        return value, -rate, rate
+
+    def initial_nuisance(self, age: float) -> np.ndarray:
+        """Contact point and velocity at each window start from a quadratic through its readings, shape (W, 4)."""
+        g = self.groups[0]
+        N = np.zeros((self.W, 4))
+        k = np.arange(g.L, self.K)
+        k = k[np.all(np.isfinite(self.log.readings[k][:, g.cols]), axis=1)]
+        y = self.log.readings[k][:, g.cols]
+        j = k - g.L
+        t = (j + g.L - age / self.dt) * self.dt
+        w_of = j // self.M
+        for w in range(self.W):
+            sel = w_of == w
+            if np.count_nonzero(sel) >= 3:
+                tt = t[sel] - w * self.M * self.dt
+                for a in range(2):
+                    c = np.polyfit(tt, y[sel, a], 2)
+                    N[w, a], N[w, 2 + a] = c[2], c[1]
+            else:  # too few readings: the nearest one, at rest
+                near = int(np.argmin(np.abs(j - w * self.M)))
+                N[w, :2] = y[near]
+        return N
+
+
+# ======================================================================= the fit
+@dataclass
+class _Globals:
+    names: list        # labels of the global parameters in the vector
+    kinds: list        # "sim", "age", "bias"
+    group: list        # group index for age/bias, else -1
+    column: list       # column within the group for bias, else -1
+    prior_mean: np.ndarray
+    prior_std: np.ndarray
+    free: np.ndarray   # bool
+
+
+def _sim_values(theta: np.ndarray, G: _Globals) -> dict:
+    return {nm: float(theta[i]) for i, (nm, k) in enumerate(zip(G.names, G.kinds)) if k == "sim"}
+
+
+class _Fit:
+    def __init__(self, model: _Model, G: _Globals, sigma: list) -> None:
+        self.m, self.G = model, G
+        self.sigma = sigma  # per group: array (c,) of noise std used as weights
+
+    def ages(self, theta):
+        return [theta[self.G.names.index(f"age {i}")] for i in range(len(self.m.groups))]
+
+    def evaluate(self, theta, N, jacobian: bool = True):
+        """Residuals (n,), their window index (n,), Jg (n, P), Jn (n, 4) (or None)."""
+        m, G = self.m, self.G
+        sim = [i for i, k in enumerate(G.kinds) if k == "sim" and G.free[i]]
+        base_values = _sim_values(theta, G)
+        values = [base_values]
+        nuisance = [N]
+        steps = []
+        if jacobian:
+            for i in sim:
+                v = dict(base_values)
+                h = _STEP[G.names[i]] * (v["servo_bandwidth"] if G.names[i] == "servo_bandwidth" else 1.0)
+                if G.names[i] == "servo_deadband" and v["servo_deadband"] < _MIN_DEADBAND_STEP:
+                    h = _MIN_DEADBAND_STEP
+                v[G.names[i]] += h
+                values.append(v)
+                nuisance.append(N)
+                steps.append(h)
+            for q in range(4):
+                Nq = N.copy()
+                Nq[:, q] += _NUIS_STEP[q]
+                values.append(base_values)
+                nuisance.append(Nq)
+        X, XD = m.simulate(values, np.stack(nuisance))
+        res, win, jg, jn, rates, preds = [], [], [], [], [], []
+        for gi, g in enumerate(m.groups):
+            age = theta[G.names.index(f"age {gi}")]
+            value, d_age, rate = m.predict(X, XD, g, age)
+            meas = m.log.readings[g.k][:, g.cols]
+            bias = np.zeros(len(g.cols))
+            for i, nm in enumerate(G.names):
+                if G.kinds[i] == "bias" and G.group[i] == gi:
+                    bias[G.column[i]] = theta[i]
+            sig = self.sigma[gi]
+            pred0 = value[0] + bias
+            preds.append(pred0)
+            r = ((meas - pred0) / sig).reshape(-1)
+            res.append(r)
+            win.append(np.repeat(g.j // m.M, len(g.cols)))
+            rates.append(rate[0])
+            if jacobian:
+                J = np.zeros((r.size, len(G.names)))
+                for c, i in enumerate(sim):
+                    J[:, i] = ((value[1 + c] - value[0]) / steps[c] / sig).reshape(-1)
+                J[:, G.names.index(f"age {gi}")] = (d_age[0] / sig).reshape(-1)
+                for i, nm in enumerate(G.names):
+                    if G.kinds[i] == "bias" and G.group[i] == gi:
+                        col = np.zeros(len(g.cols))
+                        col[G.column[i]] = 1.0
+                        J[:, i] = (np.broadcast_to(col / sig, meas.shape)).reshape(-1)
+                J[:, ~G.free] = 0.0
+                jg.append(J)
+                off = 1 + len(sim)
+                jn.append(np.stack([((value[off + q] - value[0]) / _NUIS_STEP[q] / sig).reshape(-1)
+                                    for q in range(4)], axis=1))
+        r = np.concatenate(res)
+        out = {"r": r, "window": np.concatenate(win), "rates": rates, "pred": preds}
+        if jacobian:
+            out["Jg"] = np.concatenate(jg)
+            out["Jn"] = np.concatenate(jn)
+        return out
+
+    def prior_terms(self, theta):
+        G = self.G
+        rp = np.where(G.free, (theta - G.prior_mean) / G.prior_std, 0.0)
+        return rp
+
+    def normal_equations(self, ev, theta, N, lam):
+        """Schur complement of the nuisance block: S (P, P), rhs (P,), and per-window factors."""
+        G, W = self.G, self.m.W
+        Jg, Jn, r, win = ev["Jg"], ev["Jn"], ev["r"], ev["window"]
+        P = len(G.names)
+        A = Jg.T @ Jg + np.diag(np.where(G.free, 1.0 / G.prior_std ** 2, 1.0))
+        b = Jg.T @ r - np.where(G.free, (theta - G.prior_mean) / G.prior_std ** 2, 0.0)
+        C = np.zeros((W, 4, 4))
+        Bw = np.zeros((W, P, 4))
+        bn = np.zeros((W, 4))
+        np.add.at(C, win, Jn[:, :, None] * Jn[:, None, :])
+        np.add.at(Bw, win, Jg[:, :, None] * Jn[:, None, :])
+        np.add.at(bn, win, Jn * r[:, None])
+        # a weak prior on the nuisance keeps a window with few readings solvable
+        prior_n = np.array([1 / 0.1 ** 2, 1 / 0.1 ** 2, 1.0, 1.0])
+        C = C + np.eye(4) * prior_n
+        bn = bn - prior_n * (N - self.N0)
+        Cd = C + lam * C * np.eye(4)
+        Ci = np.linalg.inv(Cd)
+        S = A - np.einsum("wpi,wij,wqj->pq", Bw, Ci, Bw)
+        rhs = b - np.einsum("wpi,wij,wj->p", Bw, Ci, bn)
+        return A, S, rhs, Ci, Bw, bn
+
+    def cost(self, ev, theta, N):
+        rp = self.prior_terms(theta)
+        prior_n = np.array([0.1, 0.1, 1.0, 1.0])
+        return float(ev["r"] @ ev["r"] + rp @ rp + np.sum(((N - self.N0) / prior_n) ** 2))
+
+    def run(self, theta, N, max_iterations, tol=1e-7):
+        self.N0 = N.copy()
+        G = self.G
+        lam = 1e-3
+        ev = self.evaluate(theta, N)
+        cost = self.cost(ev, theta, N)
+        it = 0
+        converged = False
+        for it in range(1, max_iterations + 1):
+            A, S, rhs, Ci, Bw, bn = self.normal_equations(ev, theta, N, lam)
+            dA = np.diag(A).copy()
+            Sd = S + lam * np.diag(dA)
+            free = np.nonzero(G.free)[0]
+            dg = np.zeros(len(theta))
+            dg[free] = np.linalg.solve(Sd[np.ix_(free, free)], rhs[free])
+            dn = np.einsum("wij,wj->wi", Ci, bn - np.einsum("wpi,p->wi", Bw, dg))
+            trial = _clip(theta + dg, G)
+            ev2 = self.evaluate(trial, N + dn)
+            cost2 = self.cost(ev2, trial, N + dn)
+            if np.isfinite(cost2) and cost2 < cost:
+                done = cost - cost2 < tol * cost
+                theta, N, ev, cost = trial, N + dn, ev2, cost2
+                lam = max(lam / 5.0, 1e-7)
+                if done:
+                    converged = True
+                    break
+            else:
+                lam *= 8.0
+                if lam > 1e4:
+                    converged = True  # no step lowers the cost: a minimum to the precision of the differences
+                    break
+        return theta, N, ev, cost, it, converged
+
+
+def _clip(theta, G: _Globals):
+    out = theta.copy()
+    for i, nm in enumerate(G.names):
+        if nm in ("rolling_resistance", "servo_deadband") or G.kinds[i] == "age":
+            out[i] = max(out[i], 0.0)
+        elif nm in ("servo_bandwidth", "servo_damping"):
+            out[i] = max(out[i], 0.05 * G.prior_mean[i])
+        elif nm.startswith("plate_offset"):
+            out[i] = float(np.clip(out[i], -0.19, 0.19))
+    return out
+
+
+def _tolerance(name: str, value: float) -> float:
+    kind, v = TOLERANCES[name]
+    if kind == "abs":
+        return float(v)
+    if kind == "rel":
+        return float(v * abs(value))
+    rel, floor = v
+    return float(max(rel * abs(value), floor))
+
+
+def _regress_noise(resid_phys: list, rates: list, scale: float):
+    """Weighted least squares of r^2 = s_i^2 + sj^2 v^2; returns (s^2 per signal, sj^2, covariance)."""
+    blocks = [(r[:, a], v[:, a]) for r, v in zip(resid_phys, rates) for a in range(r.shape[1])]
+    n_sig = len(blocks)
+    y = np.concatenate([b[0] ** 2 * scale for b in blocks])
+    X = np.zeros((y.size, n_sig + 1))
+    row = 0
+    for i, (r, v) in enumerate(blocks):
+        X[row:row + r.size, i] = 1.0
+        X[row:row + r.size, n_sig] = v ** 2
+        row += r.size
+    w = np.ones(y.size)
+    beta = np.zeros(n_sig + 1)
+    for _ in range(3):  # Var(r^2) = 2 E[r^2]^2: reweight by the fitted variance
+        Xw = X * w[:, None]
+        H = Xw.T @ X
+        beta = np.linalg.solve(H, Xw.T @ y)
+        beta[n_sig] = max(beta[n_sig], 0.0)
+        fitted = np.maximum(X @ beta, 1e-30)
+        w = 1.0 / (2.0 * fitted ** 2)
+    cov = np.linalg.inv((X * w[:, None]).T @ X)
+    return beta[:n_sig], beta[n_sig], cov
+
+
+def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: float = DEFAULT_WINDOW_S,
+                 fit: tuple | None = None, max_iterations: int = 30, workers: int = 2) -> RigIdentification:
+    """Identify a rig from its log: the truth plant fitted to the commands and readings (module docstring).
+
+    Parameters
+    ----------
+    log : RigLog
+        The rig's log (:func:`ballctl.rig_log.read_rig_log`, or
+        :meth:`~ballctl.rig_log.RigLog.from_closed_loop` of a simulated run).
+    base : RigProfile or str
+        The rig the fit starts from and takes what the log cannot tell from
+        (ball, plate inertia, pivot, limits, sensor layout and rates, the
+        uncertainty): a :class:`~ballctl.RigProfile` or a preset name. Its
+        control period must be the log's.
+    window_s : float
+        Length in s of the multiple-shooting windows (>= 4 control steps; 0.5 s by default).
+    fit : tuple of str, optional
+        Which of ``"plate_offset"``, ``"servo_bandwidth"``, ``"servo_damping"``,
+        ``"rolling_resistance"``, ``"servo_deadband"``, ``"latency"``,
+        ``"bias"`` to fit (default: all); the others stay at the base rig's
+        values. Noise, timing jitter and lost frames are always estimated.
+    max_iterations : int
+        Levenberg-Marquardt iterations (>= 1).
+    workers : int
+        Threads over which the batched runs are split (the compiled loop releases the GIL).
+
+    Returns
+    -------
+    RigIdentification
+    """
+    start = _time.perf_counter()
+    if not isinstance(log, RigLog):
+        raise ParameterError(f"log must be a RigLog (ballctl.rig_log.read_rig_log), got {type(log).__name__}")
+    if isinstance(base, str):
+        base = rig_preset(base)
+    if not isinstance(base, RigProfile):
+        raise ParameterError(f"base must be a RigProfile or a preset name, got {type(base).__name__}")
+    window_s = check_positive(window_s, "window_s", "s")
+    max_iterations = check_integer(max_iterations, "max_iterations", minimum=1)
+    workers = check_integer(workers, "workers", minimum=1)
+    dt = log.dt
+    if abs(dt - base.dt) > 1e-6 * base.dt:
+        raise ParameterError(f"the log's control period {dt:.6g} s differs from the base rig {base.name!r}'s dt = "
+                             f"{base.dt:g} s; give a base rig with the log's period")
+    M = int(round(window_s / dt))
+    if M < 4:
+        raise ParameterError(f"window_s = {window_s:g} s must span at least 4 control steps of {dt:g} s")
+    if (log.n_steps - 1) // M < 2:
+        raise ParameterError(f"the log ({log.duration_s:.3g} s) must span at least 2 windows of {M * dt:.3g} s")
+    allowed = ("plate_offset", "servo_bandwidth", "servo_damping", "rolling_resistance", "servo_deadband",
+               "latency", "bias")
+    chosen = set(allowed if fit is None else fit)
+    unknown = sorted(chosen - set(allowed))
+    if unknown:
+        raise ParameterError(f"fit: unknown parameter(s) {unknown}; choose from {allowed}")
+    model = _Model(log, base, M, workers)
+
+    # ------------------------------------------------------------ the global vector
+    names, kinds, group, column, mean, std, free = [], [], [], [], [], [], []
+    imp, servo = base.imperfections, base.servo
+    base_sim = {"plate_offset_alpha": imp.plate_offset[0], "plate_offset_beta": imp.plate_offset[1],
+                "servo_bandwidth": servo.bandwidth, "servo_damping": servo.damping,
+                "rolling_resistance": imp.rolling_resistance, "servo_deadband": imp.servo_deadband,
+                "initial_spin": 0.0}
+    for nm in _SIM:
+        names.append(nm)
+        kinds.append("sim")
+        group.append(-1)
+        column.append(-1)
+        mean.append(base_sim[nm])
+        s = PRIOR_STD[nm]
+        std.append(s[1] * base_sim[nm] if isinstance(s, tuple) else s)
+        key = "plate_offset" if nm.startswith("plate_offset") else nm
+        free.append(nm == "initial_spin" or key in chosen)
+    for gi, g in enumerate(model.groups):
+        names.append(f"age {gi}")
+        kinds.append("age")
+        group.append(gi)
+        column.append(-1)
+        mean.append(g.L * dt)
+        std.append(PRIOR_STD["latency"])
+        free.append("latency" in chosen)
+        if g.encoder:
+            for c in range(len(g.cols)):
+                names.append(f"bias {gi} {c}")
+                kinds.append("bias")
+                group.append(gi)
+                column.append(c)
+                mean.append(g.sensor.bias[c])
+                std.append(PRIOR_STD["bias"])
+                free.append("bias" in chosen)
+    G = _Globals(names, kinds, group, column, np.array(mean, float), np.array(std, float), np.array(free))
+    theta = G.prior_mean.copy()
+    sigma = [np.maximum(np.asarray(g.sensor.noise_std, float), 1e-6 if not g.encoder else 1e-5)
+             for g in model.groups]
+    fitter = _Fit(model, G, sigma)
+    N = model.initial_nuisance(theta[names.index("age 0")])
+    iterations = 0
+    converged = False
+    ev = None
+    # the sample ages decide which window a reading belongs to: refit when one moved by half a step or more
+    for _ in range(4):
+        theta, N, ev, cost, its, converged = fitter.run(theta, N, max_iterations)
+        iterations += its
+        moved = False
+        for gi, g in enumerate(model.groups):
+            shift = int(np.round(theta[names.index(f"age {gi}")] / dt)) - g.L
+            if shift != 0:
+                g.L += shift
+                moved = True
+        if not moved:
+            break
+        model.map_rows()
+        # the re-weighted noise of the next pass
+        ev = None
+    # second pass with the noise re-estimated from the residuals (weights of the signals relative to each other)
+    ev = fitter.evaluate(theta, N)
+    resid_phys = [(ev["r"][_slice(model, gi)].reshape(-1, len(g.cols))) * sigma[gi]
+                  for gi, g in enumerate(model.groups)]
+    n_params = int(np.sum(G.free)) + 4 * model.W
+    n_res = ev["r"].size
+    scale = n_res / max(n_res - n_params, 1)
+    if len(model.groups) > 1:
+        fitter.sigma = [np.maximum(np.sqrt(np.mean(r ** 2, axis=0) * scale), 1e-9) for r in resid_phys]
+        theta, N, ev, cost, its, conv2 = fitter.run(theta, N, max_iterations)
+        iterations += its
+        converged = converged and conv2
+        resid_phys = [(ev["r"][_slice(model, gi)].reshape(-1, len(g.cols))) * fitter.sigma[gi]
+                      for gi, g in enumerate(model.groups)]
+    # covariance of the globals (Schur complement at lambda = 0)
+    A, S, rhs, Ci, Bw, bn = fitter.normal_equations(ev, theta, N, 0.0)
+    r = ev["r"]
+    s2 = float(r @ r) / max(n_res - n_params, 1)
+    idx = np.nonzero(G.free)[0]
+    cov = np.full((len(names), len(names)), np.nan)
+    cov_free = s2 * np.linalg.inv(S[np.ix_(idx, idx)])
+    cov[np.ix_(idx, idx)] = cov_free
+    se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    # noise and timing jitter from the residuals
+    s_n2, s_j2, cov_n = _regress_noise(resid_phys, [ev["rates"][gi] for gi in range(len(model.groups))], scale)
+
+    # ------------------------------------------------------------ the parameters
+    params = []
+
+    def add(name, key, unit, value, err, base_value, fitted=True):
+        tol = _tolerance(name, value if np.isfinite(value) else base_value)
+        excited = bool(fitted and np.isfinite(err) and err <= tol)
+        params.append(IdentifiedParameter(name, key, unit, float(value), float(err), float(base_value), excited, tol,
+                                          fitted))
+
+    for nm in _SIM[:-1]:
+        i = names.index(nm)
+        unit = PARAMETERS[nm][0]
+        add(nm, nm, unit, theta[i], se[i] if G.free[i] else math.inf, base_sim[nm], bool(G.free[i]))
+    for gi, g in enumerate(model.groups):
+        i = names.index(f"age {gi}")
+        age = theta[i]
+        latency = max(0.0, age - 0.5 * dt) if age > 0.25 * dt else 0.0
+        err = math.sqrt(se[i] ** 2 + dt ** 2 / 12.0) if G.free[i] and latency > 0 else (
+            se[i] if G.free[i] else math.inf)
+        add("latency", f"latency {g.sensor.name}", "s", latency, err, g.sensor.latency_s, bool(G.free[i]))
+        for c in range(len(g.cols)) if g.encoder else ():
+            i = names.index(f"bias {gi} {c}")
+            add("bias", f"bias {g.sensor.signals[c]}", "rad", theta[i], se[i] if G.free[i] else math.inf,
+                g.sensor.bias[c], bool(G.free[i]))
+    col = 0
+    for gi, g in enumerate(model.groups):
+        for c in range(len(g.cols)):
+            var, var_se = s_n2[col], math.sqrt(max(cov_n[col, col], 0.0))
+            sd = math.sqrt(max(var, 0.0))
+            add("noise", f"noise {g.sensor.signals[c]}", "m" if not g.encoder else "rad", sd,
+                var_se / (2 * sd) if sd > 0 else math.inf, g.sensor.noise_std[c])
+            col += 1
+    jit_se = math.sqrt(max(cov_n[-1, -1], 0.0))
+    jit = math.sqrt(s_j2)
+    add("timing_jitter", "timing_jitter", "s", jit, jit_se / (2 * jit) if jit > 0 else math.sqrt(jit_se),
+        base.imperfections.timing_jitter_s)
+    drop, drop_se = _frame_drop(model)
+    add("frame_drop", "frame_drop", "", drop, drop_se, base.imperfections.frame_drop)
+    params = tuple(params)
+    rig = _identified_rig(base, params, model)
+    # traces for the report
+    R_t, meas, pred = _traces(model, ev)
+    free_names = [_label(names[i], model) for i in idx]
+    sd = np.sqrt(np.diag(cov_free))
+    corr = cov_free / np.outer(sd, sd)
+    spin_i = names.index("initial_spin")
+    return RigIdentification(params, rig, base, log, R_t, meas, pred, M * dt, model.W, iterations, converged,
+                             float(cost), corr, tuple(free_names), (float(theta[spin_i]), float(se[spin_i])),
+                             _time.perf_counter() - start)
+
+
+def _label(name: str, model: _Model) -> str:
+    if name.startswith("age "):
+        return f"latency {model.groups[int(name.split()[1])].sensor.name}"
+    if name.startswith("bias "):
+        _, gi, c = name.split()
+        return f"bias {model.groups[int(gi)].sensor.signals[int(c)]}"
+    return name
+
+
+def _slice(model: _Model, gi: int) -> slice:
+    start = sum(g.k.size * len(g.cols) for g in model.groups[:gi])
+    g = model.groups[gi]
+    return slice(start, start + g.k.size * len(g.cols))
+
+
+def _traces(model: _Model, ev):
+    K, ny = model.K, len(model.log.signal_names)
+    meas = np.full((K, ny), np.nan)
+    pred = np.full((K, ny), np.nan)
+    for gi, g in enumerate(model.groups):
+        meas[np.ix_(g.k, g.cols)] = model.log.readings[np.ix_(g.k, g.cols)]
+        pred[np.ix_(g.k, g.cols)] = ev["pred"][gi]
+    used = np.any(np.isfinite(pred), axis=1)
+    return model.log.t[used], meas[used], pred[used]
+
+
+def _frame_drop(model: _Model) -> tuple[float, float]:
+    """Lost fraction of the expected readings (each sensor at its period, between its first and last reading)."""
+    expected = lost = 0
+    for g in model.groups:
+        y = model.log.readings[:, g.cols[0]]
+        have = np.nonzero(np.isfinite(y))[0]
+        if have.size < 2:
+            continue
+        period = g.sensor.period_steps(model.dt)
+        rows = np.arange(have[0], have[-1] + 1, period)
+        expected += rows.size
+        lost += int(np.sum(~np.isfinite(y[rows])))
+    if expected == 0:
+        return 0.0, math.inf
+    p = lost / expected
+    return p, math.sqrt(max(p * (1 - p), 1.0 / expected) / expected)
+
+
+def _identified_rig(base: RigProfile, params, model: _Model) -> RigProfile:
+    v = {p.key: p.rig_value for p in params}
+    servo = replace(base.servo, bandwidth=v["servo_bandwidth"], damping=v["servo_damping"])
+    imp = replace(base.imperfections, plate_offset=(v["plate_offset_alpha"], v["plate_offset_beta"]),
+                  rolling_resistance=v["rolling_resistance"], servo_deadband=v["servo_deadband"],
+                  timing_jitter_s=min(v["timing_jitter"], 0.5 * base.dt), frame_drop=min(v["frame_drop"], 0.5))
+    sensors = []
+    for s in base.sensors:
+        if f"latency {s.name}" not in v:
+            sensors.append(s)
+            continue
+        noise = tuple(v[f"noise {sig}"] for sig in s.signals)
+        bias = tuple(v.get(f"bias {sig}", b) for sig, b in zip(s.signals, s.bias))
+        sensors.append(replace(s, latency_s=v[f"latency {s.name}"], noise_std=noise, bias=bias))
+    return replace(base, name=f"{base.name} (identified)",
+                   description=f"identified from {model.log.source} on base {base.name!r}", servo=servo,
+                   imperfections=imp, sensors=tuple(sensors))
