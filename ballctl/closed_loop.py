@@ -547,7 +547,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         K = steps + 1
         err = (noise * rng.standard_normal((K, len(names))))[None] if noise_std else None
         draws = sensor_draws(rng, K, steps_available, est.n_signals)[None] if output_feedback else None
-        received, shift = imperfection_draws(seed, K, est if output_feedback else None, imperfections, dt)
+        received, shift = imperfection_draws(seed, K, est if output_feedback else None, imperfections)
         out = run_compiled_batch(controller, code, [plant], x[None], xd[None], steps, err, limits, feedback,
                             substeps, stabilization, draws=draws, divergence_error=divergence_error,
                             received=received[None], sample_shift=shift[None],
@@ -596,7 +596,7 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         lat = est.latency_steps
         X_c = np.zeros(est.n_states)  # committed prior at step j_c: the estimate starts on the reference
         j_c = 0
-        received, shift = imperfection_draws(seed, K, est, imperfections, dt)
+        received, shift = imperfection_draws(seed, K, est, imperfections)
     else:
         ny = 0
         y_out = np.zeros((K, 0))
@@ -846,7 +846,7 @@ def estimator_arrays(controller: TrackingController, truth: ConstrainedSystem, d
         latency_steps=est.latency_steps)
 
 
-def imperfection_draws(seed, K: int, estimator, imperfections: Imperfections | None, dt: float
+def imperfection_draws(seed, K: int, estimator, imperfections: Imperfections | None
                        ) -> tuple[np.ndarray, np.ndarray]:
     """A run's lost samples and sample-instant errors, from a stream of their own.
 
@@ -865,8 +865,6 @@ def imperfection_draws(seed, K: int, estimator, imperfections: Imperfections | N
     imperfections : Imperfections or None
         ``frame_drop`` (probability per sensor sample) and ``timing_jitter_s``
         (std in s of the sample instant).
-    dt : float
-        Control period in s.
 
     Returns
     -------
@@ -1132,7 +1130,7 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, ou
     if output:
         draws = np.stack([sensor_draws(np.random.default_rng(s), K, len(controller.times),
                                         controller.estimator.n_signals) for s in seeds])
-        pairs = [imperfection_draws(s, K, controller.estimator, imperfections, controller.dt) for s in seeds]
+        pairs = [imperfection_draws(s, K, controller.estimator, imperfections) for s in seeds]
         received = np.stack([p[0] for p in pairs])
         shift = np.stack([p[1] for p in pairs])
     elif noise_std:

@@ -426,11 +426,11 @@ def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps
 
         # the design's horizon draws what simulate_closed_loop draws over it; the steps after it their own
         Kd = min(K, int(np.shape(controller.samples.t)[0]))
-        lost[:Kd], shift[:Kd] = imperfection_draws(seed, Kd, est, imperfections, dt)
+        lost[:Kd], shift[:Kd] = imperfection_draws(seed, Kd, est, imperfections)
         if K > Kd:
             root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
             after = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (2,))
-            lost[Kd:], shift[Kd:] = imperfection_draws(after, K - Kd, est, imperfections, dt)
+            lost[Kd:], shift[Kd:] = imperfection_draws(after, K - Kd, est, imperfections)
         deadband = float(imperfections.servo_deadband)
     ref_at, _ = _reference_xy(controller)
     cmap = [plant.coordinate_names.index(nm) for nm in controller.system.coordinate_names

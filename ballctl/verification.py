@@ -216,7 +216,7 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
             samples[k][i] = v
         if est is not None:
             draws[i] = drawn.noise_scale * sensor_draws(rng, K, steps, ny)
-            received[i], jitter = imperfection_draws(ss, K, est, r.imperfections, dt)
+            received[i], jitter = imperfection_draws(ss, K, est, r.imperfections)
             shift[i] = jitter - drawn.latency_error_s  # a sample older by L reads y(t - L) = y - L y_dot
     XD0 = np.repeat(xd0[None], n_runs, axis=0)
     deadband = rig.imperfections.servo_deadband

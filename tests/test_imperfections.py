@@ -111,11 +111,11 @@ def test_lost_frames_come_whole_per_sensor_and_from_their_own_stream(circle):
     rig = replace(rig_preset("lab"))
     imp = Imperfections(frame_drop=0.3, timing_jitter_s=0.001)
     ctrl = design_for_rig(TABLETOP, exact, "exact", horizon=1.0)
-    received, shift = imperfection_draws(7, 400, ctrl.estimator, imp, 0.02)
+    received, shift = imperfection_draws(7, 400, ctrl.estimator, imp)
     assert received.shape == (400, 2) and np.all(received[:, 0] == received[:, 1])  # one camera frame
     assert abs(np.mean(~received[:, 0]) - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 400)  # binomial, 4 sigma
     assert abs(np.std(shift) - 0.001) < 4 * 0.001 / np.sqrt(2 * 400)
-    again, _ = imperfection_draws(7, 400, ctrl.estimator, imp, 0.02)
+    again, _ = imperfection_draws(7, 400, ctrl.estimator, imp)
     np.testing.assert_array_equal(received, again)
     assert rig.sensors  # (the lab rig has two sensors: its frames are lost independently)
 
