@@ -144,7 +144,9 @@ _STEP = {"plate_offset_alpha": 1e-4, "plate_offset_beta": 1e-4, "servo_bandwidth
          "rolling_resistance": 2e-4, "servo_deadband": 2e-4, "initial_spin": 0.2}
 _NUIS_STEP = np.array([1e-4, 1e-4, 1e-3, 1e-3])
 _MIN_DEADBAND_STEP = 2e-4
-#: longest RK4 step of the fit in s (the ball's fresh chart nutates: 10 ms steps err by ~0.5 mm in 1 s, 5 ms by 0.05)
+#: rad: the roll axis goes along the ball's angular velocity unless that is within this of the plate normal
+_MIN_POLAR = float(np.deg2rad(25.0))
+#: longest RK4 step of the fit in s (the truth's of ``ballctl track``)
 _MAX_RK4_STEP = 0.01
 
 
@@ -383,21 +385,19 @@ def _rms(v) -> float:
 
 
 # ======================================================================= the model
-def _chart(vx, vy, wz, radius, turn_rate=0.0):
+def _chart(vx, vy, wz, radius):
     """A ball chart (yaw, lean) and Euler rates for the relative angular velocity ``(-vy/R, vx/R, wz)``.
 
-    The yaw turns with the path (``turn_rate``, rad/s, the rate at which the
-    velocity turns) and the roll axis takes the rest of the angular velocity
-    when that leans less than 45 deg from the plate, else it lies horizontal
-    and perpendicular to it: the axis then precesses away from the vertical
-    (the chart's singularity), and a ball rolling along a smooth path keeps a
-    steady chart (Euler rates that RK4 integrates accurately).
+    The roll axis goes along the angular velocity (Euler rates ``(0, 0, |w|)``:
+    a ball rolling along a smooth path keeps a steady chart, which RK4
+    integrates accurately) unless that is within 25 deg of the plate normal
+    (a spinning ball); then it lies horizontal and perpendicular to it. In
+    both cases the axis precesses away from the vertical, the chart's singularity.
     """
-    wz = wz - turn_rate
     w = np.stack([-vy / radius, vx / radius, wz], axis=-1)
     nw = np.linalg.norm(w, axis=-1)
     wt = np.hypot(w[..., 0], w[..., 1])
-    parallel = (np.arctan2(wt, np.abs(w[..., 2])) >= np.pi / 4) & (nw > 1e-9)
+    parallel = (np.arctan2(wt, np.abs(w[..., 2])) >= _MIN_POLAR) & (nw > 1e-9)
     a_par = w / np.maximum(nw, 1e-12)[..., None]
     a_perp = np.where((wt > 1e-9)[..., None],
                       np.stack([-w[..., 1], w[..., 0], 0.0 * wt], axis=-1) / np.maximum(wt, 1e-12)[..., None],
@@ -405,7 +405,7 @@ def _chart(vx, vy, wz, radius, turn_rate=0.0):
     a = np.where(parallel[..., None], a_par, a_perp)
     lean = np.arcsin(np.clip(a[..., 2], -1.0, 1.0))
     yaw = np.arctan2(-a[..., 0], a[..., 1])
-    return (yaw, lean) + _rates_at(yaw, lean, vx, vy, wz + turn_rate, radius)
+    return (yaw, lean) + _rates_at(yaw, lean, vx, vy, wz, radius)
 
 
 def _rates_at(yaw, lean, vx, vy, wz, radius):
@@ -535,22 +535,17 @@ class _Model:
                 if end_x is None:
                     x0[:, 5:7] = u0 + offset
                     wz = spin
-                    turn = np.zeros(m)
                 else:
                     x0[:, 5:] = end_x[:, 5:]
                     xd0[:, 5:] = end_xd[:, 5:]
                     wz = _spin(end_x, end_xd)
-                    # the path's turn rate (v x a) / |v|^2 with the acceleration at the previous window's end
-                    v2 = nu[:, 2] ** 2 + nu[:, 3] ** 2
-                    turn = np.where(v2 > 1e-6, (nu[:, 2] * end_acc[:, 1] - nu[:, 3] * end_acc[:, 0])
-                                    / np.maximum(v2, 1e-6), 0.0)
                 # a fresh chart in every window (the ball is isotropic: only its angular velocity matters)
-                yaw, lean, dyaw, dlean, droll = _chart(nu[:, 2], nu[:, 3], wz, self.R, turn)
+                yaw, lean, dyaw, dlean, droll = _chart(nu[:, 2], nu[:, 3], wz, self.R)
                 x0[:, 2], x0[:, 3] = yaw, lean
                 xd0[:, 2], xd0[:, 3], xd0[:, 4] = dyaw, dlean, droll
                 bad = ~(np.all(np.isfinite(x0), axis=1) & np.all(np.isfinite(xd0), axis=1))
                 x0[bad], xd0[bad] = 0.0, 0.0
-                ex, exd, acc = np.empty((m, n)), np.empty((m, n)), np.empty((m, 2))
+                ex, exd = np.empty((m, n)), np.empty((m, n))
                 for d in np.unique(deadbands[members]):  # members sharing a dead band share the plant's inputs
                     sel = np.nonzero(deadbands[members] == d)[0]
                     out = run_closed_loop(self.code, params[[members[i] for i in sel]], x0[sel], xd0[sel],
@@ -563,13 +558,12 @@ class _Model:
                             X[members[b], w] = out.x[i]
                             XD[members[b], w] = out.xd[i]
                     ex[sel], exd[sel] = out.x[:, M], out.xd[:, M]
-                    acc[sel] = (out.xd[:, M, :2] - out.xd[:, M - 1, :2]) / self.dt
                 lost = ~(np.all(np.isfinite(ex), axis=1) & np.all(np.isfinite(exd), axis=1))
                 if np.any(lost):  # a failed window: the next one restarts the plate from the commands
                     ex[lost] = 0.0
                     exd[lost] = 0.0
                     ex[lost, 5:7] = inputs[deadbands[0]][min(s + M, self.K - 1)] + offset[lost]
-                end_x, end_xd, end_acc = ex, exd, np.where(np.isfinite(acc), acc, 0.0)
+                end_x, end_xd = ex, exd
 
         chunks = [list(c) for c in np.array_split(np.arange(B), min(self.workers, B)) if len(c)]
         if len(chunks) == 1:
