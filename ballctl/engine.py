@@ -14,7 +14,11 @@ It runs the *same* loop as the Python reference path of
    so results do not depend on the engine). Output feedback (an
    :class:`EstimatorArrays`): every signal sampled at step k reads the truth
    plus bias and ``noise_std * z`` (standard normals drawn in Python, in the
-   order of the Python loop); the Kalman filter is committed up to the newest
+   order of the Python loop), read ``shift`` s off its nominal instant
+   (latency error, timing jitter: ``y + shift * y_dot``), or is lost
+   (``received`` False: no update from it); the Kalman filter -- on the
+   design's states and, offset-free, its disturbance states and integrators
+   (``Ne`` states, :mod:`ballctl.estimator`) -- is committed up to the newest
    step whose samples have all arrived (update, then predict with the input
    that acted) and predicted forward to ``t_k`` with the inputs already sent
    (latency compensation),
@@ -24,7 +28,8 @@ It runs the *same* loop as the Python reference path of
 3. the command reaches the plant ``delay`` s later: the step splits at
    ``t_k + frac`` (:func:`ballctl.loop_step.delay_segments`) into two held
    segments, each slew-limited; the recorded input is their time average
-   (:func:`ballctl.loop_step.effective_input`),
+   (:func:`ballctl.loop_step.effective_input`); a servo dead band
+   (:func:`ballctl.loop_step.backlash`) stands between it and the plant,
 4. classical RK4 with ``substeps`` steps per segment on the truth plant's
    index-1 equations with Baumgarte stabilization ``(a, b)``.
 
