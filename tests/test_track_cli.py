@@ -91,3 +91,28 @@ def test_track_verifies_over_the_rigs_uncertainty_and_the_design_never_sees_the_
     assert a.checksum == b.checksum and a.is_identical(b)
     assert (outs[0.5] / "gain_schedule.npz").read_bytes() == (outs[1.0] / "gain_schedule.npz").read_bytes()
     capsys.readouterr()
+
+
+def test_track_writes_the_rig_log_and_verifies_on_another_truth(tmp_path, capsys):
+    from ballctl.rig_log import read_rig_log
+
+    truth = _rig_file(tmp_path / "other.toml", 1.0)
+    out, log = tmp_path / "out", tmp_path / "logs" / "run.csv"
+    args = ["track", "--design", "exact", "--duration", "2.0", "--robust-runs", "0", "--max-rms-error", "0.03",
+            "--out", str(out)]
+    assert main(args + ["--truth", truth, "--log", str(log)]) == 0
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=_reject)
+    assert summary["truth_rig"]["imperfections"]["plate_offset_deg"] == pytest.approx([1.0, -0.7])
+    assert summary["rig"]["name"] == "tabletop"
+    rig_log = read_rig_log(log)
+    assert rig_log.dt == pytest.approx(0.02, rel=1e-12) and rig_log.n_steps == 101
+    # the camera's 30 ms latency: the first two steps have no reading; a lost frame is an empty cell
+    x = rig_log.reading("contact_x")
+    assert np.isnan(x[:2]).all() and np.isfinite(x[2:]).mean() > 0.9
+    # designed for --rig, verified on --truth: the exported design is the one without --truth
+    plain = tmp_path / "plain"
+    assert main(["track", "--design", "exact", "--duration", "2.0", "--robust-runs", "0", "--max-rms-error", "0.03",
+                 "--out", str(plain)]) == 0
+    assert (plain / "gain_schedule.npz").read_bytes() == (out / "gain_schedule.npz").read_bytes()
+    assert main(args + ["--log", str(tmp_path / "run.txt")]) == 2
+    assert "--log must name a .csv file" in capsys.readouterr().err

@@ -43,7 +43,7 @@ import numpy as np
 
 from .._errors import ParameterError
 from .._io import atomic_write, atomic_write_text
-from ._common import integer, number, output_dir
+from ._common import integer, number, output_dir, output_file
 
 __all__ = ["NAME", "HELP", "PATHS", "add_arguments", "run", "verdict"]
 
@@ -109,6 +109,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--force", action="store_true",
                    help="export even a design that fails verification (the failure is written into the summary)")
     p.add_argument("--out", default="ballctl_out", help="output folder (default ballctl_out)")
+    p.add_argument("--log", default=None, metavar="FILE.csv",
+                   help="also write the exported design's nominal verification run as the rig log its firmware "
+                        "would have written (commands sent, measurements as received; docs/identification.md)")
     p.add_argument("--animate", default=None, nargs="?", const="tracking.gif", metavar="FILE",
                    help="also write an animation of the closed loop (ball on the tilting plate) into --out: "
                         "FILE ending in .gif (pillow) or .mp4 (ffmpeg); default tracking.gif")
@@ -251,6 +254,11 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(f"--max-rms-error must be > 0 m, got {args.max_rms_error}")
     out = output_dir(args.out, "--out")
     out.mkdir(parents=True, exist_ok=True)
+    log_path = None
+    if args.log is not None:  # checked before the work starts
+        if not str(args.log).lower().endswith(".csv"):
+            raise ParameterError(f"--log must name a .csv file, got {args.log!r}")
+        log_path = output_file(args.log, "--log")
     rig = _rig(args.rig)
     truth_rig = rig if args.truth is None else _rig(args.truth)
     if truth_rig.dt != rig.dt:
@@ -389,6 +397,14 @@ def run(args: argparse.Namespace) -> int:
                 controller_summary = {"kind": "plan", "reason": str(exc),
                                       "footprint": controller_footprint(out / "c_controller").as_dict()}
             files += ["estimator.npz", "c_controller/"]
+            if log_path is not None:
+                from ..rig_log import RigLog
+
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                RigLog.from_closed_loop(runs[chosen], truth_rig, ctrl,
+                                        source=f"ballctl track --rig {args.rig}: {chosen} on the truth of rig "
+                                               f"{truth_rig.name!r}").write_csv(log_path)
+                say(f"      rig log of the verification run: {log_path}")
     say("[5/5] observability per sensor set, figures, summary")
     models = {n: (c.ltv, c.discrete, c.system.coordinate_names) for n, c in controllers.items()}
     _, obs_table = sensor_table(models, SENSOR_SETS, steps=int(round(min(horizon, 2.0) / dt)))
