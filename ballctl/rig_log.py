@@ -3,19 +3,19 @@ r"""The rig log: what a ball-plate firmware records while it runs, as a CSV file
 A rig log is the input of the identification (:func:`ballctl.identification.identify_rig`):
 one row per control step :math:`t_k = t_0 + k\,\Delta t` with
 
-=================  ========  ===========================================================
-column             unit      content
-=================  ========  ===========================================================
-``t_s``            s         control step time (strictly increasing, uniform step)
-``alpha_cmd_rad``  rad       command sent at that step (after the firmware's quantum,
-``beta_cmd_rad``   rad       tilt and slew shaping): it acts over :math:`[t_k, t_{k+1})`
-``contact_x_m``    m         the contact-point reading the controller **received** at that
-``contact_y_m``    m         step; empty where none arrived (not sampled, lost, not yet arrived)
-``alpha_rad``      rad       optional: plate angles read by encoders, received at that step
-``beta_rad``       rad       (both or neither; empty where none arrived)
-``alpha_dither_rad`` rad     optional: the identification dither included in the commands
-``beta_dither_rad``  rad     (written by ``ballctl identify --excitation``; not read by the fit)
-=================  ========  ===========================================================
+====================  ========  ===================================================================
+column                unit      content
+====================  ========  ===================================================================
+``t_s``               s         control step time (strictly increasing, uniform step)
+``alpha_cmd_rad``     rad       command sent at that step (after the firmware's quantum,
+``beta_cmd_rad``      rad       tilt and slew shaping): it acts over :math:`[t_k, t_{k+1})`
+``contact_x_m``       m         the contact-point reading the controller **received** at that
+``contact_y_m``       m         step; empty where none arrived (not sampled, lost, not yet arrived)
+``alpha_rad``         rad       optional: plate angles read by encoders, received at that step
+``beta_rad``          rad       (both or neither; empty where none arrived)
+``alpha_dither_rad``  rad       optional: the identification dither included in the commands
+``beta_dither_rad``   rad       (written by ``ballctl identify --excitation``; not read by the fit)
+====================  ========  ===================================================================
 
 Lines starting with ``#`` before the header are comments (the writer puts the
 format version and the rig's name there). Columns may come in any order;
