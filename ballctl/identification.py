@@ -14,16 +14,19 @@ log into windows of ``window_s`` (0.5 s by default, :math:`M` control steps) and
 re-initializes the ball in each: window :math:`w` starts at step
 :math:`s_w = wM` from its own contact point and velocity
 :math:`n_w = (x_C, y_C, \dot x_C, \dot y_C)` (4 nuisance parameters per window),
-while the plate (angles, rates), the ball's spin about the plate normal and its
-orientation chart carry over from the end of the previous window (the plate's
-servo state and the spin are physical states that the windows share; the
-first window starts with the plate at rest at the command plus the level
-offset, and with the spin :math:`\omega_0`, a global nuisance parameter).
-Each window runs the truth plant under the logged commands through the
-compiled loop (:func:`ballctl.engine.run_closed_loop` open loop, classical RK4,
-the same kernels as the rig's truth); the servo dead band acts on the commands
-first (:func:`ballctl.loop_step.backlash` along the whole log, so its state is
-right at every window start).
+while the plate (angles, rates) and the ball's spin about the plate normal
+carry over from the end of the previous window (the plate's servo state and
+the spin are physical states that the windows share; the first window starts
+with the plate at rest at the command plus the level offset, with the spin
+:math:`\omega_0`, a global nuisance parameter, and is the plate's burn-in: its
+readings are not fitted). The ball's orientation chart is fresh in every
+window (roll axis along its angular velocity: the ball is isotropic, and RK4
+then integrates a window to about 0.01 mm per second). Each window runs the
+truth plant under the logged commands through the compiled loop
+(:func:`ballctl.engine.run_closed_loop` open loop, classical RK4, the same
+kernels as the rig's truth); the servo dead band acts on the commands first
+(:func:`ballctl.loop_step.backlash` along the whole log, so its state is right
+at every window start).
 
 A reading received at row :math:`k` of sensor :math:`g` is modelled as the
 truth signal at the older instant :math:`t_k - \tau_g` (the sample age, one
@@ -46,17 +49,38 @@ matters for a parameter the log leaves undetermined. Levenberg-Marquardt
 solves it: the Jacobian of the simulated parameters comes from forward
 differences, all perturbations of a window run in one batched call of the
 compiled loop (split over ``workers`` threads); the sample ages and biases have
-analytic columns (:math:`\partial\hat y/\partial\tau = -\dot y`); the nuisance
-block is block diagonal and eliminated by its Schur complement. A window's
-measurement error is white and independent of the commands it is compared
-with (a reading arrives after the commands that shaped it), so the output
-error fit stays consistent on closed-loop data.
+analytic columns (:math:`\partial\hat y/\partial\tau = -\dot y`), and so have
+the nuisances (a reading moves with its window's initial contact point and,
+by its time in the window, with the initial velocity); the nuisance block is
+block diagonal and eliminated by its Schur complement. In the last stage
+each reading is weighted by its modelled spread,
+:math:`\sigma_k^2 = \sigma_n^2 + \sigma_j^2 \dot y_k^2` (generalized least
+squares with the noise and the timing jitter of the residuals). A reading's
+noise is white and independent of the commands that shaped the sample, so
+the output error stays consistent on closed-loop data; the windows' nuisance
+sees the loop's reaction to the noise inside its window, which widens the
+scatter of the rolling resistance on short windows (``docs/identification.md``).
+
+Stages and the excitation test
+------------------------------
+(1) Level offsets, rolling resistance, encoder biases and the nuisances, with
+the servo and the latencies at the base rig's values; (2) at that point, all
+parameters free, the one whose standard error exceeds its tolerance is held at
+the base rig's value, in the order :data:`HOLD_ORDER`, until every remaining
+one is within its tolerance; (3) the remaining set is fitted (a parameter that
+leaves its tolerance there is held too); (4) again with the readings'
+weights. A camera alone sees the servo's lag and the sample's age only as
+their sum (and, on a steady circle, as the rolling resistance's along-track
+mark): the order holds the dead band, the damping and the latency before the
+bandwidth. Plate encoders see the servo directly.
 
 Standard errors, noise, what the log excites
 --------------------------------------------
 The covariance of the global parameters is :math:`s^2 S^{-1}` with :math:`S`
 the Schur complement of the nuisance block in :math:`J^TJ` and
-:math:`s^2 = \mathrm{RSS}/(n - p)`. The sensor noise and the timing jitter of
+:math:`s^2 = \mathrm{RSS}/(n - p)`, widened where the windows' sandwich (their
+profiled scores, neighbours correlated) is wider; it is conditional on the
+held parameters. The sensor noise and the timing jitter of
 the sample instants come from the residuals: a reading off by
 :math:`\epsilon \sim N(0, \sigma_j^2)` in time reads :math:`y + \epsilon\dot y`,
 so :math:`E[r^2] = \sigma_n^2 + \sigma_j^2 \dot y^2` per signal, a linear
@@ -92,7 +116,8 @@ from .loop_step import backlash, latency_steps
 from .rig import RigProfile, rig_preset
 from .rig_log import RigLog
 
-__all__ = ["IdentifiedParameter", "RigIdentification", "identify_rig", "PARAMETERS", "TOLERANCES", "PRIOR_STD",
+__all__ = ["IdentifiedParameter", "RigIdentification", "identify_rig", "rig_to_toml", "plot_identification",
+           "write_identification", "excitation_log", "PARAMETERS", "TOLERANCES", "PRIOR_STD", "HOLD_ORDER",
            "DEFAULT_WINDOW_S"]
 
 #: window of the multiple shooting in s
@@ -128,6 +153,12 @@ TOLERANCES = {
     "frame_drop": ("relabs", (0.5, 0.005)),
 }
 
+#: the order in which the excitation test holds parameters whose standard error exceeds the tolerance: what a
+#: contact-point log resolves worst first (a camera sees the servo's lag and the sample's age only as their
+#: sum: holding the age at the base rig's whole number of control periods leaves the bandwidth to match the lag)
+HOLD_ORDER = ("servo_deadband", "servo_damping", "latency", "servo_bandwidth", "rolling_resistance", "bias",
+              "plate_offset")
+
 #: std of the weak prior about the base rig's value (only decisive for parameters the log does not excite)
 PRIOR_STD = {
     "plate_offset_alpha": float(np.deg2rad(5.0)), "plate_offset_beta": float(np.deg2rad(5.0)),
@@ -142,8 +173,11 @@ _SIM = ("plate_offset_alpha", "plate_offset_beta", "servo_bandwidth", "servo_dam
 #: forward-difference steps (absolute; the bandwidth's relative)
 _STEP = {"plate_offset_alpha": 1e-4, "plate_offset_beta": 1e-4, "servo_bandwidth": 0.005, "servo_damping": 2e-3,
          "rolling_resistance": 2e-4, "servo_deadband": 2e-4, "initial_spin": 0.2}
-_NUIS_STEP = np.array([1e-4, 1e-4, 1e-3, 1e-3])
 _MIN_DEADBAND_STEP = 2e-4
+#: a Levenberg-Marquardt step that lowers the cost by less than this (weighted sum of squares) ends a stage
+_COST_TOL = 0.05
+#: neighbouring windows whose scores the robust covariance correlates (the loop carries noise across them)
+_HAC_LAGS = 1
 #: rad: the roll axis goes along the ball's angular velocity unless that is within this of the plate normal
 _MIN_POLAR = float(np.deg2rad(25.0))
 #: longest RK4 step of the fit in s (the truth's of ``ballctl track``)
@@ -351,6 +385,8 @@ class RigIdentification:
                       "`ballctl identify --excitation`) excites them.", ""]
         else:
             lines += ["Every fitted parameter is excited by this log.", ""]
+        lines += ["The standard errors are conditional on the values held (not excited or not fitted); a "
+                  "parameter not excited shows the base value and the standard error it had when it was held.", ""]
         held = [p.key for p in self.parameters if not p.fitted]
         if held:
             lines += [f"Held at the base rig's values (not fitted): {', '.join(held)}.", ""]
@@ -619,163 +655,227 @@ class _Model:
 # ======================================================================= the fit
 @dataclass
 class _Globals:
-    names: list        # labels of the global parameters in the vector
+    """The global parameter vector: internal names (sim names, ``age g``, ``bias g c``), kinds, prior."""
+
+    names: list
     kinds: list        # "sim", "age", "bias"
-    group: list        # group index for age/bias, else -1
-    column: list       # column within the group for bias, else -1
+    group: list        # sensor group of an age or bias, else -1
+    column: list       # column within the group of a bias, else -1
     prior_mean: np.ndarray
     prior_std: np.ndarray
-    free: np.ndarray   # bool
+    candidate: np.ndarray  # bool: may be fitted (the fit= choice; the spin always)
 
-
-def _sim_values(theta: np.ndarray, G: _Globals) -> dict:
-    return {nm: float(theta[i]) for i, (nm, k) in enumerate(zip(G.names, G.kinds)) if k == "sim"}
+    def index(self, name: str) -> int:
+        return self.names.index(name)
 
 
 class _Fit:
+    """Levenberg-Marquardt on the multiple-shooting residuals (nuisance block eliminated by its Schur complement)."""
+
     def __init__(self, model: _Model, G: _Globals, sigma: list) -> None:
         self.m, self.G = model, G
-        self.sigma = sigma  # per group: array (c,) of noise std used as weights
+        self.sigma = sigma  # per sensor group: noise std per signal, the residuals' weights
+        self.jitter = 0.0  # s: std of the sample instants, weighting the readings by their rate
+        self.weight_rates = None  # per group: the rates (R, c) the jitter weights use (fixed within a stage)
+        self.N0 = None
 
-    def ages(self, theta):
-        return [theta[self.G.names.index(f"age {i}")] for i in range(len(self.m.groups))]
+    def weights(self, gi: int, shape) -> np.ndarray:
+        """Std of the readings of group ``gi``: ``sqrt(sigma^2 + jitter^2 rate^2)``, broadcast to ``shape``."""
+        sig = np.broadcast_to(self.sigma[gi], shape)
+        if self.jitter > 0 and self.weight_rates is not None and self.weight_rates[gi].shape == shape:
+            sig = np.sqrt(sig ** 2 + (self.jitter * self.weight_rates[gi]) ** 2)
+        return sig
 
-    def evaluate(self, theta, N, jacobian: bool = True):
-        """Residuals (n,), their window index (n,), Jg (n, P), Jn (n, 4) (or None)."""
+    def evaluate(self, theta, N, free, jacobian: bool = True) -> dict:
+        """Weighted residuals ``r (n,)``, their windows, and (with ``jacobian``) ``Jg (n, P)``, ``Jn (n, 4)``."""
         m, G = self.m, self.G
-        sim = [i for i, k in enumerate(G.kinds) if k == "sim" and G.free[i]]
+        sim = [i for i, k in enumerate(G.kinds) if k == "sim" and free[i]] if jacobian else []
         base_values = _sim_values(theta, G)
-        values = [base_values]
-        nuisance = [N]
-        steps = []
-        if jacobian:
-            for i in sim:
-                v = dict(base_values)
-                h = _STEP[G.names[i]] * (v["servo_bandwidth"] if G.names[i] == "servo_bandwidth" else 1.0)
-                if G.names[i] == "servo_deadband" and v["servo_deadband"] < _MIN_DEADBAND_STEP:
-                    h = _MIN_DEADBAND_STEP
-                v[G.names[i]] += h
-                values.append(v)
-                nuisance.append(N)
-                steps.append(h)
-            for q in range(4):
-                Nq = N.copy()
-                Nq[:, q] += _NUIS_STEP[q]
-                values.append(base_values)
-                nuisance.append(Nq)
-        X, XD = m.simulate(values, np.stack(nuisance))
-        res, win, jg, jn, rates, preds = [], [], [], [], [], []
+        values, steps = [base_values], []
+        for i in sim:
+            v = dict(base_values)
+            name = G.names[i]
+            h = _STEP[name] * (v[name] if name == "servo_bandwidth" else 1.0)
+            if name == "servo_deadband" and v[name] < _MIN_DEADBAND_STEP:
+                h = _MIN_DEADBAND_STEP
+            v[name] += h
+            values.append(v)
+            steps.append(h)
+        X, XD = m.simulate(values, np.broadcast_to(N, (len(values),) + N.shape))
+        res, win, jg, jn, rates, preds, sigs = [], [], [], [], [], [], []
         for gi, g in enumerate(m.groups):
-            age = theta[G.names.index(f"age {gi}")]
+            age = theta[G.index(f"age {gi}")]
             value, d_age, rate = m.predict(X, XD, g, age)
-            meas = m.log.readings[g.k][:, g.cols]
+            meas = m.log.readings[np.ix_(g.k, g.cols)]
             bias = np.zeros(len(g.cols))
-            for i, nm in enumerate(G.names):
+            for i in range(len(G.names)):
                 if G.kinds[i] == "bias" and G.group[i] == gi:
                     bias[G.column[i]] = theta[i]
-            sig = self.sigma[gi]
-            pred0 = value[0] + bias
-            preds.append(pred0)
-            r = ((meas - pred0) / sig).reshape(-1)
-            res.append(r)
-            win.append(np.repeat(g.j // m.M, len(g.cols)))
+            sig = self.weights(gi, meas.shape)
+            sigs.append(sig)
+            pred = value[0] + bias
+            preds.append(pred)
             rates.append(rate[0])
-            if jacobian:
-                J = np.zeros((r.size, len(G.names)))
-                for c, i in enumerate(sim):
-                    J[:, i] = ((value[1 + c] - value[0]) / steps[c] / sig).reshape(-1)
-                J[:, G.names.index(f"age {gi}")] = (d_age[0] / sig).reshape(-1)
-                for i, nm in enumerate(G.names):
-                    if G.kinds[i] == "bias" and G.group[i] == gi:
-                        col = np.zeros(len(g.cols))
-                        col[G.column[i]] = 1.0
-                        J[:, i] = (np.broadcast_to(col / sig, meas.shape)).reshape(-1)
-                J[:, ~G.free] = 0.0
-                jg.append(J)
-                off = 1 + len(sim)
-                jn.append(np.stack([((value[off + q] - value[0]) / _NUIS_STEP[q] / sig).reshape(-1)
-                                    for q in range(4)], axis=1))
-        r = np.concatenate(res)
-        out = {"r": r, "window": np.concatenate(win), "rates": rates, "pred": preds}
+            r = ((meas - pred) / sig).reshape(-1)
+            res.append(r)
+            window = g.j // m.M
+            win.append(np.repeat(window, len(g.cols)))
+            if not jacobian:
+                continue
+            J = np.zeros((r.size, len(G.names)))
+            for c, i in enumerate(sim):
+                J[:, i] = ((value[1 + c] - value[0]) / steps[c] / sig).reshape(-1)
+            if free[G.index(f"age {gi}")]:
+                J[:, G.index(f"age {gi}")] = (d_age[0] / sig).reshape(-1)
+            for i in range(len(G.names)):
+                if G.kinds[i] == "bias" and G.group[i] == gi and free[i]:
+                    col = np.zeros(len(g.cols))
+                    col[G.column[i]] = 1.0
+                    J[:, i] = (col / sig).reshape(-1)
+            jg.append(J)
+            # the window's contact point and velocity move a contact reading by 1 and by its time in the window
+            Jn = np.zeros((g.k.size, len(g.cols), 4))
+            if not g.encoder:
+                tau = (g.j - window * m.M + g.L - age / m.dt) * m.dt
+                for a in range(2):
+                    Jn[:, a, a] = 1.0 / sig[:, a]
+                    Jn[:, a, 2 + a] = tau / sig[:, a]
+            jn.append(Jn.reshape(-1, 4))
+        out = {"r": np.concatenate(res), "window": np.concatenate(win), "rates": rates, "pred": preds, "sig": sigs}
         if jacobian:
             out["Jg"] = np.concatenate(jg)
             out["Jn"] = np.concatenate(jn)
         return out
 
-    def prior_terms(self, theta):
-        G = self.G
-        rp = np.where(G.free, (theta - G.prior_mean) / G.prior_std, 0.0)
-        return rp
+    def _nuisance_prior(self):
+        return np.array([1 / 0.1 ** 2, 1 / 0.1 ** 2, 1.0, 1.0])  # 10 cm, 1 m/s: only for a window without readings
 
-    def normal_equations(self, ev, theta, N, lam):
-        """Schur complement of the nuisance block: S (P, P), rhs (P,), and per-window factors."""
+    def normal_equations(self, ev, theta, N, lam, free):
+        """Schur complement ``S`` of the nuisance block, the right side, and the per-window factors."""
         G, W = self.G, self.m.W
         Jg, Jn, r, win = ev["Jg"], ev["Jn"], ev["r"], ev["window"]
         P = len(G.names)
-        A = Jg.T @ Jg + np.diag(np.where(G.free, 1.0 / G.prior_std ** 2, 1.0))
-        b = Jg.T @ r - np.where(G.free, (theta - G.prior_mean) / G.prior_std ** 2, 0.0)
+        prior = np.where(free, 1.0 / G.prior_std ** 2, 0.0)
+        A = Jg.T @ Jg + np.diag(prior)
+        b = Jg.T @ r - prior * (theta - G.prior_mean)
         C = np.zeros((W, 4, 4))
         Bw = np.zeros((W, P, 4))
         bn = np.zeros((W, 4))
         np.add.at(C, win, Jn[:, :, None] * Jn[:, None, :])
         np.add.at(Bw, win, Jg[:, :, None] * Jn[:, None, :])
         np.add.at(bn, win, Jn * r[:, None])
-        # a weak prior on the nuisance keeps a window with few readings solvable
-        prior_n = np.array([1 / 0.1 ** 2, 1 / 0.1 ** 2, 1.0, 1.0])
-        C = C + np.eye(4) * prior_n
-        bn = bn - prior_n * (N - self.N0)
-        Cd = C + lam * C * np.eye(4)
-        Ci = np.linalg.inv(Cd)
+        pn = self._nuisance_prior()
+        C = C + np.eye(4) * pn
+        bn = bn - pn * (N - self.N0)
+        Ci = np.linalg.inv(C + lam * C * np.eye(4))
         S = A - np.einsum("wpi,wij,wqj->pq", Bw, Ci, Bw)
         rhs = b - np.einsum("wpi,wij,wj->p", Bw, Ci, bn)
         return A, S, rhs, Ci, Bw, bn
 
-    def cost(self, ev, theta, N):
-        rp = self.prior_terms(theta)
-        prior_n = np.array([0.1, 0.1, 1.0, 1.0])
-        return float(ev["r"] @ ev["r"] + rp @ rp + np.sum(((N - self.N0) / prior_n) ** 2))
+    def cost(self, ev, theta, N, free) -> float:
+        rp = np.where(free, (theta - self.G.prior_mean) / self.G.prior_std, 0.0)
+        rn = (N - self.N0) * np.sqrt(self._nuisance_prior())
+        return float(ev["r"] @ ev["r"] + rp @ rp + np.sum(rn ** 2))
 
-    def run(self, theta, N, max_iterations, tol=1e-7):
-        self.N0 = N.copy()
-        G = self.G
+    def run(self, theta, N, free, max_iterations: int):
+        """Levenberg-Marquardt from ``(theta, N)`` over the ``free`` globals and every window's nuisance."""
+        if self.N0 is None:
+            self.N0 = N.copy()
         lam = 1e-3
-        ev = self.evaluate(theta, N)
-        cost = self.cost(ev, theta, N)
-        it = 0
+        ev = self.evaluate(theta, N, free)
+        cost = self.cost(ev, theta, N, free)
+        idx = np.nonzero(free)[0]
         converged = False
+        it = 0
         for it in range(1, max_iterations + 1):
-            A, S, rhs, Ci, Bw, bn = self.normal_equations(ev, theta, N, lam)
-            dA = np.diag(A).copy()
-            Sd = S + lam * np.diag(dA)
-            free = np.nonzero(G.free)[0]
+            A, S, rhs, Ci, Bw, bn = self.normal_equations(ev, theta, N, lam, free)
             dg = np.zeros(len(theta))
-            dg[free] = np.linalg.solve(Sd[np.ix_(free, free)], rhs[free])
+            if idx.size:
+                Sd = S[np.ix_(idx, idx)] + lam * np.diag(np.diag(A)[idx])
+                try:
+                    dg[idx] = np.linalg.solve(Sd, rhs[idx])
+                except np.linalg.LinAlgError:
+                    lam *= 8.0
+                    continue
             dn = np.einsum("wij,wj->wi", Ci, bn - np.einsum("wpi,p->wi", Bw, dg))
-            trial = _clip(theta + dg, G)
-            ev2 = self.evaluate(trial, N + dn)
-            cost2 = self.cost(ev2, trial, N + dn)
+            trial, trial_n = _clip(theta + dg, self.G), N + dn
+            ok = np.all(np.isfinite(trial)) and np.all(np.isfinite(trial_n))
+            ev2 = self.evaluate(trial, trial_n, free) if ok else None
+            cost2 = self.cost(ev2, trial, trial_n, free) if ok else math.inf
             if np.isfinite(cost2) and cost2 < cost:
-                done = cost - cost2 < tol * cost
-                theta, N, ev, cost = trial, N + dn, ev2, cost2
+                done = cost - cost2 < _COST_TOL
+                theta, N, ev, cost = trial, trial_n, ev2, cost2
                 lam = max(lam / 5.0, 1e-7)
                 if done:
                     converged = True
                     break
             else:
                 lam *= 8.0
-                if lam > 1e4:
-                    converged = True  # no step lowers the cost: a minimum to the precision of the differences
+                if lam > 1e4:  # no step lowers the cost: a minimum to the precision of the differences
+                    converged = True
                     break
         return theta, N, ev, cost, it, converged
 
+    def covariance(self, ev, theta, N, free, *, robust: bool = False) -> tuple[np.ndarray, float, int]:
+        """Covariance of the free globals (NaN elsewhere), the residual variance s^2 and the degrees of freedom.
+
+        ``s^2 S^-1`` (white residuals); with ``robust`` the larger of that and the
+        windows' sandwich ``S^-1 (sum_w g_w g_w^T) S^-1 W / (W - P)``, ``g_w`` a
+        window's score with its nuisance profiled out (it holds for residuals
+        that are correlated within a window or unequal in spread).
+        """
+        A, S, Ci, Bw, bn = self._profiled(ev, theta, N, free)
+        idx = np.nonzero(free)[0]
+        n = ev["r"].size
+        windows = int(np.count_nonzero(np.bincount(ev["window"], minlength=self.m.W)))
+        dof = max(n - idx.size - 4 * windows, 1)
+        s2 = float(ev["r"] @ ev["r"]) / dof
+        cov = np.full((len(theta), len(theta)), np.nan)
+        if not idx.size:
+            return cov, s2, dof
+        Si = np.linalg.pinv(S[np.ix_(idx, idx)])
+        model = s2 * Si
+        if robust and windows > idx.size + 1:
+            Jg, r, win = ev["Jg"], ev["r"], ev["window"]
+            g = np.zeros((self.m.W, len(theta)))
+            np.add.at(g, win, Jg * r[:, None])
+            g -= np.einsum("wpi,wij,wj->wp", Bw, Ci, bn)
+            g = g[:, idx]
+            meat = g.T @ g
+            for lag in range(1, _HAC_LAGS + 1):  # neighbouring windows share the loop's reaction to the noise
+                c = g[:-lag].T @ g[lag:]
+                meat += (1.0 - lag / (_HAC_LAGS + 1)) * (c + c.T)
+            meat *= windows / (windows - idx.size)
+            sandwich = Si @ meat @ Si
+            scale = np.sqrt(np.maximum(np.diag(sandwich), 0.0) / np.maximum(np.diag(model), 1e-300))
+            factor = np.maximum(scale, 1.0)
+            model = model * np.outer(factor, factor)
+        cov[np.ix_(idx, idx)] = model
+        return cov, s2, dof
+
+    def _profiled(self, ev, theta, N, free):
+        """The normal matrix, Schur complement and per-window factors without the priors' shares of the score."""
+        A, S, rhs, Ci, Bw, bn = self.normal_equations(ev, theta, N, 0.0, free)
+        Jn, r, win = ev["Jn"], ev["r"], ev["window"]
+        bn_data = np.zeros_like(bn)
+        np.add.at(bn_data, win, Jn * r[:, None])
+        return A, S, Ci, Bw, bn_data
+
+
+def _sim_values(theta: np.ndarray, G: _Globals) -> dict:
+    return {nm: float(theta[i]) for i, (nm, k) in enumerate(zip(G.names, G.kinds)) if k == "sim"}
+
 
 def _clip(theta, G: _Globals):
+    """Keep a trial step where the plant and the rig accept it (the rig's ranges of these parameters)."""
     out = theta.copy()
     for i, nm in enumerate(G.names):
-        if nm in ("rolling_resistance", "servo_deadband") or G.kinds[i] == "age":
+        if nm == "rolling_resistance":
+            out[i] = float(np.clip(out[i], 0.0, 0.09))
+        elif nm == "servo_deadband" or G.kinds[i] == "age":
             out[i] = max(out[i], 0.0)
         elif nm in ("servo_bandwidth", "servo_damping"):
-            out[i] = max(out[i], 0.05 * G.prior_mean[i])
+            out[i] = float(np.clip(out[i], 0.1 * G.prior_mean[i], 10.0 * G.prior_mean[i]))
         elif nm.startswith("plate_offset"):
             out[i] = float(np.clip(out[i], -0.19, 0.19))
     return out
@@ -791,8 +891,58 @@ def _tolerance(name: str, value: float) -> float:
     return float(max(rel * abs(value), floor))
 
 
+def _public_name(name: str) -> str:
+    if name.startswith("age "):
+        return "latency"
+    if name.startswith("bias "):
+        return "bias"
+    return name
+
+
+def _se_for_test(G: _Globals, i: int, se: float, dt: float) -> float:
+    """The standard error the excitation test compares with the tolerance (a latency's includes dt/sqrt(12))."""
+    return math.sqrt(se ** 2 + dt ** 2 / 12.0) if G.kinds[i] == "age" else se
+
+
+def _over_tolerance(fitter: _Fit, cov, theta, free, testable, dt) -> dict:
+    """``{global index: standard error}`` of the free testable parameters whose standard error exceeds the tolerance."""
+    G = fitter.G
+    out = {}
+    for i in np.nonzero(free & testable)[0]:
+        se = _se_for_test(G, i, math.sqrt(max(cov[i, i], 0.0)), dt)
+        if not se <= _tolerance(_public_name(G.names[i]), theta[i] if G.kinds[i] != "age" else 0.0):
+            out[int(i)] = se
+    return out
+
+
+def _first_to_hold(G: _Globals, over: dict) -> int:
+    """Of the parameters over their tolerance, the one to hold first (:data:`HOLD_ORDER`)."""
+    def rank(i):
+        name = _public_name(G.names[i])
+        return HOLD_ORDER.index("plate_offset" if name.startswith("plate_offset") else name), i
+
+    return min(over, key=rank)
+
+
+def _excitation(fitter: _Fit, ev, theta, N, free, testable, dt) -> tuple[np.ndarray, dict]:
+    """Hold, one at a time in :data:`HOLD_ORDER`, the parameters whose standard error exceeds the tolerance.
+
+    Returns the free mask that remains and the standard error each held parameter had when it was held.
+    """
+    free = free.copy()
+    held = {}
+    while True:
+        cov, _, _ = fitter.covariance(ev, theta, N, free)
+        over = _over_tolerance(fitter, cov, theta, free, testable, dt)
+        if not over:
+            return free, held
+        i = _first_to_hold(fitter.G, over)
+        held[i] = over[i]
+        free[i] = False
+
+
 def _regress_noise(resid_phys: list, rates: list, scale: float):
-    """Weighted least squares of r^2 = s_i^2 + sj^2 v^2; returns (s^2 per signal, sj^2, covariance)."""
+    """Weighted least squares of ``r^2 = s_i^2 + s_j^2 v^2``: noise variance per signal, the jitter's, covariance."""
     blocks = [(r[:, a], v[:, a]) for r, v in zip(resid_phys, rates) for a in range(r.shape[1])]
     n_sig = len(blocks)
     y = np.concatenate([b[0] ** 2 * scale for b in blocks])
@@ -806,18 +956,26 @@ def _regress_noise(resid_phys: list, rates: list, scale: float):
     beta = np.zeros(n_sig + 1)
     for _ in range(3):  # Var(r^2) = 2 E[r^2]^2: reweight by the fitted variance
         Xw = X * w[:, None]
-        H = Xw.T @ X
-        beta = np.linalg.solve(H, Xw.T @ y)
+        beta = np.linalg.lstsq(Xw.T @ X, Xw.T @ y, rcond=None)[0]
         beta[n_sig] = max(beta[n_sig], 0.0)
         fitted = np.maximum(X @ beta, 1e-30)
         w = 1.0 / (2.0 * fitted ** 2)
-    cov = np.linalg.inv((X * w[:, None]).T @ X)
+    cov = np.linalg.pinv((X * w[:, None]).T @ X)
     return beta[:n_sig], beta[n_sig], cov
 
 
 def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: float = DEFAULT_WINDOW_S,
                  fit: tuple | None = None, max_iterations: int = 30, workers: int = 2) -> RigIdentification:
     """Identify a rig from its log: the truth plant fitted to the commands and readings (module docstring).
+
+    The fit runs in stages: (1) level offsets, rolling resistance, encoder
+    biases and the windows' initial states with the servo and the latencies at
+    the base rig's values; (2) the excitation test at that point: the fitted
+    parameter whose standard error (all of them free) exceeds its tolerance
+    most is held at the base value, until every remaining one is within its
+    tolerance; (3) the remaining set is fitted (a parameter that leaves its
+    tolerance there is held too and the fit repeated). Standard errors are
+    conditional on the held parameters.
 
     Parameters
     ----------
@@ -837,7 +995,7 @@ def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: 
         ``"bias"`` to fit (default: all); the others stay at the base rig's
         values. Noise, timing jitter and lost frames are always estimated.
     max_iterations : int
-        Levenberg-Marquardt iterations (>= 1).
+        Levenberg-Marquardt iterations per stage (>= 1).
     workers : int
         Threads over which the batched runs are split (the compiled loop releases the GIL).
 
@@ -862,8 +1020,9 @@ def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: 
     M = int(round(window_s / dt))
     if M < 4:
         raise ParameterError(f"window_s = {window_s:g} s must span at least 4 control steps of {dt:g} s")
-    if (log.n_steps - 1) // M < 2:
-        raise ParameterError(f"the log ({log.duration_s:.3g} s) must span at least 2 windows of {M * dt:.3g} s")
+    if (log.n_steps - 1) // M < 3:
+        raise ParameterError(f"the log ({log.duration_s:.3g} s) must span at least 3 windows of {M * dt:.3g} s "
+                             f"(the first is the plate's burn-in)")
     allowed = ("plate_offset", "servo_bandwidth", "servo_damping", "rolling_resistance", "servo_deadband",
                "latency", "bias")
     chosen = set(allowed if fit is None else fit)
@@ -873,138 +1032,174 @@ def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: 
     model = _Model(log, base, M, workers)
 
     # ------------------------------------------------------------ the global vector
-    names, kinds, group, column, mean, std, free = [], [], [], [], [], [], []
+    names, kinds, group, column, mean, std, candidate = [], [], [], [], [], [], []
     imp, servo = base.imperfections, base.servo
     base_sim = {"plate_offset_alpha": imp.plate_offset[0], "plate_offset_beta": imp.plate_offset[1],
                 "servo_bandwidth": servo.bandwidth, "servo_damping": servo.damping,
                 "rolling_resistance": imp.rolling_resistance, "servo_deadband": imp.servo_deadband,
                 "initial_spin": 0.0}
-    for nm in _SIM:
-        names.append(nm)
-        kinds.append("sim")
-        group.append(-1)
-        column.append(-1)
-        mean.append(base_sim[nm])
-        s = PRIOR_STD[nm]
-        std.append(s[1] * base_sim[nm] if isinstance(s, tuple) else s)
-        key = "plate_offset" if nm.startswith("plate_offset") else nm
-        free.append(nm == "initial_spin" or key in chosen)
-    for gi, g in enumerate(model.groups):
-        names.append(f"age {gi}")
-        kinds.append("age")
+
+    def add(name, kind, gi, c, m, s, cand):
+        names.append(name)
+        kinds.append(kind)
         group.append(gi)
-        column.append(-1)
-        mean.append(g.L * dt)
-        std.append(PRIOR_STD["latency"])
-        free.append("latency" in chosen)
+        column.append(c)
+        mean.append(m)
+        std.append(s)
+        candidate.append(cand)
+
+    for nm in _SIM:
+        s = PRIOR_STD[nm]
+        add(nm, "sim", -1, -1, base_sim[nm], s[1] * base_sim[nm] if isinstance(s, tuple) else s,
+            nm == "initial_spin" or ("plate_offset" if nm.startswith("plate_offset") else nm) in chosen)
+    for gi, g in enumerate(model.groups):
+        add(f"age {gi}", "age", gi, -1, g.L * dt, PRIOR_STD["latency"], "latency" in chosen)
         if g.encoder:
             for c in range(len(g.cols)):
-                names.append(f"bias {gi} {c}")
-                kinds.append("bias")
-                group.append(gi)
-                column.append(c)
-                mean.append(g.sensor.bias[c])
-                std.append(PRIOR_STD["bias"])
-                free.append("bias" in chosen)
-    G = _Globals(names, kinds, group, column, np.array(mean, float), np.array(std, float), np.array(free))
+                add(f"bias {gi} {c}", "bias", gi, c, g.sensor.bias[c], PRIOR_STD["bias"], "bias" in chosen)
+    G = _Globals(names, kinds, group, column, np.array(mean, float), np.array(std, float), np.array(candidate))
     theta = G.prior_mean.copy()
     sigma = [np.maximum(np.asarray(g.sensor.noise_std, float), 1e-6 if not g.encoder else 1e-5)
              for g in model.groups]
     fitter = _Fit(model, G, sigma)
-    N = model.initial_nuisance(theta[names.index("age 0")])
+    N = model.initial_nuisance(theta[G.index("age 0")])
+    testable = np.array([c and nm != "initial_spin" for c, nm in zip(candidate, names)])
+    spin = np.array([nm == "initial_spin" for nm in names])
     iterations = 0
-    converged = False
-    ev = None
-    # the sample ages decide which window a reading belongs to: refit when one moved by half a step or more
-    for _ in range(4):
-        theta, N, ev, cost, its, converged = fitter.run(theta, N, max_iterations)
-        iterations += its
-        moved = False
-        for gi, g in enumerate(model.groups):
-            shift = int(np.round(theta[names.index(f"age {gi}")] / dt)) - g.L
-            if shift != 0:
-                g.L += shift
-                moved = True
-        if not moved:
+    converged = True
+
+    def stage(theta, N, free):
+        nonlocal iterations, converged
+        for _ in range(4):  # a sample age decides which window a reading belongs to: remap when it moved
+            theta, N, ev, cost, its, conv = fitter.run(theta, N, free, max_iterations)
+            iterations += its
+            converged = converged and conv
+            moved = False
+            for gi, g in enumerate(model.groups):
+                i = G.index(f"age {gi}")
+                shift = int(np.round(theta[i] / dt)) - g.L
+                if free[i] and shift != 0:
+                    g.L += shift
+                    moved = True
+            if not moved:
+                return theta, N, ev, cost
+            model.map_rows()
+        return theta, N, ev, cost
+
+    # (1) the well-conditioned part, the servo and the latencies at the base rig's values
+    first = testable & np.array([k == "bias" or nm.startswith("plate_offset") or nm == "rolling_resistance"
+                                 for k, nm in zip(kinds, names)]) | spin
+    theta, N, ev, cost = stage(theta, N, first)
+    if len(model.groups) > 1:  # the signals' weights relative to each other: their residuals' spread
+        fitter.sigma = _residual_sigma(fitter, ev, model)
+    # (2) the excitation test at that point, every candidate free
+    ev = fitter.evaluate(theta, N, testable | spin)
+    free, held = _excitation(fitter, ev, theta, N, testable | spin, testable, dt)
+    # (3) the excited set (a parameter that leaves its tolerance there is held too, and the set refitted)
+    for _ in range(len(names)):
+        theta, N, ev, cost = stage(theta, N, free)
+        cov, s2, dof = fitter.covariance(ev, theta, N, free)
+        over = _over_tolerance(fitter, cov, theta, free, testable, dt)
+        if not over:
             break
-        model.map_rows()
-        # the re-weighted noise of the next pass
-        ev = None
-    # second pass with the noise re-estimated from the residuals (weights of the signals relative to each other)
-    ev = fitter.evaluate(theta, N)
-    resid_phys = [(ev["r"][_slice(model, gi)].reshape(-1, len(g.cols))) * sigma[gi]
-                  for gi, g in enumerate(model.groups)]
-    n_params = int(np.sum(G.free)) + 4 * model.W
-    n_res = ev["r"].size
-    scale = n_res / max(n_res - n_params, 1)
-    if len(model.groups) > 1:
-        fitter.sigma = [np.maximum(np.sqrt(np.mean(r ** 2, axis=0) * scale), 1e-9) for r in resid_phys]
-        theta, N, ev, cost, its, conv2 = fitter.run(theta, N, max_iterations)
-        iterations += its
-        converged = converged and conv2
-        resid_phys = [(ev["r"][_slice(model, gi)].reshape(-1, len(g.cols))) * fitter.sigma[gi]
-                      for gi, g in enumerate(model.groups)]
-    # covariance of the globals (Schur complement at lambda = 0)
-    A, S, rhs, Ci, Bw, bn = fitter.normal_equations(ev, theta, N, 0.0)
-    r = ev["r"]
-    s2 = float(r @ r) / max(n_res - n_params, 1)
-    idx = np.nonzero(G.free)[0]
-    cov = np.full((len(names), len(names)), np.nan)
-    cov_free = s2 * np.linalg.inv(S[np.ix_(idx, idx)])
-    cov[np.ix_(idx, idx)] = cov_free
-    se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    # noise and timing jitter from the residuals
-    s_n2, s_j2, cov_n = _regress_noise(resid_phys, [ev["rates"][gi] for gi in range(len(model.groups))], scale)
+        worst = _first_to_hold(G, over)
+        held[worst] = over[worst]
+        free[worst] = False
+        theta[worst] = G.prior_mean[worst]
+        if kinds[worst] == "age":
+            model.groups[group[worst]].L = int(round(G.prior_mean[worst] / dt))
+            model.map_rows()
+    # (4) generalized least squares: each reading weighted by its noise and the timing jitter's share of it
+    cov, s2, dof = fitter.covariance(ev, theta, N, free)
+    s_n2, s_j2, cov_n = _regress_noise(_physical_residuals(ev, model), ev["rates"], ev["r"].size / dof)
+    col = 0
+    sigma_new = []
+    for g in model.groups:
+        sigma_new.append(np.sqrt(np.maximum(s_n2[col:col + len(g.cols)], 1e-18)))
+        col += len(g.cols)
+    fitter.sigma, fitter.jitter, fitter.weight_rates = sigma_new, math.sqrt(s_j2), ev["rates"]
+    theta, N, ev, cost = stage(theta, N, free)
+    if fitter.weight_rates is not ev["rates"] and any(a.shape != b.shape for a, b in
+                                                      zip(fitter.weight_rates, ev["rates"])):
+        fitter.weight_rates = ev["rates"]  # a sample age moved the readings' windows: weights of the new rows
+        theta, N, ev, cost = stage(theta, N, free)
+    cov, s2, dof = fitter.covariance(ev, theta, N, free, robust=True)
+    se = np.sqrt(np.clip(np.diag(np.nan_to_num(cov, nan=0.0)), 0.0, None))
+    s_n2, s_j2, cov_n = _regress_noise(_physical_residuals(ev, model), ev["rates"], ev["r"].size / dof)
 
     # ------------------------------------------------------------ the parameters
     params = []
 
-    def add(name, key, unit, value, err, base_value, fitted=True):
+    def param(name, key, unit, value, err, base_value, fitted=True, excited=None):
         tol = _tolerance(name, value if np.isfinite(value) else base_value)
-        excited = bool(fitted and np.isfinite(err) and err <= tol)
-        params.append(IdentifiedParameter(name, key, unit, float(value), float(err), float(base_value), excited, tol,
-                                          fitted))
+        if excited is None:
+            excited = bool(fitted and np.isfinite(err) and err <= tol)
+        params.append(IdentifiedParameter(name, key, unit, float(value), float(err), float(base_value),
+                                          bool(excited), tol, fitted))
+
+    def state(i):
+        """(fitted, excited, standard error) of global i."""
+        if not candidate[i]:
+            return False, False, math.inf
+        if i in held:
+            return True, False, held[i]
+        return True, True, se[i]
 
     for nm in _SIM[:-1]:
-        i = names.index(nm)
-        unit = PARAMETERS[nm][0]
-        add(nm, nm, unit, theta[i], se[i] if G.free[i] else math.inf, base_sim[nm], bool(G.free[i]))
+        i = G.index(nm)
+        fitted, excited, err = state(i)
+        param(nm, nm, PARAMETERS[nm][0], theta[i], err, base_sim[nm], fitted, excited)
     for gi, g in enumerate(model.groups):
-        i = names.index(f"age {gi}")
+        i = G.index(f"age {gi}")
+        fitted, excited, err = state(i)
         age = theta[i]
         latency = max(0.0, age - 0.5 * dt) if age > 0.25 * dt else 0.0
-        err = math.sqrt(se[i] ** 2 + dt ** 2 / 12.0) if G.free[i] and latency > 0 else (
-            se[i] if G.free[i] else math.inf)
-        add("latency", f"latency {g.sensor.name}", "s", latency, err, g.sensor.latency_s, bool(G.free[i]))
+        if excited:
+            err = _se_for_test(G, i, se[i], dt) if latency > 0 else se[i]
+            value = latency
+        else:
+            value = g.sensor.latency_s
+        param("latency", f"latency {g.sensor.name}", "s", value, err, g.sensor.latency_s, fitted, excited)
         for c in range(len(g.cols)) if g.encoder else ():
-            i = names.index(f"bias {gi} {c}")
-            add("bias", f"bias {g.sensor.signals[c]}", "rad", theta[i], se[i] if G.free[i] else math.inf,
-                g.sensor.bias[c], bool(G.free[i]))
+            i = G.index(f"bias {gi} {c}")
+            fitted, excited, err = state(i)
+            param("bias", f"bias {g.sensor.signals[c]}", "rad", theta[i], err, g.sensor.bias[c], fitted, excited)
     col = 0
     for gi, g in enumerate(model.groups):
         for c in range(len(g.cols)):
             var, var_se = s_n2[col], math.sqrt(max(cov_n[col, col], 0.0))
             sd = math.sqrt(max(var, 0.0))
-            add("noise", f"noise {g.sensor.signals[c]}", "m" if not g.encoder else "rad", sd,
-                var_se / (2 * sd) if sd > 0 else math.inf, g.sensor.noise_std[c])
+            param("noise", f"noise {g.sensor.signals[c]}", "m" if not g.encoder else "rad", sd,
+                  var_se / (2 * sd) if sd > 0 else math.inf, g.sensor.noise_std[c])
             col += 1
     jit_se = math.sqrt(max(cov_n[-1, -1], 0.0))
     jit = math.sqrt(s_j2)
-    add("timing_jitter", "timing_jitter", "s", jit, jit_se / (2 * jit) if jit > 0 else math.sqrt(jit_se),
-        base.imperfections.timing_jitter_s)
+    # near zero the std's error is that of its square's root
+    param("timing_jitter", "timing_jitter", "s", jit, jit_se / (2 * jit) if jit > math.sqrt(jit_se) else
+          math.sqrt(jit_se), base.imperfections.timing_jitter_s)
     drop, drop_se = _frame_drop(model)
-    add("frame_drop", "frame_drop", "", drop, drop_se, base.imperfections.frame_drop)
+    param("frame_drop", "frame_drop", "", drop, drop_se, base.imperfections.frame_drop)
     params = tuple(params)
     rig = _identified_rig(base, params, model)
-    # traces for the report
     R_t, meas, pred = _traces(model, ev)
-    free_names = [_label(names[i], model) for i in idx]
-    sd = np.sqrt(np.diag(cov_free))
+    idx = np.nonzero(free)[0]
+    cov_free = cov[np.ix_(idx, idx)]
+    sd = np.sqrt(np.clip(np.diag(cov_free), 1e-300, None))
     corr = cov_free / np.outer(sd, sd)
-    spin_i = names.index("initial_spin")
+    spin_i = G.index("initial_spin")
     return RigIdentification(params, rig, base, log, R_t, meas, pred, M * dt, model.W, iterations, converged,
-                             float(cost), corr, tuple(free_names), (float(theta[spin_i]), float(se[spin_i])),
-                             _time.perf_counter() - start)
+                             float(cost), corr, tuple(_label(names[i], model) for i in idx),
+                             (float(theta[spin_i]), float(se[spin_i])), _time.perf_counter() - start)
+
+
+def _residual_sigma(fitter: _Fit, ev, model: _Model) -> list:
+    """Each signal's residual RMS (its noise, the weight of its readings), per sensor group."""
+    return [np.maximum(np.sqrt(np.mean(r ** 2, axis=0)), 1e-9) for r in _physical_residuals(ev, model)]
+
+
+def _physical_residuals(ev, model: _Model) -> list:
+    """The residuals in m or rad, per sensor group, shape (R, c)."""
+    return [ev["r"][_slice(model, gi)].reshape(-1, len(g.cols)) * ev["sig"][gi] for gi, g in enumerate(model.groups)]
 
 
 def _label(name: str, model: _Model) -> str:
@@ -1068,3 +1263,269 @@ def _identified_rig(base: RigProfile, params, model: _Model) -> RigProfile:
     return replace(base, name=f"{base.name} (identified)",
                    description=f"identified from {model.log.source} on base {base.name!r}", servo=servo,
                    imperfections=imp, sensors=tuple(sensors))
+
+
+# ======================================================================= files
+def _toml_value(v) -> str:
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    return repr(float(v))
+
+
+def rig_to_toml(rig: RigProfile, *, comments=()) -> str:
+    """A rig as TOML text that :meth:`ballctl.RigProfile.from_toml` (and ``ballctl track --rig``) reads back.
+
+    Every key of the file layout is written (degrees only in keys ending
+    ``_deg``), so the file does not depend on a preset: reading it gives
+    the same rig (limits or servo limits that are None are left out and
+    then take the ``base`` preset's value; a ball with its own inertia
+    cannot be written).
+
+    Parameters
+    ----------
+    rig : RigProfile
+        The rig to write.
+    comments : sequence of str
+        Lines written as ``#`` comments at the top.
+
+    Returns
+    -------
+    str
+    """
+    from .rig import PRESETS
+
+    if rig.ball.inertia is not None:
+        raise ParameterError("rig_to_toml: a rig file gives the ball's mass and radius (a solid ball); this rig's "
+                             "ball has its own inertia")
+    deg = 180.0 / np.pi
+    base = rig.name.split(" ")[0] if rig.name.split(" ")[0] in PRESETS else "tabletop"
+    lines = [f"# {c}" for c in comments]
+    lines += [f"name = {_toml_value(rig.name)}", f"description = {_toml_value(rig.description)}",
+              f"base = {_toml_value(base)}", f"dt_s = {rig.dt!r}", f"pivot_depth_m = {float(rig.pivot_depth)!r}",
+              f"friction_coefficient = {float(rig.friction_coefficient)!r}", "",
+              "[ball]", f"mass_kg = {float(rig.ball.mass)!r}", f"radius_m = {float(rig.ball.radius)!r}", "",
+              "[servo]", f"bandwidth_rad_s = {float(rig.servo.bandwidth)!r}", f"damping = {float(rig.servo.damping)!r}",
+              f"plate_inertia_kg_m2 = {_toml_value(rig.servo.plate_inertia)}"]
+    if rig.servo.max_torque is not None:
+        lines.append(f"max_torque_N_m = {float(rig.servo.max_torque)!r}")
+    if rig.servo.max_rate is not None:
+        lines.append(f"max_rate_deg_s = {float(rig.servo.max_rate) * deg!r}")
+    lim = rig.limits
+    lines += ["", "[limits]"]
+    for key, v in (("max_tilt_deg", lim.max_angle), ("max_rate_deg_s", lim.max_rate), ("quantum_deg", lim.quantum)):
+        if v is not None:
+            lines.append(f"{key} = {float(v) * deg!r}")
+    lines.append(f"delay_s = {float(lim.delay)!r}")
+    for s in rig.sensors:
+        lines += ["", "[[sensor]]", f"name = {_toml_value(s.name)}", f"signals = {_toml_value(list(s.signals))}",
+                  f"rate_hz = {1.0 / s.period_s!r}", f"latency_s = {float(s.latency_s)!r}",
+                  f"noise_std = {_toml_value(s.noise_std)}", f"bias = {_toml_value(s.bias)}"]
+    imp = rig.imperfections
+    lines += ["", "[imperfections]", f"plate_offset_deg = {_toml_value([v * deg for v in imp.plate_offset])}",
+              f"rolling_resistance = {imp.rolling_resistance!r}", f"frame_drop = {imp.frame_drop!r}",
+              f"servo_deadband_deg = {imp.servo_deadband * deg!r}", f"timing_jitter_s = {imp.timing_jitter_s!r}"]
+    u = rig.uncertainty
+    lines += ["", "[uncertainty]", f"mass_rel = {u.mass_rel!r}", f"radius_rel = {u.radius_rel!r}",
+              f"servo_bandwidth_rel = {u.servo_bandwidth_rel!r}", f"latency_s = {u.latency_s!r}",
+              f"plate_offset_deg = {u.plate_offset * deg!r}", f"noise_rel = {u.noise_rel!r}",
+              f"initial_offset_m = {u.initial_offset_m!r}"]
+    if u.rolling_resistance is not None:
+        lines.append(f"rolling_resistance = {_toml_value(u.rolling_resistance)}")
+    if u.frame_drop is not None:
+        lines.append(f"frame_drop = {u.frame_drop!r}")
+    return "\n".join(lines) + "\n"
+
+
+def plot_identification(result: RigIdentification, *, max_seconds: float | None = 20.0):
+    """Measured against predicted readings and the residuals (matplotlib ``Figure``).
+
+    One row per sensor: the readings (dots) and the fitted model's
+    multiple-shooting prediction (lines, re-initialized every window), and
+    the residuals under them.
+
+    Parameters
+    ----------
+    result : RigIdentification
+    max_seconds : float or None
+        Show the first ``max_seconds`` of the log only (None: all of it).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.figure import Figure
+
+    names = result.log.signal_names
+    pairs = [(0, 1)] + ([(2, 3)] if len(names) == 4 else [])
+    fig = Figure(figsize=(10, 3.2 * 2 * len(pairs)), layout="constrained")
+    axes = fig.subplots(2 * len(pairs), 1, sharex=True, squeeze=False)[:, 0]
+    t = result.t
+    show = np.ones(t.size, dtype=bool) if max_seconds is None else t <= t[0] + max_seconds
+    for p, (a, b) in enumerate(pairs):
+        scale, unit = (1e3, "mm") if p == 0 else (180 / np.pi, "deg")
+        ax, axr = axes[2 * p], axes[2 * p + 1]
+        for c, color in ((a, "tab:blue"), (b, "tab:orange")):
+            ax.plot(t[show], scale * result.measured[show, c], ".", ms=2.5, color=color, alpha=0.5,
+                    label=f"{names[c]} measured")
+            ax.plot(t[show], scale * result.predicted[show, c], "-", lw=1.0, color=color,
+                    label=f"{names[c]} predicted")
+            axr.plot(t[show], scale * result.residuals[show, c], ".", ms=2.5, color=color, label=names[c])
+        ax.set_ylabel(f"reading [{unit}]")
+        ax.legend(loc="upper right", fontsize=8, ncol=2)
+        axr.axhline(0.0, color="k", lw=0.5)
+        axr.set_ylabel(f"residual [{unit}]")
+        axr.legend(loc="upper right", fontsize=8)
+    axes[-1].set_xlabel("time at which the reading arrived [s]")
+    axes[0].set_title(f"identification of {result.log.source!r} on base {result.base.name!r}: measured vs predicted "
+                      f"(windows of {result.window_s:g} s)")
+    return fig
+
+
+def write_identification(result: RigIdentification, toml_path, report_dir=None) -> list:
+    """Write the identified rig TOML and the report (``summary.md``, ``summary.json``, ``identification.png``).
+
+    Parameters
+    ----------
+    result : RigIdentification
+    toml_path : str or path-like
+        The rig file (its folder is created).
+    report_dir : str or path-like, optional
+        Folder of the report (default: the rig file's folder).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+    """
+    import json
+    from pathlib import Path
+
+    from ._io import atomic_write_text
+    from ._validation import check_output_dir, check_output_path
+    from .plotting import save_figure
+
+    toml_path = check_output_path(toml_path, "toml_path", create_parents=True)
+    if toml_path.suffix != ".toml":
+        raise ParameterError(f"toml_path must end in .toml, got {str(toml_path)!r}")
+    report = check_output_dir(report_dir if report_dir is not None else toml_path.parent or Path("."), "report_dir")
+    toml_path.parent.mkdir(parents=True, exist_ok=True)
+    report.mkdir(parents=True, exist_ok=True)
+    not_excited = ", ".join(result.not_excited) or "none"
+    comments = (f"identified by ballctl identify from {result.log.source} on base {result.base.name!r}",
+                f"not excited by the log (base values kept): {not_excited}")
+    atomic_write_text(toml_path, rig_to_toml(result.rig, comments=comments))
+    text = result.report() + f"\nFiles: {toml_path.name} (the identified rig for `ballctl track --rig`), " \
+                             "summary.json, identification.png.\n"
+    atomic_write_text(report / "summary.md", text)
+    atomic_write_text(report / "summary.json", json.dumps(_strict(result.as_dict()), indent=2, allow_nan=False))
+    figure = save_figure(plot_identification(result), report / "identification.png")
+    return [toml_path, report / "summary.md", report / "summary.json", figure]
+
+
+def _strict(value):
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    return value
+
+
+# ======================================================================= excitation
+def excitation_log(base: RigProfile | str = "tabletop", *, duration_s: float = 60.0, amplitude_deg: float = 1.0,
+                   radius_m: float = 0.3, omega: float = 1.0, seed: int = 0) -> RigLog:
+    r"""A closed-loop run with a dither for identification, as a rig log (commands, dither and expected readings).
+
+    The base rig's exact design (plain LQG) tracks a circle while a
+    multisine dither is added to its feedforward: on each axis 12 sines with
+    frequencies log-spaced over 0.3-4 Hz (below a quarter of the control
+    rate), random phases (``seed``), different on the two axes, scaled to an
+    RMS of ``amplitude_deg``. The dither moves the plate (and the ball, whose
+    response falls as :math:`1/\omega^2`) over the band where the servo's lag,
+    the sample age, the level offsets and the rolling resistance leave
+    different marks; the closed loop keeps the ball on the plate.
+
+    Parameters
+    ----------
+    base : RigProfile or str
+        The rig to excite (its nominal truth runs the simulation, with its imperfections).
+    duration_s : float
+        Length in s (>= 1; 60 by default).
+    amplitude_deg : float
+        RMS of the dither per axis in deg (0 < . <= 3; 1 by default: on the tabletop rig 2 deg drive the
+        ball off the circle).
+    radius_m : float
+        Circle radius in m.
+    omega : float
+        Angular rate on the circle in rad/s.
+    seed : int
+        Seed of the dither's phases and of the simulated sensor noise.
+
+    Returns
+    -------
+    RigLog
+        With :attr:`~ballctl.rig_log.RigLog.dither`; its commands are the
+        sequence to play (the dither columns are the part to add to a
+        firmware's own control output), its readings what the base rig would
+        log.
+    """
+    from .closed_loop import simulate_closed_loop
+    from .references.moving_plate import exact_circular_motion
+    from .tracking import design_for_rig
+
+    if isinstance(base, str):
+        base = rig_preset(base)
+    if not isinstance(base, RigProfile):
+        raise ParameterError(f"base must be a RigProfile or a preset name, got {type(base).__name__}")
+    duration_s = check_positive(duration_s, "duration_s", "s")
+    if duration_s < 1.0:
+        raise ParameterError(f"duration_s must be >= 1 s, got {duration_s!r}")
+    amplitude_deg = check_positive(amplitude_deg, "amplitude_deg", "deg")
+    if amplitude_deg > 3.0:
+        raise ParameterError(f"amplitude_deg must be <= 3 deg (the dither rides on the tracking), got "
+                             f"{amplitude_deg!r}")
+    radius_m = check_positive(radius_m, "radius_m", "m")
+    seed = check_integer(seed, "seed", minimum=0)
+    dt = base.dt
+    steps = int(round(duration_s / dt))
+    horizon = steps * dt
+    ref = exact_circular_motion(base.design_plant(), radius_m, omega, 40.0, duration=horizon + 2 * dt)
+    # the plain LQG: the offset-free design's disturbance states would take the dither for a level error
+    ctrl = design_for_rig(base, ref, "exact", horizon=horizon, offset_free=False)
+    rng = np.random.default_rng(seed)
+    t = ctrl.samples.t
+    f_max = min(4.0, 0.25 / dt)
+    freqs = np.geomspace(0.3, f_max, 12)
+    dither = np.zeros((t.size, 2))
+    for axis in range(2):
+        phases = rng.uniform(0.0, 2 * np.pi, freqs.size)
+        f = freqs * (1.0 + 0.03 * axis)  # the axes' lines interleave: their responses stay apart
+        dither[:, axis] = np.sum(np.sin(2 * np.pi * f[None] * (t - t[0])[:, None] + phases[None]), axis=1)
+    ramp = np.clip((t - t[0]) / 1.0, 0.0, 1.0)  # fade in over 1 s: the loop settles first
+    dither *= ramp[:, None] * np.deg2rad(amplitude_deg) / np.sqrt(np.mean(dither ** 2, axis=0))
+    excited = replace(ctrl, samples=replace(ctrl.samples, u=ctrl.samples.u + dither))
+    s = ref(0.0)
+    x0, xd0 = s.x[0].copy(), s.xd[0].copy()
+    run = simulate_closed_loop(excited, base.truth_initial_state(x0), xd0, truth=base.truth_plant(),
+                               imperfections=base.imperfections, limits=base.limits, integrator="rk4",
+                               substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))), seed=seed,
+                               divergence_error=max(0.2, 2 * radius_m))
+    if run.diverged_at is not None:
+        raise ParameterError(f"the excitation of {amplitude_deg:g} deg drives the ball off the circle at "
+                             f"t = {run.diverged_at:.3g} s on rig {base.name!r}; lower amplitude_deg")
+    log = RigLog.from_closed_loop(run, base, ctrl, source=f"excitation for rig {base.name!r}")
+    K = log.n_steps
+    return replace(log, dither=dither[:K], comments=log.comments + (
+        f"excitation: circle {radius_m:g} m at {omega:g} rad/s, multisine dither {amplitude_deg:g} deg RMS per axis "
+        f"over {freqs[0]:.2g}-{freqs[-1]:.2g} Hz, seed {seed}",
+        "play alpha_cmd_rad/beta_cmd_rad, or add alpha_dither_rad/beta_dither_rad to your controller's output; "
+        "readings: what the base rig would log"))

@@ -31,7 +31,7 @@ LAYERS = {
     # 4: design and runs: the tracking controller, the closed loop, gain files, figures
     "ballctl.tracking": 4, "ballctl.closed_loop": 4, "ballctl.schedule": 4, "ballctl.plotting": 4,
     "ballctl.animation": 4, "ballctl.monte_carlo": 4, "ballctl.verification": 4, "ballctl.runtime": 4,
-    "ballctl.sil": 4,
+    "ballctl.sil": 4, "ballctl.rig_log": 4, "ballctl.identification": 4,
     # 5: studies above the core
     "ballctl.studies": 5, "ballctl.planning": 5,
     # 6: the command line and the package namespace

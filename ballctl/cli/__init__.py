@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from threadpoolctl import threadpool_limits
 
 from .._errors import BallctlError, BallctlWarning, ConfigError
-from . import montecarlo, partitions, plan, reference, simulate_ball, track
+from . import identify, montecarlo, partitions, plan, reference, simulate_ball, track
 from ._common import load_config
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: The subcommands, in the order ``ballctl --help`` lists them.
-COMMANDS = (reference, partitions, simulate_ball, track, plan, montecarlo)
+COMMANDS = (reference, partitions, simulate_ball, track, plan, montecarlo, identify)
 
 
 class _UsageError(Exception):

@@ -1,0 +1,144 @@
+"""``ballctl identify``: calibrate a rig from its own log, or write an excitation to log.
+
+Two forms:
+
+* ``ballctl identify LOG.csv --out rig.toml [--rig BASE]`` fits the rig's
+  truth plant to the log (:func:`ballctl.identification.identify_rig`: level
+  offsets, latency, servo bandwidth, damping and dead band, sensor noise,
+  timing jitter, lost frames, rolling resistance, each with its standard
+  error) and writes the identified rig as a TOML file that ``ballctl track
+  --rig`` accepts (the base rig's values where the log does not excite a
+  parameter) and the report next to it (``--report``): ``summary.md``,
+  ``summary.json`` and ``identification.png`` (measured vs predicted
+  readings and residuals).
+* ``ballctl identify --excitation FILE.csv [--rig BASE]`` writes a command
+  sequence for identification (:func:`ballctl.identification.excitation_log`:
+  a closed-loop circle with a multisine dither, as a rig log with the dither
+  columns and the readings the base rig would give).
+
+The log format is documented in ``docs/identification.md`` (module
+:mod:`ballctl.rig_log`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .._errors import ParameterError
+from ._common import integer, number
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
+NAME = "identify"
+HELP = "calibrate a rig from its log (level offsets, latency, servo, noise, rolling resistance) -> rig TOML"
+
+FIT_CHOICES = ("plate_offset", "servo_bandwidth", "servo_damping", "rolling_resistance", "servo_deadband", "latency",
+               "bias")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this subcommand's flags.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    """
+    p.add_argument("log", nargs="?", default=None, metavar="LOG.csv",
+                   help="the rig log to identify from (columns t_s, alpha_cmd_rad, beta_cmd_rad, contact_x_m, "
+                        "contact_y_m[, alpha_rad, beta_rad])")
+    p.add_argument("--rig", default="tabletop",
+                   help="base rig: a preset (tabletop, lab, ideal) or a TOML file; what the log cannot tell comes "
+                        "from it (default tabletop)")
+    g = p.add_argument_group("identification")
+    g.add_argument("--out", default="ballctl_identify/rig.toml",
+                   help="the identified rig's TOML file (default ballctl_identify/rig.toml)")
+    g.add_argument("--report", default=None, metavar="DIR",
+                   help="folder of summary.md, summary.json and identification.png (default: the --out file's)")
+    g.add_argument("--window", type=number("s", low=0, low_inclusive=False), default=0.5,
+                   help="multiple-shooting window in s (default 0.5)")
+    g.add_argument("--fit", default=None, metavar="P1,P2",
+                   help="parameters to fit, comma separated, from " + ", ".join(FIT_CHOICES) + " (default all)")
+    g.add_argument("--workers", type=integer(low=1), default=2, help="threads for the batched runs (default 2)")
+    g = p.add_argument_group("excitation")
+    g.add_argument("--excitation", default=None, metavar="FILE.csv",
+                   help="write an identification excitation (a rig log with a dither) instead of identifying")
+    g.add_argument("--duration", type=number("s", low=1), default=60.0,
+                   help="length of the excitation in s (default 60)")
+    g.add_argument("--amplitude-deg", type=number("deg", low=0, high=3, low_inclusive=False), default=1.0,
+                   help="RMS of the dither per axis in deg (default 1)")
+    g.add_argument("--radius", type=number("m", low=0, low_inclusive=False), default=0.3,
+                   help="circle radius of the excitation in m (default 0.3)")
+    g.add_argument("--omega", type=number("rad/s", nonzero=True), default=1.0,
+                   help="angular rate on the excitation's circle in rad/s (default 1)")
+    g.add_argument("--seed", type=integer(low=0), default=0, help="seed of the dither's phases and the noise")
+
+
+def _base_rig(spec: str):
+    from ..rig import PRESETS, RigProfile, rig_preset
+
+    if spec in PRESETS:
+        return rig_preset(spec)
+    if spec.endswith(".toml"):
+        return RigProfile.from_toml(spec)
+    return rig_preset(spec)  # raises with the list of presets
+
+
+def run(args: argparse.Namespace) -> int:
+    """Identify a rig from a log, or write an excitation (see the module docstring).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+
+    Returns
+    -------
+    int
+        Exit status (0).
+    """
+    from .._validation import check_input_file, check_output_path
+    from ..identification import excitation_log, identify_rig, write_identification
+    from ..rig_log import read_rig_log
+
+    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    if args.excitation is not None and args.log is not None:
+        raise ParameterError("give either LOG.csv (identify) or --excitation FILE.csv (write an excitation), not both")
+    if args.excitation is None and args.log is None:
+        raise ParameterError("give the rig log to identify from (ballctl identify LOG.csv --out rig.toml) or "
+                             "--excitation FILE.csv")
+    base = _base_rig(args.rig)
+    if args.excitation is not None:
+        path = check_output_path(args.excitation, "--excitation", create_parents=True)
+        if path.suffix != ".csv":
+            raise ParameterError(f"--excitation must name a .csv file, got {args.excitation!r}")
+        say(f"excitation on rig {base.name!r}: {args.duration:g} s, circle {args.radius:g} m at {args.omega:g} rad/s, "
+            f"dither {args.amplitude_deg:g} deg RMS")
+        log = excitation_log(base, duration_s=args.duration, amplitude_deg=args.amplitude_deg, radius_m=args.radius,
+                             omega=args.omega, seed=args.seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log.write_csv(path)
+        print(f"wrote {path} ({log.n_steps} control steps of {log.dt:g} s): play alpha_cmd_rad/beta_cmd_rad on the "
+              f"rig, or add alpha_dither_rad/beta_dither_rad to your controller's output while it tracks the "
+              f"circle, and log it; then: ballctl identify LOG.csv --rig {args.rig} --out rig.toml")
+        return 0
+    check_input_file(args.log, "LOG.csv")
+    out = check_output_path(args.out, "--out", create_parents=True)
+    if out.suffix != ".toml":
+        raise ParameterError(f"--out must name a .toml file (the identified rig), got {args.out!r}")
+    fit = None
+    if args.fit is not None:
+        fit = tuple(s.strip() for s in args.fit.split(",") if s.strip())
+        bad = [s for s in fit if s not in FIT_CHOICES]
+        if bad or not fit:
+            raise ParameterError(f"--fit: unknown parameter(s) {bad or [args.fit]}; choose from "
+                                 f"{', '.join(FIT_CHOICES)}")
+    log = read_rig_log(args.log)
+    result = identify_rig(log, base, window_s=args.window, fit=fit, workers=args.workers)
+    files = write_identification(result, out, args.report)
+    say(f"log {args.log}: {log.n_steps} steps of {log.dt:g} s, signals {', '.join(log.signal_names)}; base rig "
+        f"{base.name!r}; fit: {result.iterations} iterations, {result.wall_time_s:.3g} s; wrote "
+        + ", ".join(str(f) for f in files))
+    print(result.report())
+    return 0
