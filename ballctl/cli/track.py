@@ -264,6 +264,9 @@ def run(args: argparse.Namespace) -> int:
     if truth_rig.dt != rig.dt:
         raise ParameterError(f"--truth {args.truth!r} runs at dt = {truth_rig.dt} s but --rig {args.rig!r} at "
                              f"{rig.dt} s: the design's control period must be the rig's")
+    if truth_rig.signals != rig.signals:
+        raise ParameterError(f"--truth {args.truth!r} measures {truth_rig.signals} but --rig {args.rig!r} "
+                             f"{rig.signals}: the design's sensors must be the truth's")
     dt = rig.dt
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     say(f"[1/5] rig {rig.name!r}: {rig.description}")
@@ -289,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
                               max_input_error=float(np.deg2rad(args.max_input_error_deg)),
                               offset_free=args.offset_free)
         controllers[name] = ctrl
-        r = simulate_closed_loop(ctrl, x0_truth, xd0, **sim)
+        r = simulate_closed_loop(_on_truth_sensors(ctrl, truth_rig), x0_truth, xd0, **sim)
         runs[name] = r
         sm = r.summary()
         last = r.t >= r.t[-1] - period_window - 1e-9
@@ -325,7 +328,8 @@ def run(args: argparse.Namespace) -> int:
         if args.robust_runs > 0 and not passed:
             verification[name]["robust"] = None  # failed on the nominal truth: no longer a candidate
         elif args.robust_runs > 0:
-            rv = verify_over_uncertainty(ctrl, replace(truth_rig, limits=rig.limits), x0, xd0,
+            rv = verify_over_uncertainty(_on_truth_sensors(ctrl, truth_rig), replace(truth_rig, limits=rig.limits),
+                                         x0, xd0,
                                          n_runs=args.robust_runs, seed=args.seed,
                                          window_s=window, max_rms_error=args.max_rms_error,
                                          divergence_error=divergence)
@@ -520,6 +524,27 @@ def run(args: argparse.Namespace) -> int:
     atomic_write_text(out / "summary.md", text)
     print(text)
     return 0 if chosen is not None else 1
+
+
+def _on_truth_sensors(ctrl, truth_rig):
+    """The controller with its filter's gains, reading the truth rig's sensors (their noise and bias).
+
+    The loops draw the sensors' noise and bias from the controller's estimator; with ``--truth`` they must be
+    the truth's (the filter's gains and latency stay the design's).
+    """
+    est = ctrl.estimator
+    if est is None:
+        return ctrl
+    from dataclasses import replace
+
+    by_signal = {sig: (s, i) for s in truth_rig.sensors for i, sig in enumerate(s.signals)}
+    sensors = []
+    for s in est.sensors:
+        truth_sensor = by_signal[s.signals[0]][0]
+        idx = [by_signal[sig][1] for sig in s.signals]
+        sensors.append(replace(s, noise_std=tuple(truth_sensor.noise_std[i] for i in idx),
+                               bias=tuple(truth_sensor.bias[i] for i in idx)))
+    return replace(ctrl, estimator=replace(est, sensors=tuple(sensors)))
 
 
 def _disturbance_observability(ctrl) -> dict | None:
