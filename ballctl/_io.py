@@ -15,9 +15,11 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from ._validation import check_output_path
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_path"]
+__all__ = ["atomic_write", "atomic_write_text", "atomic_path", "strict_json"]
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -129,3 +131,28 @@ def atomic_write_text(path: str | os.PathLike, text: str, *, encoding: str = "ut
         ``path``.
     """
     return atomic_write(path, text.encode(encoding))
+
+
+def strict_json(value):
+    """``value`` made strict-JSON-ready: non-finite floats become None, numpy scalars Python ones (recursively).
+
+    Parameters
+    ----------
+    value : object
+        Dicts, lists, tuples, numbers, strings and None.
+
+    Returns
+    -------
+    object
+    """
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    return value

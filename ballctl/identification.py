@@ -1404,7 +1404,7 @@ def write_identification(result: RigIdentification, toml_path, report_dir=None) 
     import json
     from pathlib import Path
 
-    from ._io import atomic_write_text
+    from ._io import atomic_write_text, strict_json
     from ._validation import check_output_dir, check_output_path
     from .plotting import save_figure
 
@@ -1421,23 +1421,9 @@ def write_identification(result: RigIdentification, toml_path, report_dir=None) 
     text = result.report() + f"\nFiles: {toml_path.name} (the identified rig for `ballctl track --rig`), " \
                              "summary.json, identification.png.\n"
     atomic_write_text(report / "summary.md", text)
-    atomic_write_text(report / "summary.json", json.dumps(_strict(result.as_dict()), indent=2, allow_nan=False))
+    atomic_write_text(report / "summary.json", json.dumps(strict_json(result.as_dict()), indent=2, allow_nan=False))
     figure = save_figure(plot_identification(result), report / "identification.png")
     return [toml_path, report / "summary.md", report / "summary.json", figure]
-
-
-def _strict(value):
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_strict(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if np.isfinite(value) else None
-    return value
 
 
 # ======================================================================= excitation

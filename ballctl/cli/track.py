@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from .._errors import ParameterError
-from .._io import atomic_write, atomic_write_text
+from .._io import atomic_write, atomic_write_text, strict_json
 from ._common import integer, number, output_dir, output_file
 
 __all__ = ["NAME", "HELP", "PATHS", "add_arguments", "run", "verdict"]
@@ -441,7 +441,7 @@ def run(args: argparse.Namespace) -> int:
         "truth_rig": None if args.truth is None else truth_rig.as_dict(),
         "files": files,
     }
-    atomic_write_text(out / "summary.json", json.dumps(_strict(summary), indent=2, allow_nan=False))
+    atomic_write_text(out / "summary.json", json.dumps(strict_json(summary), indent=2, allow_nan=False))
     imp = truth_rig.imperfections
     lines = ["# ballctl track: summary", "",
              f"Rig **{rig.name}**: {rig.description}." + (
@@ -560,21 +560,6 @@ def _disturbance_observability(ctrl) -> dict | None:
 def _fmt(value) -> str:
     """A number for the tables ("-" for none)."""
     return "-" if value is None else f"{value:.3g}"
-
-
-def _strict(value):
-    """Replace non-finite floats by None, numpy scalars by Python ones (strict JSON)."""
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_strict(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if np.isfinite(value) else None
-    return value
 
 
 def _save_estimator(path: Path, ctrl) -> None:
