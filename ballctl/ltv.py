@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ._errors import ParameterError, SampleIndexError, ShapeError
+from ._errors import ParameterError, PartitionError, SampleIndexError, ShapeError
 
 __all__ = ["LTVSystem", "StateReduction"]
 
@@ -194,9 +194,9 @@ class LTVSystem:
     def select_states(self, names, *, coupling_tol: float = 1e-9) -> "LTVSystem":
         """The subsystem of the named states (e.g. the dynamic part ``(dx_ai, dxd_ai)``).
 
-        Raises unless the other states do not drive the selected ones
-        (``|A[:, sel, other]| <= coupling_tol * max|A|``), so the subsystem is
-        exact, as for the ball-plate with independent (contact_x, contact_y,
+        Raises a :class:`~ballctl.PartitionError` unless the other states do not
+        drive the selected ones (``|A[:, sel, other]| <= coupling_tol * max|A|``),
+        so the subsystem is exact, as for the ball-plate with independent (contact_x, contact_y,
         yaw), where A23 = 0 along the circle.
 
         Parameters
@@ -212,7 +212,7 @@ class LTVSystem:
             coupling = float(np.abs(self.A[:, idx][:, :, other]).max())
             scale = max(1.0, float(np.abs(self.A).max()))
             if coupling > coupling_tol * scale:
-                raise ParameterError(
+                raise PartitionError(
                     f"the states {[self.state_names[i] for i in other]} drive the selected ones "
                     f"(largest coupling {coupling:.3g}); the subsystem would not be exact")
         sm = None if self.state_map is None else self.state_map[:, :, idx]

@@ -116,3 +116,15 @@ def test_track_writes_the_rig_log_and_verifies_on_another_truth(tmp_path, capsys
     assert (plain / "gain_schedule.npz").read_bytes() == (out / "gain_schedule.npz").read_bytes()
     assert main(args + ["--log", str(tmp_path / "run.txt")]) == 2
     assert "--log must name a .csv file" in capsys.readouterr().err
+
+
+def test_a_design_that_does_not_apply_to_the_path_is_reported_and_the_job_goes_on(tmp_path, capsys):
+    out = tmp_path / "ellipse"
+    assert main(["track", "--path", "ellipse", "--duration", "2.0", "--robust-runs", "0", "--max-rms-error", "0.05",
+                 "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=_reject)
+    # the paper's 6-state subsystem is exact on the circle only: off it, lean and roll drive contact and yaw
+    assert "drive the selected ones" in summary["not_applicable"]["qs-paper"]
+    assert "qs-paper" not in summary["verification"] and summary["exported_design"] in ("exact", "qs-contact")
+    assert "not applicable to this path" in (out / "summary.md").read_text()
+    capsys.readouterr()

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._errors import ParameterError
+from .._errors import ParameterError, PartitionError
 from .._io import atomic_write, atomic_write_text, strict_json
 from ._common import integer, number, output_dir, output_file
 
@@ -279,18 +279,25 @@ def run(args: argparse.Namespace) -> int:
     x0, xd0 = _initial_state(qs_ref, exact_ref, args.offset)
     x0_truth = truth_rig.truth_initial_state(x0)  # the plate rests at its level error
     period_window = period if period is not None else horizon
-    # the window the verdicts use: the last period, or the last 20 % of a shorter run (as ClosedLoopSummary)
-    window = period_window if horizon >= period_window - 1e-9 else 0.2 * horizon
+    # the window the verdicts use: the last period, or the last 20 % of an open path or a shorter run (as
+    # ClosedLoopSummary)
+    window = period if period is not None and horizon >= period - 1e-9 else 0.2 * horizon
     divergence = max(0.2, 2 * args.radius)
     sim = dict(truth=truth, limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
                divergence_error=divergence, seed=args.seed, imperfections=truth_rig.imperfections)
     controllers, runs, verification, robust = {}, {}, {}, {}
+    not_applicable = {}
     for i, name in enumerate(designs):
         say(f"[3/5] design {i + 1}/{len(designs)}: {name} ({RIG_DESIGNS[name]})")
-        ctrl = design_for_rig(rig, exact_ref if name == "exact" else qs_ref, name, horizon=horizon,
-                              output_feedback=args.feedback == "output", weight_scale=args.weight_scale,
-                              max_input_error=float(np.deg2rad(args.max_input_error_deg)),
-                              offset_free=args.offset_free)
+        try:
+            ctrl = design_for_rig(rig, exact_ref if name == "exact" else qs_ref, name, horizon=horizon,
+                                  output_feedback=args.feedback == "output", weight_scale=args.weight_scale,
+                                  max_input_error=float(np.deg2rad(args.max_input_error_deg)),
+                                  offset_free=args.offset_free)
+        except PartitionError as exc:  # e.g. the paper's subsystem is exact on the circle only
+            not_applicable[name] = str(exc)
+            say(f"      not applicable to this path: {exc}")
+            continue
         controllers[name] = ctrl
         r = simulate_closed_loop(_on_truth_sensors(ctrl, truth_rig), x0_truth, xd0, **sim)
         runs[name] = r
@@ -342,6 +349,10 @@ def run(args: argparse.Namespace) -> int:
                 verification[name].update(passed=False, reason=reason)
             say(f"      over {rv.runs} drawn rigs: {100 * rv.success_rate:.1f} % converge, RMS p50 "
                 f"{_fmt(rv.rms_p50_m)} m, p95 {_fmt(rv.rms_p95_m)} m ({rv.wall_time_s:.2g} s)")
+    designs = [n for n in designs if n in controllers]
+    if not designs:
+        raise ParameterError("no design applies to this path: " + "; ".join(f"{n}: {why}"
+                                                                            for n, why in not_applicable.items()))
     passing = [n for n in designs if verification[n]["passed"]]
     forced = False
 
@@ -432,6 +443,7 @@ def run(args: argparse.Namespace) -> int:
                  "center_m": list(args.center), "period_s": period, "horizon_s": horizon,
                  "initial_offset_m": list(args.offset)},
         "verification": verification,
+        "not_applicable": not_applicable,
         "exported_design": chosen,
         "forced": forced,
         "reason": why,
@@ -467,6 +479,8 @@ def run(args: argparse.Namespace) -> int:
                      f"{_fmt(v['rms_error_m'])} | {v['peak_tilt_deg']:.3g} | {_fmt(v['estimator_rms_error_m'])} | "
                      f"{_fmt(c['peak_friction_coefficient'])} / {_fmt(c['peak_friction_coefficient_last_period'])} | "
                      f"{_fmt(c['least_normal_force_N'])} | {c['whole_run']} | {v['reason']} |")
+    for n, why in not_applicable.items():
+        lines.append(f"| {n} | - | not applicable | - | - | - | - | - | - | not applicable to this path: {why} |")
     flagged = [n for n in designs if verification[n]["contact"]["whole_run"] in ("slips", "lifts off")]
     if flagged:
         servo = rig.servo
