@@ -15,7 +15,7 @@ from .._errors import ConfigError
 from .._validation import check_output_dir, check_output_path
 
 __all__ = ["add_ball_arguments", "add_circle_arguments", "ball_plate", "circle", "load_config", "number",
-           "integer", "output_file", "output_dir"]
+           "integer", "output_file", "output_dir", "rig_from_spec"]
 
 
 def number(unit: str = "", *, low: float | None = None, high: float | None = None, low_inclusive: bool = True,
@@ -212,3 +212,24 @@ def load_config(path: str | None) -> dict:
         if any(isinstance(v, (dict, list)) for v in values):
             raise ConfigError(f"--config {path!r}: key {key!r} holds nested lists or tables")
     return table
+
+
+def rig_from_spec(spec: str):
+    """The rig of a ``--rig`` value: a preset name or a TOML file (unknown names raise with the presets).
+
+    Parameters
+    ----------
+    spec : str
+        ``tabletop``, ``lab``, ``ideal`` or a path ending in ``.toml``.
+
+    Returns
+    -------
+    RigProfile
+    """
+    from ..rig import PRESETS, RigProfile, rig_preset
+
+    if spec in PRESETS:
+        return rig_preset(spec)
+    if spec.endswith(".toml"):
+        return RigProfile.from_toml(spec)
+    return rig_preset(spec)  # raises with the list of presets

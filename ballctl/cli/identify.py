@@ -26,7 +26,7 @@ import argparse
 import sys
 
 from .._errors import ParameterError
-from ._common import integer, number
+from ._common import integer, number, rig_from_spec
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -75,16 +75,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=integer(low=0), default=0, help="seed of the dither's phases and the noise")
 
 
-def _base_rig(spec: str):
-    from ..rig import PRESETS, RigProfile, rig_preset
-
-    if spec in PRESETS:
-        return rig_preset(spec)
-    if spec.endswith(".toml"):
-        return RigProfile.from_toml(spec)
-    return rig_preset(spec)  # raises with the list of presets
-
-
 def run(args: argparse.Namespace) -> int:
     """Identify a rig from a log, or write an excitation (see the module docstring).
 
@@ -108,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if args.excitation is None and args.log is None:
         raise ParameterError("give the rig log to identify from (ballctl identify LOG.csv --out rig.toml) or "
                              "--excitation FILE.csv")
-    base = _base_rig(args.rig)
+    base = rig_from_spec(args.rig)
     if args.excitation is not None:
         path = check_output_path(args.excitation, "--excitation", create_parents=True)
         if path.suffix != ".csv":

@@ -43,7 +43,7 @@ import numpy as np
 
 from .._errors import ParameterError, PartitionError
 from .._io import atomic_write, atomic_write_text, strict_json
-from ._common import integer, number, output_dir, output_file
+from ._common import integer, number, output_dir, output_file, rig_from_spec
 
 __all__ = ["NAME", "HELP", "PATHS", "add_arguments", "run", "verdict"]
 
@@ -152,16 +152,6 @@ def verdict(summary, *, max_rms_error: float, saturated_fraction: float) -> tupl
     return True, True, "passes"
 
 
-def _rig(spec: str):
-    from ..rig import PRESETS, RigProfile, rig_preset
-
-    if spec in PRESETS:
-        return rig_preset(spec)
-    if spec.endswith(".toml"):
-        return RigProfile.from_toml(spec)
-    return rig_preset(spec)  # raises with the list of presets
-
-
 def _path(args, center):
     from ..references import CirclePath, EllipsePath, FigureEightPath, LissajousPath, WaypointPath
 
@@ -259,8 +249,8 @@ def run(args: argparse.Namespace) -> int:
         if not str(args.log).lower().endswith(".csv"):
             raise ParameterError(f"--log must name a .csv file, got {args.log!r}")
         log_path = output_file(args.log, "--log")
-    rig = _rig(args.rig)
-    truth_rig = rig if args.truth is None else _rig(args.truth)
+    rig = rig_from_spec(args.rig)
+    truth_rig = rig if args.truth is None else rig_from_spec(args.truth)
     if truth_rig.dt != rig.dt:
         raise ParameterError(f"--truth {args.truth!r} runs at dt = {truth_rig.dt} s but --rig {args.rig!r} at "
                              f"{rig.dt} s: the design's control period must be the rig's")
