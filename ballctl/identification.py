@@ -116,7 +116,8 @@ from .loop_step import backlash, latency_steps
 from .rig import RigProfile, rig_preset
 from .rig_log import RigLog
 
-__all__ = ["IdentifiedParameter", "RigIdentification", "identify_rig", "rig_to_toml", "plot_identification",
+__all__ = ["IdentifiedParameter", "RigIdentification", "identify_rig", "rig_parameter_values", "rig_to_toml",
+           "plot_identification",
            "write_identification", "excitation_log", "PARAMETERS", "TOLERANCES", "PRIOR_STD", "HOLD_ORDER",
            "DEFAULT_WINDOW_S"]
 
@@ -1244,6 +1245,36 @@ def _frame_drop(model: _Model) -> tuple[float, float]:
         return 0.0, math.inf
     p = lost / expected
     return p, math.sqrt(max(p * (1 - p), 1.0 / expected) / expected)
+
+
+def rig_parameter_values(rig: RigProfile) -> dict[str, float]:
+    """A rig's values of the identified parameters, by the keys of :attr:`IdentifiedParameter.key`.
+
+    The inverse of what :func:`identify_rig` writes into its rig: ``plate_offset_alpha``/``_beta`` (rad),
+    ``servo_bandwidth`` (rad/s), ``servo_damping``, ``rolling_resistance``, ``servo_deadband`` (rad),
+    ``timing_jitter`` (s), ``frame_drop``, ``latency <sensor>`` (s), ``noise <signal>`` (m or rad) and, for
+    plate angles, ``bias <signal>`` (rad). For comparing an identification with the rig that made the log.
+
+    Parameters
+    ----------
+    rig : RigProfile
+
+    Returns
+    -------
+    dict of str to float
+    """
+    imp, servo = rig.imperfections, rig.servo
+    values = {"plate_offset_alpha": imp.plate_offset[0], "plate_offset_beta": imp.plate_offset[1],
+              "servo_bandwidth": servo.bandwidth, "servo_damping": servo.damping,
+              "rolling_resistance": imp.rolling_resistance, "servo_deadband": imp.servo_deadband,
+              "timing_jitter": imp.timing_jitter_s, "frame_drop": imp.frame_drop}
+    for s in rig.sensors:
+        values[f"latency {s.name}"] = s.latency_s
+        for sig, noise, bias in zip(s.signals, s.noise_std, s.bias):
+            values[f"noise {sig}"] = noise
+            if sig in ("alpha", "beta"):
+                values[f"bias {sig}"] = bias
+    return values
 
 
 def _identified_rig(base: RigProfile, params, model: _Model) -> RigProfile:

@@ -27,7 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from ballctl.closed_loop import simulate_closed_loop
-from ballctl.identification import TOLERANCES, excitation_log, identify_rig
+from ballctl.identification import TOLERANCES, excitation_log, identify_rig, rig_parameter_values
 from ballctl.references.moving_plate import exact_circular_motion
 from ballctl.rig import rig_preset
 from ballctl.rig_log import RigLog
@@ -61,21 +61,6 @@ def _track_run(design_rig, truth, horizon, seed, *, offset=0.05, radius=0.5):
     return ctrl, run
 
 
-def _truth_values(truth):
-    imp, servo = truth.imperfections, truth.servo
-    v = {"plate_offset_alpha": imp.plate_offset[0], "plate_offset_beta": imp.plate_offset[1],
-         "servo_bandwidth": servo.bandwidth, "servo_damping": servo.damping,
-         "rolling_resistance": imp.rolling_resistance, "servo_deadband": imp.servo_deadband,
-         "timing_jitter": imp.timing_jitter_s, "frame_drop": imp.frame_drop}
-    for s in truth.sensors:
-        v[f"latency {s.name}"] = s.latency_s
-        for sig, n, b in zip(s.signals, s.noise_std, s.bias):
-            v[f"noise {sig}"] = n
-            if sig in ("alpha", "beta"):
-                v[f"bias {sig}"] = b
-    return v
-
-
 def _limit(p, true):
     kind, tol = TOLERANCES[p.name]
     return tol if kind == "abs" else (tol * abs(true) if kind == "rel" else max(tol[0] * abs(true), tol[1]))
@@ -96,7 +81,7 @@ def accuracy(cases, duration):
         ctrl, run = _track_run(replace(base, sensors=truth.sensors), truth, horizon, seed)
         log = RigLog.from_closed_loop(run, truth, ctrl, source=label)
         result = identify_rig(log, base)
-        values = _truth_values(truth)
+        values = rig_parameter_values(truth)
         rows.append(f"\n**{label}** ({preset} base, {horizon:g} s log, fit {result.wall_time_s:.1f} s; "
                     f"not excited: {', '.join(result.not_excited) or 'none'})\n")
         rows.append("| parameter | true | identified +- SE | target | within target | within 3 SE |")
@@ -192,7 +177,7 @@ def main(argv=None) -> int:
     print(f"fit {fit:.1f} s ({result.iterations} iterations, {result.n_windows} windows; target <= 30 s); one "
           f"closed-loop run of the log's length {one_run:.3f} s; ratio {fit / one_run:.0f}")
     print(f"not excited by the excitation log: {', '.join(result.not_excited) or 'none'}\n")
-    values = _truth_values(rig_preset("tabletop"))
+    values = rig_parameter_values(rig_preset("tabletop"))
     print("| parameter (excitation on the tabletop rig itself) | true | identified +- SE |\n|---|---|---|")
     for p in result.parameters:
         k, unit = _scale(p.unit)

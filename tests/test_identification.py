@@ -14,7 +14,8 @@ import pytest
 
 from ballctl.cli import main
 from ballctl.closed_loop import simulate_closed_loop
-from ballctl.identification import (TOLERANCES, excitation_log, identify_rig, rig_to_toml, write_identification)
+from ballctl.identification import (TOLERANCES, excitation_log, identify_rig, rig_parameter_values, rig_to_toml,
+                                   write_identification)
 from ballctl.references.moving_plate import exact_circular_motion
 from ballctl.rig import RigProfile, rig_preset
 from ballctl.rig_log import RigLog, read_rig_log
@@ -43,24 +44,9 @@ def _log(preset, *, duration, radius=0.5, omega=1.0, roll_rate=40.0, offset_free
     return truth, RigLog.from_closed_loop(run, truth, ctrl, source=f"{preset} test log")
 
 
-def _truth_values(truth):
-    imp, servo = truth.imperfections, truth.servo
-    values = {"plate_offset_alpha": imp.plate_offset[0], "plate_offset_beta": imp.plate_offset[1],
-              "servo_bandwidth": servo.bandwidth, "servo_damping": servo.damping,
-              "rolling_resistance": imp.rolling_resistance, "servo_deadband": imp.servo_deadband,
-              "timing_jitter": imp.timing_jitter_s, "frame_drop": imp.frame_drop}
-    for s in truth.sensors:
-        values[f"latency {s.name}"] = s.latency_s
-        for sig, noise, bias in zip(s.signals, s.noise_std, s.bias):
-            values[f"noise {sig}"] = noise
-            if sig in ("alpha", "beta"):
-                values[f"bias {sig}"] = bias
-    return values
-
-
 def _check(result, truth, must_be_excited):
     """Every excited parameter within its target and +-3 standard errors of the truth; the held ones at the base."""
-    values = _truth_values(truth)
+    values = rig_parameter_values(truth)
     for p in result.parameters:
         true = values[p.key]
         if p.excited:
