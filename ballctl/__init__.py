@@ -15,16 +15,16 @@ from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, Confi
                       NonFiniteStateError, NumericalError, ParameterError,
                       ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
                       SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
-from .closed_loop import ClosedLoopBatchResult, ClosedLoopResult, ClosedLoopSummary, simulate_closed_loop
-from .controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
+from .simulation.closed_loop import ClosedLoopBatchResult, ClosedLoopResult, ClosedLoopSummary, simulate_closed_loop
+from .design.controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
-from .discretize import DiscreteLTVSystem, discretization_error, discretize
-from .linearize import linearize, linearize_at
-from .kalman import KalmanFilterResult, PeriodicKalmanResult, finite_horizon_kalman, periodic_kalman
-from .monte_carlo import MonteCarloResult, Normal, Uncertainty, Uniform, monte_carlo
-from .lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr, riccati_sweep
-from .ltv import LTVSystem
-from .partition import Partition
+from .linear.discretize import DiscreteLTVSystem, discretization_error, discretize
+from .linear.linearize import linearize, linearize_at
+from .design.kalman import KalmanFilterResult, PeriodicKalmanResult, finite_horizon_kalman, periodic_kalman
+from .simulation.monte_carlo import MonteCarloResult, Normal, Uncertainty, Uniform, monte_carlo
+from .design.lqr import FiniteHorizonLQR, PeriodicLQR, bryson, finite_horizon_lqr, periodic_lqr, riccati_sweep
+from .linear.ltv import LTVSystem
+from .linear.partition import Partition
 from .studies.partitions import compare_partitions
 from .plants import (PLANTS, BallPlate, BallPlateParameters, MovingPlateBallPlate, MovingPlateParameters, PointMass,
                      RollingBall, RollingBallParameters, RollingBallSystem, RollingDisk, RollingDiskParameters,
@@ -33,12 +33,12 @@ from .studies.rail_layouts import compare_rail_layouts
 from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPath, LissajousPath, PathMotion,
                          Reference, ReferenceSample, WaypointPath)
 from .references.moving_plate import MovingPlateMotion, exact_circular_motion
-from .rig import PRESETS, RigLimits, RigProfile, RigProfileError, Sensor, rig_preset
+from .ball_plate.rig import PRESETS, RigLimits, RigProfile, RigProfileError, Sensor, rig_preset
 from .schedule import GainSchedule, write_c_controller
 from .simulate import SimulationResult, simulate
 from .system import ConstrainedSystem, check_system
-from .tracking import TrackingController, design_for_rig, design_tracking_lqr
-from .observability import observability_gramian, sensor_table
+from .design.tracking import TrackingController, design_for_rig, design_tracking_lqr
+from .design.observability import observability_gramian, sensor_table
 
 __version__ = "0.1.0"
 

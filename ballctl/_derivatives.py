@@ -60,7 +60,10 @@ def directional_derivative(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
     f : callable
         ``f(x) -> ndarray`` of any shape.
     x, v : ndarray, shape (n,)
-        Point and direction.
+        Point and direction. ``v`` may also be a stack ``(k, n)`` of
+        directions when ``f`` evaluates a stack of points ``(k, n)``: one call
+        of ``f`` then gives the ``k`` derivatives, stacked on the first axis
+        (with the unit vectors, the transposed Jacobian).
     method : {"complex-step", "central"}
         Requested method; "complex-step" falls back to "central" when ``f``
         is not complex-safe.

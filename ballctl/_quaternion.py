@@ -4,13 +4,19 @@ Pure array functions on the last axis, so they accept a single quaternion of
 shape (4,) or a stack of shape (..., 4). Everything is polynomial in the
 components, hence complex-step safe. Quaternions are ``(q0, q1, q2, q3)`` with
 the scalar first (eq. 2.1).
+
+The rotation matrix of a quaternion is written once, in
+:func:`rotation_entries` (plain arithmetic on the four components); it serves
+numpy (:func:`quat_to_matrix`), the compiled kernels (the numba dispatcher
+:data:`rotation_entries_compiled`, e.g. in
+:mod:`ballctl.plants.kernels.rolling_ball`) and CasADi symbols
+(:func:`ballctl.planning.symbolic.quat_to_matrix_casadi`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-__all__ = ["quat_multiply", "quat_conjugate", "quat_to_matrix", "quat_from_matrix", "cross", "hat"]
+from numba import njit
 
 
 def cross(a, b) -> np.ndarray:
@@ -48,20 +54,45 @@ def quat_conjugate(q) -> np.ndarray:
     return np.concatenate([q[..., :1], -q[..., 1:]], axis=-1)
 
 
+def rotation_entries(q0, q1, q2, q3):
+    """The nine entries of ``Lambda`` (eq. 2.15), row by row, from the components of a quaternion.
+
+    The one copy of the formula: plain arithmetic, so the components may be
+    numbers (real or complex), numpy arrays (elementwise) or CasADi symbols;
+    :data:`rotation_entries_compiled` is the same function compiled for the
+    numba kernels. Used as written, without renormalising: for a non-unit
+    quaternion the matrix is not orthogonal.
+
+    Parameters
+    ----------
+    q0, q1, q2, q3 : scalar, array or CasADi expression
+        The scalar part and the vector part of the quaternion (eq. 2.1).
+
+    Returns
+    -------
+    tuple of 9
+        ``(L00, L01, L02, L10, L11, L12, L20, L21, L22)``.
+    """
+    return (1 - 2 * (q2 * q2 + q3 * q3), 2 * (q1 * q2 - q0 * q3), 2 * (q1 * q3 + q0 * q2),
+            2 * (q1 * q2 + q0 * q3), 1 - 2 * (q1 * q1 + q3 * q3), 2 * (q2 * q3 - q0 * q1),
+            2 * (q1 * q3 - q0 * q2), 2 * (q2 * q3 + q0 * q1), 1 - 2 * (q1 * q1 + q2 * q2))
+
+
+#: :func:`rotation_entries` compiled (numba, float64 and complex128) for the plant kernels
+rotation_entries_compiled = njit(cache=True)(rotation_entries)
+
+
 def quat_to_matrix(q) -> np.ndarray:
     """Rotation matrix ``Lambda`` of a versor (eq. 2.15), shape (..., 3, 3).
 
-    ``Lambda`` maps body-frame vectors to the spatial frame. The formula is
-    used as written, without renormalising ``q``: for a non-unit ``q`` the
-    result is not orthogonal, which the integrators' invariant checks expose.
+    ``Lambda`` maps body-frame vectors to the spatial frame. The formula
+    (:func:`rotation_entries`) is used as written, without renormalising
+    ``q``: for a non-unit ``q`` the result is not orthogonal, which the
+    integrators' invariant checks expose.
     """
     q = np.asarray(q)
-    q0, q1, q2, q3 = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack([
-        np.stack([1 - 2 * (q2 * q2 + q3 * q3), 2 * (q1 * q2 - q0 * q3), 2 * (q1 * q3 + q0 * q2)], axis=-1),
-        np.stack([2 * (q1 * q2 + q0 * q3), 1 - 2 * (q1 * q1 + q3 * q3), 2 * (q2 * q3 - q0 * q1)], axis=-1),
-        np.stack([2 * (q1 * q3 - q0 * q2), 2 * (q2 * q3 + q0 * q1), 1 - 2 * (q1 * q1 + q2 * q2)], axis=-1),
-    ], axis=-2)
+    e = rotation_entries(q[..., 0], q[..., 1], q[..., 2], q[..., 3])
+    return np.stack([np.stack(e[3 * i:3 * i + 3], axis=-1) for i in range(3)], axis=-2)
 
 
 def quat_from_matrix(matrix) -> np.ndarray:

@@ -110,7 +110,7 @@ def main(argv=None) -> dict:
     closed = getattr(ballctl, "simulate_closed_loop", None)
     design = getattr(ballctl, "design_tracking_lqr", None)
     if design is None:
-        from ballctl import tracking  # noqa: PLC0415 - optional, may not exist yet
+        from ballctl.design import tracking  # noqa: PLC0415 - optional, may not exist yet
         design = getattr(tracking, "design_tracking_lqr", None)
     skipped = None
     if closed is None or design is None:

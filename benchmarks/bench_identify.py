@@ -26,12 +26,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from ballctl.closed_loop import simulate_closed_loop
-from ballctl.identification import TOLERANCES, excitation_log, identify_rig, rig_parameter_values
+from ballctl.simulation.closed_loop import simulate_closed_loop
+from ballctl.ball_plate.identification import TOLERANCES, excitation_log, identify_rig, rig_parameter_values
 from ballctl.references.moving_plate import exact_circular_motion
-from ballctl.rig import rig_preset
-from ballctl.rig_log import RigLog
-from ballctl.tracking import design_for_rig
+from ballctl.ball_plate.rig import rig_preset
+from ballctl.ball_plate.rig_log import RigLog
+from ballctl.design.tracking import design_for_rig
 
 DEG = np.pi / 180
 TARGETS = ("plate_offset_alpha", "plate_offset_beta", "latency", "noise", "servo_bandwidth", "rolling_resistance")
@@ -55,7 +55,7 @@ def _track_run(design_rig, truth, horizon, seed, *, offset=0.05, radius=0.5):
     x0[0] += offset
     dt = design_rig.dt
     run = simulate_closed_loop(_with_noise_of(ctrl, truth), truth.truth_initial_state(x0), s.xd[0],
-                               truth=truth.truth_plant(), imperfections=truth.imperfections, limits=truth.limits,
+                               truth=truth.truth_plant(), imperfections=truth.imperfections.loop, limits=truth.limits,
                                integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))), seed=seed,
                                divergence_error=1.0)
     return ctrl, run
@@ -143,7 +143,7 @@ def cost(seconds=60.0):
                          duration=1.0)  # warm
     t0 = time.perf_counter()
     simulate_closed_loop(ctrl, base.truth_initial_state(s.x[0]), s.xd[0], truth=base.truth_plant(),
-                         imperfections=base.imperfections, limits=base.limits, integrator="rk4", substeps=2, seed=0)
+                         imperfections=base.imperfections.loop, limits=base.limits, integrator="rk4", substeps=2, seed=0)
     one_run = time.perf_counter() - t0
     t0 = time.perf_counter()
     result = identify_rig(log, base, workers=2)

@@ -22,12 +22,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from ballctl.closed_loop import simulate_closed_loop
+from ballctl.simulation.closed_loop import simulate_closed_loop
 from ballctl.references import CircularMotion
 from ballctl.references.moving_plate import exact_circular_motion
-from ballctl.rig import rig_preset
-from ballctl.tracking import design_for_rig
-from ballctl.verification import verify_over_uncertainty
+from ballctl.ball_plate.rig import rig_preset
+from ballctl.design.tracking import design_for_rig
+from ballctl.ball_plate.verification import verify_over_uncertainty
 
 DEG = np.pi / 180
 
@@ -35,7 +35,7 @@ DEG = np.pi / 180
 def _run(rig, ctrl, x0, xd0, period):
     r = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(), limits=rig.limits,
                              integrator="rk4", substeps=2, seed=0, divergence_error=1.0,
-                             imperfections=rig.imperfections)
+                             imperfections=rig.imperfections.loop)
     s = r.summary()
     if s.diverged:
         return "diverged", "diverged"

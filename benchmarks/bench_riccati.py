@@ -1,4 +1,4 @@
-"""Riccati sweep: ballctl.lqr.riccati_sweep against a plain numpy sweep, measured in the same run.
+"""Riccati sweep: ballctl.design.lqr.riccati_sweep against a plain numpy sweep, measured in the same run.
 
 The plain sweep is the textbook recursion of eqs. (28)-(29) returning what ``riccati_sweep`` returns (the gains
 and the Riccati matrices of every step) with nothing else: no symmetrization, no health check.
@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import numpy as np  # noqa: E402
 
-from ballctl.lqr import riccati_sweep  # noqa: E402
+from ballctl.design.lqr import riccati_sweep  # noqa: E402
 
 __all__ = ["main", "plain_sweep", "svd_sweep"]
 
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     print(f"Riccati sweep, {Kt} steps, N = {N}, nu = {nu}, best of {args.repeat}")
     print(f"{'sweep':<44} {'time / s':>9} {'/ plain':>8}")
     print(f"{'plain numpy (textbook, no checks)':<44} {t_plain:9.4f} {1.0:8.2f}")
-    print(f"{'ballctl.lqr.riccati_sweep':<44} {t_new:9.4f} {t_new / t_plain:8.2f}")
+    print(f"{'ballctl.design.lqr.riccati_sweep':<44} {t_new:9.4f} {t_new / t_plain:8.2f}")
     print(f"{'riccati_sweep + batched eigvalsh(S) (cond)':<44} {t_new + t_cond:9.4f} {(t_new + t_cond) / t_plain:8.2f}")
     print(f"{'0.1 sweep (SVD condition number per step)':<44} {t_svd:9.4f} {t_svd / t_plain:8.2f}")
     print(f"largest relative gain difference riccati_sweep vs plain: {gain_diff:.2e}")

@@ -49,7 +49,7 @@ from ballctl.plants.rails import CircleRail, SegmentRail, CallableRail
 from ballctl.plants.rolling_ball import paper_ball_parameters, paper_ball_initial_state
 from ballctl.plants.rolling_disk import paper_disk_parameters, paper_disk_initial_state
 from ballctl.simulate import rk4
-from ballctl.discretize import zoh_matrices
+from ballctl.linear.discretize import zoh_matrices
 
 NAN, INF = float("nan"), float("inf")
 cache = functools.lru_cache(maxsize=None)
@@ -425,9 +425,9 @@ def _catalogue() -> list[Case]:
     c.append(_api("silverman_meadows.times=empty", "silverman_meadows(ltv(), [])", "times"))
     c.append(_api("monodromy.no_period", "monodromy(ltv())", "period"))
     c.append(_api("monodromy.period=nan", "monodromy(ltv(), period=NAN)", "period"))
-    c.append(_api("LTVCallables.not_callable", "from ballctl.controllability import LTVCallables; "
+    c.append(_api("LTVCallables.not_callable", "from ballctl.design.controllability import LTVCallables; "
                   "LTVCallables(A_of_t=np.eye(2), B_of_t=np.ones((2, 1)))", "A_of_t"))
-    c.append(_api("LTVCallables.returns_nan", "from ballctl.controllability import LTVCallables; "
+    c.append(_api("LTVCallables.returns_nan", "from ballctl.design.controllability import LTVCallables; "
                   "gramian(LTVCallables(A_of_t=lambda t: np.full((2, 2), NAN), "
                   "B_of_t=lambda t: np.ones((2, 1))), 0.0, 1.0)",
                   "t ="))
@@ -509,16 +509,16 @@ def _catalogue() -> list[Case]:
                   "ctrl().to_schedule().to_c_header(os.path.join(d, 'g.h'), name='1 bad')", "name"))
     # --- plotting / files
     c.append(_api("save_figure.dir", "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; "
-                  "from ballctl.plotting import save_figure; import tempfile; "
+                  "from ballctl.figures.plotting import save_figure; import tempfile; "
                   "save_figure(plt.figure(), tempfile.mkdtemp())",
                   "path"))
     c.append(_api("save_figure.parent_is_file",
                   "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; "
-                  "from ballctl.plotting import save_figure; import tempfile, os; d = tempfile.mkdtemp(); "
+                  "from ballctl.figures.plotting import save_figure; import tempfile, os; d = tempfile.mkdtemp(); "
                   "f = os.path.join(d, 'f'); open(f, 'w').write('x'); "
                   "save_figure(plt.figure(), os.path.join(f, 'a.png'))",
                   "path"))
-    c.append(_api("plot_reference.t=nan", "import matplotlib; matplotlib.use('Agg'); from ballctl.plotting import "
+    c.append(_api("plot_reference.t=nan", "import matplotlib; matplotlib.use('Agg'); from ballctl.figures.plotting import "
                   "plot_reference; plot_reference(ref(), [0.0, NAN])", "t"))
     c.append(_api("simulate_paper_ball.samples=1", "from ballctl.studies import simulate_paper_ball; import tempfile; "
                   "simulate_paper_ball(tempfile.mkdtemp(), samples=1)", "samples"))

@@ -3,12 +3,12 @@
 What it does:
 
 1. designs the default job's controller (rig ``tabletop``, circle of 0.5 m at 1 rad/s, the exact design,
-   a horizon of two periods) and exports it with :func:`ballctl.sil.export_controller` (float32, the
+   a horizon of two periods) and exports it with :func:`ballctl.deploy.sil.export_controller` (float32, the
    Fourier order chosen by the closed-loop check on the truth plant);
 2. records a measurement sequence: the Python twin in the closed loop on the truth plant for
    ``--periods`` periods (the sensor readings as the controller received them);
 3. cross-compiles the C controller with a test main for a Cortex-M4F (``arm-none-eabi-gcc``, newlib,
-   semihosting; the warning flags of :data:`ballctl.sil.C_FLAGS`) and runs it under
+   semihosting; the warning flags of :data:`ballctl.deploy.sil.C_FLAGS`) and runs it under
    ``qemu-system-arm -M mps2-an386 -icount shift=0``: one instruction per ns of virtual time, so the
    SysTick (processor clock, calibrated on a loop of known length) counts instructions per step;
 4. builds the same main for the host (gcc) and compares the two command sequences bit for bit, and
@@ -204,11 +204,11 @@ def default_job_controller(*, imperfections: bool = True):
 
     import ballctl
     from ballctl.references.moving_plate import exact_circular_motion
-    from ballctl.tracking import design_for_rig
+    from ballctl.design.tracking import design_for_rig
 
     rig = ballctl.rig_preset("tabletop")
     if not imperfections and hasattr(rig, "imperfections"):
-        from ballctl.rig import Imperfections
+        from ballctl.ball_plate.rig import Imperfections
 
         rig = replace(rig, imperfections=Imperfections())
     dt = rig.dt
@@ -282,9 +282,9 @@ def main(argv=None) -> int:
     if missing:
         print(f"PIL skipped: missing {', '.join(missing)}; install with: {INSTALL}")
         return 0
-    from ballctl.runtime import ControllerRuntime
+    from ballctl.deploy.runtime import ControllerRuntime
     from ballctl.schedule import controller_footprint
-    from ballctl.sil import C_FLAGS, export_controller, run_component_loop
+    from ballctl.deploy.sil import C_FLAGS, export_controller, run_component_loop
 
     t_start = time.perf_counter()
     rig, ctrl, x0, xd0 = default_job_controller(imperfections=not args.without_imperfections)
@@ -301,7 +301,7 @@ def main(argv=None) -> int:
     loop = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=args.seed, **extra)
     y = loop.y[:steps]
     t0 = time.perf_counter()
-    from ballctl.closed_loop import simulate_closed_loop
+    from ballctl.simulation.closed_loop import simulate_closed_loop
 
     r_py = simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant(), limits=rig.limits, integrator="rk4",
                                 substeps=2, seed=args.seed, backend="python", **extra)

@@ -218,7 +218,7 @@ def main(argv=None) -> int:
     sim_time = steps * dt
     ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], integrator="rk4", duration=10 * dt)  # compile/load
     ours, res = _best(lambda: ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], integrator="rk4"), rep)
-    sel = ballctl.closed_loop.state_selection(ctrl)
+    sel = ballctl.simulation.closed_loop.state_selection(ctrl)
     smp = ctrl.samples
     K = steps + 1
     hand, yh = _best(lambda: handwritten_closed_loop(plant.kernel_parameters, x0, res.xd[0], smp.t[:K], smp.x[:K],
@@ -237,8 +237,8 @@ def main(argv=None) -> int:
 
     # 1b. the default rig's verification loop: LQG on the exact servo plate (what `ballctl track` runs)
     from ballctl.references.moving_plate import exact_circular_motion
-    from ballctl.rig import rig_preset
-    from ballctl.tracking import design_for_rig
+    from ballctl.ball_plate.rig import rig_preset
+    from ballctl.design.tracking import design_for_rig
 
     rig = rig_preset("tabletop")
     truth = rig.truth_plant()

@@ -1,7 +1,7 @@
 """Animations: the ball on the tilting plate, and the ball rolled by internal masses
 =================================================================================
 
-Two GIFs made with :mod:`ballctl.animation` (MP4 works too where ffmpeg is installed: give the file a
+Two GIFs made with :mod:`ballctl.figures.animation` (MP4 works too where ffmpeg is installed: give the file a
 ``.mp4`` suffix).
 
 1. **Ball-plate**: the paper's controller (finite-horizon LQR on the contact point and the yaw) tracks
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 import ballctl
-from ballctl.animation import animate_ball_plate, animate_rolling_ball
+from ballctl.figures.animation import animate_ball_plate, animate_rolling_ball
 from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
 from ballctl.plants.rolling_ball import RollingBall
 

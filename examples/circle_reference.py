@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import ballctl
-from ballctl.plotting import plot_reference, save_figure
+from ballctl.figures.plotting import plot_reference, save_figure
 
 
 def main(argv=None):

@@ -32,8 +32,8 @@ import numpy as np
 
 from ballctl.planning import PlateMotionProblem, plan_plate_motion, track_plate_plan
 from ballctl.planning.plots import plot_plate_plan
-from ballctl.plotting import save_figure
-from ballctl.rig import rig_preset
+from ballctl.figures.plotting import save_figure
+from ballctl.ball_plate.rig import rig_preset
 
 __all__ = ["main", "run"]
 

@@ -32,7 +32,7 @@ from ballctl.planning import (
 from ballctl.planning.plots import plot_plan, plot_plan_tracking
 from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters
 from ballctl.plants.rolling_ball import RollingBall
-from ballctl.plotting import save_figure
+from ballctl.figures.plotting import save_figure
 
 __all__ = ["main", "run"]
 

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import ballctl
-from ballctl.plotting import OPEN_LOOP_COLOR, RUN_COLORS, save_figure
+from ballctl.figures.plotting import OPEN_LOOP_COLOR, RUN_COLORS, save_figure
 from ballctl.plants.ball_plate_moving import (MovingPlateBallPlate, MovingPlateParameters, ServoParameters,
                                               ServoPlateBallPlate)
 from ballctl.references.moving_plate import _Fourier, exact_circular_motion

@@ -23,8 +23,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ballctl.animation import animate_rolling_ball  # noqa: E402
-from ballctl.plotting import plot_ball_paths, save_figure  # noqa: E402
+from ballctl.figures.animation import animate_rolling_ball  # noqa: E402
+from ballctl.figures.plotting import plot_ball_paths, save_figure  # noqa: E402
 from ballctl.plants.paper import (PAPER_KINK_TIMES, paper_ball_initial_state, paper_ball_parameters,  # noqa: E402
                                   paper_disk_initial_state, paper_disk_parameters, paper_disk_rail_accelerations,
                                   paper_rail_acceleration)

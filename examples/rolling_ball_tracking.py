@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 import ballctl
-from ballctl.plotting import REFERENCE_STYLE, run_styles, save_figure
+from ballctl.figures.plotting import REFERENCE_STYLE, run_styles, save_figure
 from ballctl.plants.paper import paper_ball_parameters
 from ballctl.plants.rolling_ball import RollingBall
 from ballctl.studies.rail_layouts import compare_rail_layouts

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import ballctl
-from ballctl.plotting import plot_tracking, save_figure
+from ballctl.figures.plotting import plot_tracking, save_figure
 
 PAPER_PARTITION = (["contact_x", "contact_y", "yaw"], ["lean", "roll"])
 ERRORS6 = dict(contact_x=0.01, contact_y=0.01, yaw=0.5, contact_x_rate=0.1, contact_y_rate=0.1, yaw_rate=5.0)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ballctl
-from ballctl import animation
+from ballctl.figures import animation
 
 PIL = pytest.importorskip("PIL.Image")
 

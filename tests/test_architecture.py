@@ -19,23 +19,26 @@ ROOT = pathlib.Path(ballctl.__file__).parent
 LAYERS = {
     # 0: utilities
     "ballctl._errors": 0, "ballctl._validation": 0, "ballctl._derivatives": 0, "ballctl._quaternion": 0,
-    "ballctl._io": 0,
-    # 1: contracts and linear time-varying mathematics
-    "ballctl.system": 1, "ballctl.ltv": 1, "ballctl.ode": 1, "ballctl.loop_step": 1,
+    "ballctl._io": 0, "ballctl._linalg": 0,
+    # 1: contracts, linear time-varying mathematics, plain descriptions of hardware, the loop's step kernels
+    "ballctl.system": 1, "ballctl.ode": 1, "ballctl.linear.ltv": 1, "ballctl.hardware": 1,
+    "ballctl.simulation.loop_step": 1,
     # 2: plants
     "ballctl.plants": 2,
-    # 3: the pipeline: references, partitions, simulation, linearization, controllability, discretization, LQR
-    "ballctl.references": 3, "ballctl.partition": 3, "ballctl.simulate": 3, "ballctl.linearize": 3,
-    "ballctl.controllability": 3, "ballctl.discretize": 3, "ballctl.lqr": 3,
-    "ballctl.kalman": 3, "ballctl.observability": 3, "ballctl.estimator": 3, "ballctl.rig": 3, "ballctl.engine": 3,
-    # 4: design and runs: the tracking controller, the closed loop, gain files, figures
-    "ballctl.tracking": 4, "ballctl.closed_loop": 4, "ballctl.schedule": 4, "ballctl.plotting": 4,
-    "ballctl.animation": 4, "ballctl.monte_carlo": 4, "ballctl.verification": 4, "ballctl.runtime": 4,
-    "ballctl.sil": 4, "ballctl.rig_log": 4, "ballctl.identification": 4,
-    # 5: studies above the core
-    "ballctl.studies": 5, "ballctl.planning": 5,
-    # 6: the command line and the package namespace
-    "ballctl.cli": 6, "ballctl": 6,
+    # 3: plant-level simulation, references, linear models along a reference, the compiled loop, gain files, figures
+    "ballctl.simulate": 3, "ballctl.references": 3, "ballctl.linear": 3, "ballctl.simulation.engine": 3,
+    "ballctl.figures": 3,
+    "ballctl.schedule": 4,
+    # 4: control design
+    "ballctl.design": 4,
+    # 5: simulation above the plants: the closed loop, controller components, Monte Carlo, verification
+    "ballctl.simulation": 5,
+    # 6: the ball-plate application and deployment
+    "ballctl.ball_plate": 6, "ballctl.deploy": 6,
+    # 7: planning and studies above the core
+    "ballctl.studies": 7, "ballctl.planning": 7,
+    # 8: the command line and the package namespace
+    "ballctl.cli": 8, "ballctl": 8,
 }
 
 
@@ -106,12 +109,12 @@ def test_imports_point_down_and_stay_public(module):
 
 def test_the_walk_sees_violations():
     """The checker itself: upward, private and function-local imports in a made-up plant module."""
-    source = ("from ..tracking import TrackingController\n"
+    source = ("from ..design.tracking import TrackingController\n"
               "from .ball_plate import _cs\n"
               "def f():\n    import ballctl.cli\n")
     problems = violations(source, "ballctl.plants.made_up")
     assert len(problems) == 3, problems
-    assert "imports ballctl.tracking (layer 4)" in problems[0]
+    assert "imports ballctl.design.tracking (layer 4)" in problems[0]
     assert "private ballctl.plants.ball_plate._cs" in problems[1]
     assert violations("from .ball_plate import BallPlate\nfrom .._errors import BallctlError\n",
                       "ballctl.plants.made_up") == []

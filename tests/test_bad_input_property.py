@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ballctl
-from ballctl.discretize import DiscreteLTVSystem, zoh_matrices
+from ballctl.linear.discretize import DiscreteLTVSystem, zoh_matrices
 from ballctl.plants.rails import CircleRail, SegmentRail
 from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters
 from ballctl.simulate import rk4

@@ -1,4 +1,4 @@
-"""Tests of ballctl.controllability against closed forms, oracles and physics.
+"""Tests of ballctl.design.controllability against closed forms, oracles and physics.
 
 Every tolerance is stated next to the assertion with where it comes from.
 """
@@ -14,11 +14,11 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.linalg import expm, solve_continuous_lyapunov
 
-from ballctl.controllability import (GramianReport, LTVCallables, SilvermanMeadowsReport, discrete_gramian, gramian,
+from ballctl.design.controllability import (GramianReport, LTVCallables, SilvermanMeadowsReport, discrete_gramian, gramian,
                                      monodromy, periodic_controllability, silverman_meadows, transition_matrix)
-from ballctl.controllability.coefficients import Coefficients as _Coefficients
-from ballctl.discretize import DiscreteLTVSystem
-from ballctl.ltv import LTVSystem
+from ballctl.design.controllability.coefficients import Coefficients as _Coefficients
+from ballctl.linear.discretize import DiscreteLTVSystem
+from ballctl.linear.ltv import LTVSystem
 
 TWO_PI = 2.0 * np.pi
 

@@ -1,11 +1,11 @@
-"""Tests of ballctl.discretize against closed forms, python-control and the series' order of accuracy."""
+"""Tests of ballctl.linear.discretize against closed forms, python-control and the series' order of accuracy."""
 
 import numpy as np
 import pytest
 
-from ballctl.discretize import (DiscreteLTVSystem, discretization_error, discretize, series_matrices,
+from ballctl.linear.discretize import (DiscreteLTVSystem, discretization_error, discretize, series_matrices,
                                 zoh_matrices)
-from ballctl.ltv import LTVSystem
+from ballctl.linear.ltv import LTVSystem
 
 # Closed forms and expm agree to rounding: entries are O(1), so a few ulps of
 # the largest entry (1e-14 absolute) leaves room for expm's scaling-and-squaring

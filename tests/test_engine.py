@@ -1,4 +1,4 @@
-"""Compiled kernels and the compiled batched closed loop (ballctl.engine).
+"""Compiled kernels and the compiled batched closed loop (ballctl.simulation.engine).
 
 Oracles: the index-1 equations themselves (the structured solve must satisfy
 the dense KKT system), complex-step derivatives against central differences,
@@ -84,7 +84,7 @@ def test_kernel_parameters_follow_the_parameters():
     # (mass, radius, inertia, gravity, rolling resistance)
     np.testing.assert_allclose(plant.kernel_parameters, [0.2, 0.03, 0.4 * 0.2 * 0.03 ** 2, 9.81, 0.0], rtol=1e-15)
     assert bp_kernels.N_PARAMETERS == plant.kernel_parameters.shape[0]
-    assert ballctl.engine.kernel_code(plant) == 0
+    assert ballctl.simulation.engine.kernel_code(plant) == 0
 
 
 @pytest.mark.parametrize("options", [
@@ -145,10 +145,10 @@ def test_diverging_run_is_stopped_and_marked(loop_setup):
     with pytest.raises(ValueError, match="finite"):
         ballctl.simulate_closed_loop(ctrl, X0, xd0, integrator="rk4")
     # velocities of 1e200 overflow within a step: the run is stopped, not hung, and reported
-    huge = ballctl.engine.run_closed_loop(
+    huge = ballctl.simulation.engine.run_closed_loop(
         0, plant.kernel_parameters[None], x0[None], 1e200 * xd0[None], dt=ctrl.dt, times=ctrl.samples.t[:51],
         x_ref=ctrl.samples.x, xd_ref=ctrl.samples.xd, u_ref=ctrl.samples.u, gains=ctrl.lqr.gains[:50],
-        selection=ballctl.closed_loop.state_selection(ctrl), n_constraints=2)
+        selection=ballctl.simulation.closed_loop.state_selection(ctrl), n_constraints=2)
     assert huge.status[0] == 1 and np.isnan(huge.x[0, -1]).all() and np.isfinite(huge.x[0, 0]).all()
 
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import ballctl
-from ballctl.closed_loop import simulate_closed_loop
+from ballctl.simulation.closed_loop import simulate_closed_loop
 from ballctl.references.moving_plate import exact_circular_motion
-from ballctl.rig import RigLimits, Sensor, rig_preset
-from ballctl.tracking import design_for_rig, zoh_reference
+from ballctl.ball_plate.rig import RigLimits, Sensor, rig_preset
+from ballctl.design.tracking import design_for_rig, zoh_reference
 
 HORIZON = 1.6  # s: 80 control steps at the tabletop rig's 50 Hz
 DEG = np.pi / 180
@@ -202,10 +202,10 @@ def test_monte_carlo_runs_the_kalman_filter_on_the_sensors(references):
 def test_prescribed_moving_plate_runs_compiled_too():
     # the other plant of the moving-plate kernels: inputs are the plate's angular accelerations (kind 0)
     from ballctl.plants.ball_plate_moving import MovingPlateBallPlate, MovingPlateParameters
-    from ballctl.tracking import EXACT_STATE_ERRORS
+    from ballctl.design.tracking import EXACT_STATE_ERRORS
 
     plant = MovingPlateBallPlate(MovingPlateParameters(pivot_depth=0.02))
-    assert ballctl.engine.kernel_code(plant) == 1
+    assert ballctl.simulation.engine.kernel_code(plant) == 1
     ref = exact_circular_motion(plant, 0.5, 1.0, 40.0, duration=1.1)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw", "alpha", "beta"],
                                               ["lean", "roll"])

@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 from ballctl.cli import main
-from ballctl.closed_loop import simulate_closed_loop
-from ballctl.identification import (TOLERANCES, excitation_log, identify_rig, rig_parameter_values, rig_to_toml,
+from ballctl.simulation.closed_loop import simulate_closed_loop
+from ballctl.ball_plate.identification import (TOLERANCES, excitation_log, identify_rig, rig_parameter_values, rig_to_toml,
                                    write_identification)
 from ballctl.references.moving_plate import exact_circular_motion
-from ballctl.rig import RigProfile, rig_preset
-from ballctl.rig_log import RigLog, read_rig_log
-from ballctl.tracking import design_for_rig
+from ballctl.ball_plate.rig import RigProfile, rig_preset
+from ballctl.ball_plate.rig_log import RigLog, read_rig_log
+from ballctl.design.tracking import design_for_rig
 
 DEG = np.pi / 180
-#: the issue's targets (the tolerances of ballctl.identification.TOLERANCES): level offsets 0.15 deg, latency
+#: the issue's targets (the tolerances of ballctl.ball_plate.identification.TOLERANCES): level offsets 0.15 deg, latency
 #: 10 ms, noise 25 %, bandwidth 30 %, rolling resistance 50 % or 0.002
 TARGETS = ("plate_offset_alpha", "plate_offset_beta", "latency", "noise", "servo_bandwidth", "rolling_resistance")
 
@@ -39,7 +39,7 @@ def _log(preset, *, duration, radius=0.5, omega=1.0, roll_rate=40.0, offset_free
     x0 = s.x[0].copy()
     x0[0] += 0.02
     run = simulate_closed_loop(ctrl, truth.truth_initial_state(x0), s.xd[0], truth=truth.truth_plant(),
-                               imperfections=truth.imperfections, limits=truth.limits, integrator="rk4",
+                               imperfections=truth.imperfections.loop, limits=truth.limits, integrator="rk4",
                                substeps=2, seed=seed)
     return truth, RigLog.from_closed_loop(run, truth, ctrl, source=f"{preset} test log")
 

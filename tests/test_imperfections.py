@@ -11,12 +11,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ballctl.closed_loop import imperfection_draws, simulate_closed_loop
-from ballctl.loop_step import backlash, kalman_predict, kalman_update
+from ballctl.simulation.closed_loop import imperfection_draws, simulate_closed_loop
+from ballctl.simulation.loop_step import backlash, kalman_predict, kalman_update
 from ballctl.references.moving_plate import exact_circular_motion
-from ballctl.rig import Imperfections, RigProfile, RigProfileError, RigUncertainty, rig_preset
-from ballctl.tracking import design_for_rig
-from ballctl.verification import verify_over_uncertainty
+from ballctl.ball_plate.rig import Imperfections, RigProfile, RigProfileError, RigUncertainty, rig_preset
+from ballctl.hardware import LoopImperfections
+from ballctl.design.tracking import design_for_rig
+from ballctl.ball_plate.verification import verify_over_uncertainty
 
 DEG = np.pi / 180
 TABLETOP = rig_preset("tabletop")
@@ -109,7 +110,7 @@ def test_backlash_is_the_play_operator():
 def test_lost_frames_come_whole_per_sensor_and_from_their_own_stream(circle):
     exact, x0, xd0 = circle
     rig = replace(rig_preset("lab"))
-    imp = Imperfections(frame_drop=0.3, timing_jitter_s=0.001)
+    imp = LoopImperfections(frame_drop=0.3, timing_jitter_s=0.001)
     ctrl = design_for_rig(TABLETOP, exact, "exact", horizon=1.0)
     received, shift = imperfection_draws(7, 400, ctrl.estimator, imp)
     assert received.shape == (400, 2) and np.all(received[:, 0] == received[:, 1])  # one camera frame
@@ -127,7 +128,7 @@ def test_compiled_loop_equals_the_python_loop_with_every_imperfection(circle):
                                                         timing_jitter_s=0.002))
     ctrl = design_for_rig(rig, exact, "exact", horizon=2.0, offset_free=True)
     kw = dict(truth=rig.truth_plant(), limits=rig.limits, substeps=2, seed=11, integrator="rk4",
-              imperfections=rig.imperfections)
+              imperfections=rig.imperfections.loop)
     x_truth = rig.truth_initial_state(x0)
     py = simulate_closed_loop(ctrl, x_truth, xd0, backend="python", **kw)
     cc = simulate_closed_loop(ctrl, x_truth, xd0, backend="compiled", **kw)
@@ -183,7 +184,7 @@ def test_a_plate_level_error_is_rejected_on_the_servo_plate_truth(circle):
         ctrl = design_for_rig(rig, exact, "exact", horizon=horizon, offset_free=offset_free)
         runs[offset_free] = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
                                                  limits=rig.limits, substeps=2, seed=3, integrator="rk4",
-                                                 imperfections=rig.imperfections).summary()
+                                                 imperfections=rig.imperfections.loop).summary()
     # the plain LQG keeps ~3 cm of error per degree; the offset-free design only the noise floor (1.5 mm camera)
     assert runs[False].rms_error_last_period_m > 0.02
     assert runs[True].rms_error_last_period_m < 2.5e-3
@@ -206,7 +207,7 @@ def test_the_disturbance_states_are_checked_observable(circle):
     report = ctrl.estimator.disturbance_observability
     assert report is not None and "disturbance_0" in report.state_names
     # a disturbance the camera cannot tell from the inputs (a third direction equal to the first) is refused
-    from ballctl.estimator import design_estimator
+    from ballctl.design.estimator import design_estimator
 
     T = np.repeat(np.eye(2)[None], ctrl.discrete.Ad.shape[0], axis=0)
     twin = np.concatenate([T, T[:, :, :1]], axis=2)

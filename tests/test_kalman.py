@@ -4,7 +4,7 @@ import control
 import numpy as np
 import pytest
 
-from ballctl.kalman import finite_horizon_kalman, periodic_kalman
+from ballctl.design.kalman import finite_horizon_kalman, periodic_kalman
 
 
 def _lti(seed=0, n=4, ny=2):

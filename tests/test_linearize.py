@@ -7,7 +7,7 @@ from scipy.integrate import solve_ivp
 from scipy.interpolate import CubicSpline
 
 import ballctl
-from ballctl.linearize import linearize_samples
+from ballctl.linear.linearize import linearize_samples
 from fixtures_systems import SampledReference, cart_pendulum, knife_edge, rolling_coin_on_rail
 
 
@@ -330,7 +330,7 @@ def test_one_by_one_dependent_block_near_zero_is_caught():
 def test_compiled_stack_inverse_equals_lapack_and_flags_singular_matrices():
     """inverse_stack (the linearizer's small solves) equals numpy's LAPACK inverse to 1e-12 relative on
     well-conditioned random matrices, and marks an exactly singular matrix instead of returning garbage."""
-    from ballctl.plants.kernels.linalg import inverse_stack
+    from ballctl._linalg import inverse_stack
 
     rng = np.random.default_rng(3)
     for k in (1, 2, 3, 6):

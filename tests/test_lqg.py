@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import ballctl
-from ballctl.estimator import design_estimator, measurement_matrices
-from ballctl.observability import observability_gramian, sensor_table
-from ballctl.rig import Sensor
-from ballctl.tracking import QS_STATE_ERRORS
+from ballctl.design.estimator import design_estimator, measurement_matrices
+from ballctl.design.observability import observability_gramian, sensor_table
+from ballctl.ball_plate.rig import Sensor
+from ballctl.design.tracking import QS_STATE_ERRORS
 
 DT = 0.02
 

@@ -1,4 +1,4 @@
-"""Tests of ballctl.lqr: Bryson weights, finite-horizon and periodic LQR against oracles."""
+"""Tests of ballctl.design.lqr: Bryson weights, finite-horizon and periodic LQR against oracles."""
 
 import warnings
 
@@ -6,10 +6,10 @@ import control
 import numpy as np
 import pytest
 
-from ballctl.discretize import DiscreteLTVSystem, discretize
-from ballctl.lqr import (FiniteHorizonLQR, RiccatiConditioningWarning, RiccatiConvergenceError, bryson, riccati_sweep,
+from ballctl.linear.discretize import DiscreteLTVSystem, discretize
+from ballctl.design.lqr import (FiniteHorizonLQR, RiccatiConditioningWarning, RiccatiConvergenceError, bryson, riccati_sweep,
                          finite_horizon_lqr, periodic_lqr)
-from ballctl.ltv import LTVSystem
+from ballctl.linear.ltv import LTVSystem
 
 _sys = DiscreteLTVSystem.from_arrays
 

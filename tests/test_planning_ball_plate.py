@@ -21,7 +21,7 @@ from ballctl import BallPlate
 from ballctl._errors import InfeasiblePlanError, ParameterError
 from ballctl.planning import PlateMotionProblem, plan_plate_motion, track_plate_plan
 from ballctl.planning.symbolic import ball_plate_equations
-from ballctl.rig import Imperfections, RigLimits, rig_preset
+from ballctl.ball_plate.rig import Imperfections, RigLimits, rig_preset
 
 DEG = np.pi / 180.0
 WAYPOINTS = [[0.0, 0.0], [0.15, 0.05], [0.2, 0.2], [0.0, 0.25]]

@@ -29,7 +29,7 @@ from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters
 from ballctl.plants.rails import CircleRail, EllipseRail, FigureEightRail, SegmentRail
 from ballctl.plants.rolling_ball import PointMass, RollingBall, RollingBallParameters
 from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters
-from ballctl.rig import RigLimits, rig_preset
+from ballctl.ball_plate.rig import RigLimits, rig_preset
 
 DEG = np.pi / 180.0
 CASADI_RTOL = 1e-10          # CasADi contact force vs the compiled kernels, relative to max(1 N, |F|)

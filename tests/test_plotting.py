@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ballctl
-from ballctl import plotting
+from ballctl.figures import plotting
 
 
 @pytest.fixture(scope="module")

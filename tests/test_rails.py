@@ -8,8 +8,9 @@ import pytest
 from ballctl._derivatives import directional_derivative
 from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters
 from ballctl.plants.rolling_ball import PointMass, RollingBall, RollingBallParameters
+from ballctl.plants.kernels.rails import rail_curve, rail_curve_casadi
 from ballctl.plants.rails import (CallableRail, CircleRail, EllipseRail, FigureEightRail, SegmentRail, frisvad_basis,
-                           paper_rail_basis, spherical_to_cartesian)
+                                  paper_rail_basis, plane_rotation, spherical_to_cartesian)
 
 RNG = np.random.default_rng(7)
 
@@ -137,3 +138,52 @@ def test_rail_leaving_the_ball_is_rejected(rail):
     with pytest.raises(ValueError, match=r"rail leaves the ball: max \|zeta\|.*must be < radius_m = 1.0"):
         RollingBallParameters(mass_kg=1.0, radius_m=1.0, principal_inertia_kgm2=[1, 1, 1],
                               point_masses=(PointMass(mass_kg=1.0, rail=rail),))
+
+
+def _random_closed_form_rails(rng):
+    """One rail of each kernel kind with random shape, orientation and centre (sizes below 1 m)."""
+    R = plane_rotation(rng.normal(size=3))
+    c = rng.uniform(-0.2, 0.2, size=3)
+    a, b = rng.uniform(0.1, 0.7, size=2)
+    return [CircleRail(radius_m=a, rotation=R, center_m=c),
+            EllipseRail(semi_axis_first_m=a, semi_axis_third_m=b, rotation=R, center_m=c),
+            FigureEightRail(half_width_m=a, half_height_m=b, rotation=R, center_m=c),
+            SegmentRail(start_m=c, end_m=rng.uniform(-0.5, 0.5, size=3))]
+
+
+def test_symbolic_rail_geometry_equals_the_compiled_geometry():
+    """The planners' CasADi rail (``rail_curve_casadi``) equals the numeric one (``rail_curve``) to 1e-12 m.
+
+    Both evaluate the same formulas (``plane_curve_with``, ``body_component``) in double precision;
+    CasADi's SX graph may fold constants and reassociate products, so they differ by rounding only
+    (~1e-16 m on rails below 1 m), while a wrong term or sign would show at 1e-2 m or more. 1e-12 m
+    leaves four orders of magnitude for the rounding and none for a formula error.
+    """
+    ca = pytest.importorskip("casadi")
+    rng = np.random.default_rng(11)
+    th = ca.SX.sym("theta")
+    for _ in range(5):
+        for rail in _random_closed_form_rails(rng):
+            row = rail.kernel_row()
+            f = ca.Function("rail", [th], list(rail_curve_casadi(th, row)))
+            for theta in rng.uniform(-7.0, 7.0, size=4):
+                for got, ref in zip(f(theta), rail_curve(theta, row)):
+                    assert np.max(np.abs(got.full().ravel() - ref)) < 1e-12, type(rail).__name__
+
+
+def test_closed_form_rails_evaluate_through_the_compiled_geometry():
+    """``evaluate`` of a closed-form rail is its kernel row's geometry: the same numbers, bit for bit."""
+    rng = np.random.default_rng(5)
+    theta = rng.uniform(-7.0, 7.0, size=(2, 3))
+    for rail in _random_closed_form_rails(rng):
+        for got, ref in zip(rail.evaluate(theta), rail_curve(theta, rail.kernel_row())):
+            assert got.shape == (2, 3, 3)
+            np.testing.assert_array_equal(got, ref)
+
+
+def test_plane_rotation_puts_the_normal_second():
+    for normal in ([0.0, 0.0, 2.0], [1.0, -2.0, 0.5], [0.0, 0.0, -1.0]):
+        R = plane_rotation(normal)
+        np.testing.assert_allclose(R.T @ R, np.eye(3), atol=1e-6)
+        assert np.linalg.det(R) == pytest.approx(1.0, abs=1e-6)
+        np.testing.assert_allclose(R[:, 1], np.asarray(normal) / np.linalg.norm(normal), atol=0)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ballctl
-from ballctl.rig import PRESETS, RigProfile, RigProfileError, Sensor, rig_preset
+from ballctl.ball_plate.rig import PRESETS, RigProfile, RigProfileError, Sensor, rig_preset
 
 
 def test_presets_are_valid_and_documented():

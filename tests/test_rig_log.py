@@ -6,11 +6,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ballctl.closed_loop import simulate_closed_loop
+from ballctl.simulation.closed_loop import simulate_closed_loop
 from ballctl.references.moving_plate import exact_circular_motion
-from ballctl.rig import rig_preset
-from ballctl.rig_log import RigLog, RigLogError, read_rig_log
-from ballctl.tracking import design_for_rig
+from ballctl.ball_plate.rig import rig_preset
+from ballctl.ball_plate.rig_log import RigLog, RigLogError, read_rig_log
+from ballctl.design.tracking import design_for_rig
 
 
 def _small_log(rng, *, encoders=False, K=40):
@@ -128,7 +128,7 @@ def lab_run():
     ctrl = design_for_rig(rig, ref, "exact", horizon=1.0, offset_free=True)
     s = ref(0.0)
     result = simulate_closed_loop(ctrl, rig.truth_initial_state(s.x[0]), s.xd[0], truth=rig.truth_plant(),
-                                  imperfections=rig.imperfections, limits=rig.limits, integrator="rk4", substeps=2,
+                                  imperfections=rig.imperfections.loop, limits=rig.limits, integrator="rk4", substeps=2,
                                   seed=3)
     return rig, ctrl, result
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import ballctl
-from ballctl import runtime as rt
-from ballctl.runtime import ControllerRuntime
+from ballctl.deploy import runtime as rt
+from ballctl.deploy.runtime import ControllerRuntime
 from ballctl.schedule import write_c_controller
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
@@ -27,7 +27,7 @@ def design():
     rig = ballctl.rig_preset("tabletop")
     ref = ballctl.CircularMotion(design_plant(rig).quasi_static(), 0.3, 2.0, 40.0)
     horizon = rig.dt * int(np.ceil(2 * ref.period / rig.dt))
-    return rig, ballctl.tracking.design_for_rig(rig, ref, "qs-paper", horizon=horizon)
+    return rig, ballctl.design.tracking.design_for_rig(rig, ref, "qs-paper", horizon=horizon)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_runtime_depends_on_numpy_only():
 @needs_gcc
 @pytest.mark.parametrize("kind", ["fourier", "plan"])
 def test_twin_equals_the_c_to_1e_12(exported, kind):
-    from ballctl.sil import CController
+    from ballctl.deploy.sil import CController
 
     twin = ControllerRuntime(exported[kind])
     c = CController.build(exported[kind])

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from ballctl._errors import ScheduleFileError
-from ballctl.discretize import DiscreteLTVSystem
-from ballctl.lqr import finite_horizon_lqr
-from ballctl.partition import Partition
+from ballctl.linear.discretize import DiscreteLTVSystem
+from ballctl.design.lqr import finite_horizon_lqr
+from ballctl.linear.partition import Partition
 from ballctl.schedule import SCHEDULE_FORMAT_VERSION, GainSchedule
 
 KT, NU, N, NC = 6, 2, 5, 3

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import ballctl
-from ballctl.rig import RigLimits, Sensor
+from ballctl.ball_plate.rig import RigLimits, Sensor
 from ballctl.schedule import (C_TEMPLATES, GENERATED_FILES, controller_data, controller_footprint, write_c_controller,
                               write_controller_files)
-from ballctl.sil import C_FLAGS
-from ballctl.tracking import QS_STATE_ERRORS
+from ballctl.deploy.sil import C_FLAGS
+from ballctl.design.tracking import QS_STATE_ERRORS
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
@@ -49,7 +49,7 @@ def periodic():
     rig = ballctl.rig_preset("tabletop")
     ref = ballctl.CircularMotion(design_plant(rig).quasi_static(), 0.3, 2.0, 40.0)
     horizon = rig.dt * int(np.ceil(2 * ref.period / rig.dt))
-    ctrl = ballctl.tracking.design_for_rig(rig, ref, "qs-contact", horizon=horizon)
+    ctrl = ballctl.design.tracking.design_for_rig(rig, ref, "qs-contact", horizon=horizon)
     return rig, ctrl
 
 

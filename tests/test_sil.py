@@ -21,10 +21,10 @@ import pytest
 
 import ballctl
 from ballctl.references.moving_plate import exact_circular_motion
-from ballctl.rig import RigLimits, Sensor
-from ballctl.runtime import ControllerRuntime
+from ballctl.ball_plate.rig import RigLimits, Sensor
+from ballctl.deploy.runtime import ControllerRuntime
 from ballctl.schedule import controller_data, write_c_controller, write_controller_files
-from ballctl.sil import CController, ControllerComponent, export_controller, run_component_loop
+from ballctl.deploy.sil import CController, ControllerComponent, export_controller, run_component_loop
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
@@ -46,9 +46,9 @@ def default_job(rig):
     dt = rig.dt
     horizon = dt * math.ceil(2 * 2 * np.pi / dt - 1e-9)
     ref = exact_circular_motion(design_plant(rig), 0.5, 1.0, 40.0, duration=horizon + 2 * dt)
-    job = {"offset_free": True} if "offset_free" in inspect.signature(ballctl.tracking.design_for_rig).parameters \
+    job = {"offset_free": True} if "offset_free" in inspect.signature(ballctl.design.tracking.design_for_rig).parameters \
         else {}   # as ballctl track designs it
-    ctrl = ballctl.tracking.design_for_rig(rig, ref, "exact", horizon=horizon, **job)
+    ctrl = ballctl.design.tracking.design_for_rig(rig, ref, "exact", horizon=horizon, **job)
     s = ref(0.0)
     x0, xd0 = s.x[0].copy(), s.xd[0].copy()
     x0[0] += 0.05
@@ -68,7 +68,7 @@ def truth_state(rig, x0):
 def loop_imperfections(rig) -> dict:
     """The loop's share of the rig's imperfections, as simulate_closed_loop takes it."""
     imp = getattr(rig, "imperfections", None)
-    return {} if imp is None else {"imperfections": imp}
+    return {} if imp is None else {"imperfections": imp.loop}
 
 
 @pytest.fixture(scope="module", params=["tabletop", "harder"])
@@ -90,7 +90,7 @@ def test_plan_export_in_the_loop_is_the_verified_loop(tmp_path):
     """Tables of the design in double: the C in the loop gives simulate_closed_loop's commands and states."""
     rig = harder_rig()
     ref = ballctl.CircularMotion(design_plant(rig).quasi_static(), 0.3, 2.0, 40.0)
-    ctrl = ballctl.tracking.design_for_rig(rig, ref, "qs-contact", horizon=1.0)
+    ctrl = ballctl.design.tracking.design_for_rig(rig, ref, "qs-contact", horizon=1.0)
     write_c_controller(ctrl, tmp_path, rig=rig, representation="plan", real="float64", drop_states=())
     s = ref(0.0)
     x0 = np.concatenate([s.x[0], s.u[0]])

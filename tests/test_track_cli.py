@@ -94,7 +94,7 @@ def test_track_verifies_over_the_rigs_uncertainty_and_the_design_never_sees_the_
 
 
 def test_track_writes_the_rig_log_and_verifies_on_another_truth(tmp_path, capsys):
-    from ballctl.rig_log import read_rig_log
+    from ballctl.ball_plate.rig_log import read_rig_log
 
     truth = _rig_file(tmp_path / "other.toml", 1.0)
     out, log = tmp_path / "out", tmp_path / "logs" / "run.csv"

@@ -226,7 +226,7 @@ def rig_from_spec(spec: str):
     -------
     RigProfile
     """
-    from ..rig import PRESETS, RigProfile, rig_preset
+    from ..ball_plate.rig import PRESETS, RigProfile, rig_preset
 
     if spec in PRESETS:
         return rig_preset(spec)

@@ -3,7 +3,7 @@
 Two forms:
 
 * ``ballctl identify LOG.csv --out rig.toml [--rig BASE]`` fits the rig's
-  truth plant to the log (:func:`ballctl.identification.identify_rig`: level
+  truth plant to the log (:func:`ballctl.ball_plate.identification.identify_rig`: level
   offsets, latency, servo bandwidth, damping and dead band, sensor noise,
   timing jitter, lost frames, rolling resistance, each with its standard
   error) and writes the identified rig as a TOML file that ``ballctl track
@@ -12,12 +12,12 @@ Two forms:
   ``summary.json`` and ``identification.png`` (measured vs predicted
   readings and residuals).
 * ``ballctl identify --excitation FILE.csv [--rig BASE]`` writes a command
-  sequence for identification (:func:`ballctl.identification.excitation_log`:
+  sequence for identification (:func:`ballctl.ball_plate.identification.excitation_log`:
   a closed-loop circle with a multisine dither, as a rig log with the dither
   columns and the readings the base rig would give).
 
 The log format is documented in ``docs/identification.md`` (module
-:mod:`ballctl.rig_log`).
+:mod:`ballctl.ball_plate.rig_log`).
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
         Exit status (0).
     """
     from .._validation import check_input_file, check_output_path
-    from ..identification import excitation_log, identify_rig, write_identification
-    from ..rig_log import read_rig_log
+    from ..ball_plate.identification import excitation_log, identify_rig, write_identification
+    from ..ball_plate.rig_log import read_rig_log
 
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     if args.excitation is not None and args.log is not None:

@@ -76,10 +76,10 @@ def run(args: argparse.Namespace) -> int:
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..monte_carlo import Normal, Uncertainty, Uniform, monte_carlo
-    from ..partition import Partition
-    from ..plotting import save_figure
-    from ..tracking import design_tracking_lqr
+    from ..simulation.monte_carlo import Normal, Uncertainty, Uniform, monte_carlo
+    from ..linear.partition import Partition
+    from ..figures.plotting import save_figure
+    from ..design.tracking import design_tracking_lqr
 
     for name in ("runs", "chunk_size"):
         if getattr(args, name) < 1:

@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
         track_plan,
     )
     from ..planning.plots import plot_plan, plot_plan_tracking
-    from ..plotting import save_figure
+    from ..figures.plotting import save_figure
 
     if getattr(args, "ball_plate", False) or (args.problem is not None and "ball_plate" in _read_toml(args.problem)):
         return _run_ball_plate(args)
@@ -299,8 +299,8 @@ def _run_ball_plate(args: argparse.Namespace) -> int:
     """The ball-plate branch of :func:`run`: plan, re-simulate on the full plant, track, write files."""
     from ..planning import PlateMotionProblem, plan_plate_motion, track_plate_plan
     from ..planning.plots import plot_plate_plan
-    from ..plotting import save_figure
-    from ..rig import rig_preset
+    from ..figures.plotting import save_figure
+    from ..ball_plate.rig import rig_preset
     from dataclasses import replace
 
     spec = load_ball_plate_problem(args.problem)

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     args : argparse.Namespace
         Parsed arguments.
     """
-    from ..plotting import plot_reference, save_figure
+    from ..figures.plotting import plot_reference, save_figure
 
     if args.out:
         output_file(args.out, "--out")

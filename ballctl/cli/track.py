@@ -6,7 +6,7 @@ servo plate as truth, actuation limits, sensors), the job
 1. builds the references (quasi-static and exact inversion) on the rig's
    nominal plant (:meth:`~ballctl.RigProfile.design_plant`: no design sees the
    rig's imperfections),
-2. designs every requested design (:data:`ballctl.tracking.RIG_DESIGNS`) with
+2. designs every requested design (:data:`ballctl.design.tracking.RIG_DESIGNS`) with
    the rig's Kalman filter (output feedback, offset-free by default: it
    estimates and cancels a plate level error and a rolling resistance) or
    state feedback,
@@ -17,7 +17,7 @@ servo plate as truth, actuation limits, sensors), the job
    period, peak tilt, estimator error and the contact (required friction
    coefficient, least normal force: ``slips`` / ``lifts off``),
 4. **verifies each that passes over the rig's uncertainty** (``--robust-runs``
-   runs, 200 by default, :func:`ballctl.verification.verify_over_uncertainty`) and
+   runs, 200 by default, :func:`ballctl.ball_plate.verification.verify_over_uncertainty`) and
    exports the design that passes both (nominal; >= 99 % of the drawn rigs
    converge and their 95th-percentile RMS error is below ``--max-rms-error``)
    with the smallest 95th-percentile error -- and refuses to export a design
@@ -229,14 +229,14 @@ def run(args: argparse.Namespace) -> int:
     """
     from dataclasses import replace
 
-    from ..closed_loop import simulate_closed_loop
-    from ..estimator import design_estimator
-    from ..observability import sensor_table
-    from ..plotting import plot_robust_bands, plot_tracking, save_figure
+    from ..simulation.closed_loop import simulate_closed_loop
+    from ..design.estimator import design_estimator
+    from ..design.observability import sensor_table
+    from ..figures.plotting import plot_robust_bands, plot_tracking, save_figure
     from ..schedule import controller_footprint, write_c_controller
-    from ..sil import ExportVerificationError, export_controller
-    from ..tracking import RIG_DESIGNS, design_for_rig
-    from ..verification import verify_over_uncertainty
+    from ..deploy.sil import ExportVerificationError, export_controller
+    from ..design.tracking import RIG_DESIGNS, design_for_rig
+    from ..ball_plate.verification import verify_over_uncertainty
 
     if args.design != "auto" and args.design not in RIG_DESIGNS:
         raise ParameterError(f"--design must be auto or one of {', '.join(RIG_DESIGNS)}, got {args.design!r}")
@@ -274,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
     window = period if period is not None and horizon >= period - 1e-9 else 0.2 * horizon
     divergence = max(0.2, 2 * args.radius)
     sim = dict(truth=truth, limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
-               divergence_error=divergence, seed=args.seed, imperfections=truth_rig.imperfections)
+               divergence_error=divergence, seed=args.seed, imperfections=truth_rig.imperfections.loop)
     controllers, runs, verification, robust = {}, {}, {}, {}
     not_applicable = {}
     for i, name in enumerate(designs):
@@ -403,7 +403,7 @@ def run(args: argparse.Namespace) -> int:
                                       "footprint": controller_footprint(out / "c_controller").as_dict()}
             files += ["estimator.npz", "c_controller/"]
             if log_path is not None:
-                from ..rig_log import RigLog
+                from ..ball_plate.rig_log import RigLog
 
                 log_path.parent.mkdir(parents=True, exist_ok=True)
                 RigLog.from_closed_loop(runs[chosen], truth_rig, ctrl,
@@ -415,7 +415,7 @@ def run(args: argparse.Namespace) -> int:
     _, obs_table = sensor_table(models, SENSOR_SETS, steps=int(round(min(horizon, 2.0) / dt)))
     plotted = {n: r for n, r in runs.items() if r.diverged_at is None} or runs
     if args.animate:
-        from ..animation import animate_ball_plate
+        from ..figures.animation import animate_ball_plate
 
         shown = chosen if chosen is not None else next(iter(plotted))
         animate_ball_plate(runs[shown], out / args.animate, ball_radius=rig.ball.radius)

@@ -5,7 +5,7 @@ path into plate angles, which may exceed a rig's tilt or slew limit. This
 module plans the optimal alternative: the plate-angle history that moves the
 contact point through waypoints (at free, optimized times) in minimum time,
 or with least plate slew ``int |u_dot|^2 dt`` in a given time, within the
-rig's limits (:class:`~ballctl.rig.RigLimits`): ``|alpha|, |beta| <= max_angle``
+rig's limits (:class:`~ballctl.ball_plate.rig.RigLimits`): ``|alpha|, |beta| <= max_angle``
 and ``|alpha_dot|, |beta_dot| <= max_rate``, both held on the whole
 interpolant, not only at the collocation points.
 
@@ -89,7 +89,7 @@ from .._validation import as_array, as_vector, check_bool, check_choice, check_i
 from ..plants.ball_plate import LEAN_LIMIT, BallPlate
 from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate
 from ..references.rolling import IntegratedReference
-from ..rig import RigLimits, RigProfile
+from ..ball_plate.rig import RigLimits, RigProfile
 from ._casadi import require_casadi
 from .contact import (
     between_nodes_message,
@@ -918,7 +918,7 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
     --------
     >>> import numpy as np
     >>> from ballctl import BallPlate
-    >>> from ballctl.rig import RigLimits
+    >>> from ballctl.ball_plate.rig import RigLimits
     >>> plan = plan_plate_motion(BallPlate(), PlateMotionProblem(waypoints_m=[[0, 0], [0.2, 0]], limit_margin=0.0),
     ...                          limits=RigLimits(max_angle=np.deg2rad(10), max_rate=np.deg2rad(200)), intervals=20)
     >>> plan.converged, round(plan.duration_s, 2)
@@ -1152,7 +1152,7 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     rig : RigProfile
         Control period, limits (applied to every command), sensors and truth plant.
     design : {"qs-paper", "qs-contact"}
-        The quasi-static design of :data:`ballctl.tracking.RIG_DESIGNS` (without ``truth``).
+        The quasi-static design of :data:`ballctl.design.tracking.RIG_DESIGNS` (without ``truth``).
     contact_offset_m : (float, float)
         Initial contact-point offset from the plan in m.
     hold_s : float
@@ -1174,8 +1174,8 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     -------
     PlateTracking
     """
-    from ..closed_loop import simulate_closed_loop
-    from ..tracking import design_for_rig
+    from ..simulation.closed_loop import simulate_closed_loop
+    from ..design.tracking import design_for_rig
 
     check_instance(rig, "rig", RigProfile)
     check_choice(design, "design", ("qs-paper", "qs-contact"))
@@ -1205,7 +1205,7 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
         x0[:2] += off
         if truth:
             run = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
-                                       imperfections=rig.imperfections, **sim)
+                                       imperfections=rig.imperfections.loop, **sim)
         else:
             run = simulate_closed_loop(ctrl, x0, xd0, **sim)
     elif truth:
@@ -1222,7 +1222,7 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
         x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
         x0[:2] += off
         run = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
-                                   imperfections=rig.imperfections, **sim)
+                                   imperfections=rig.imperfections.loop, **sim)
     else:
         ctrl = design_for_rig(rig, ref, design, horizon=steps * dt, output_feedback=output_feedback)
         s0 = ref(0.0)

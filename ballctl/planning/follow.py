@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import ParameterError
-from ..closed_loop import ClosedLoopResult, simulate_closed_loop
-from ..partition import Partition
+from ..simulation.closed_loop import ClosedLoopResult, simulate_closed_loop
+from ..linear.partition import Partition
 from ..plants.rolling_ball import RollingBall, RollingBallSystem
 from ..references.rolling import IntegratedReference
-from ..tracking import TrackingController, design_tracking_lqr
+from ..design.tracking import TrackingController, design_tracking_lqr
 from .maneuver import ManeuverPlan
 
 __all__ = ["PlanTracking", "plan_chart_rotation", "plan_reference", "track_plan"]

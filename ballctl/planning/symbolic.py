@@ -58,9 +58,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import ParameterError
+from .._quaternion import rotation_entries
 from ..plants.ball_plate import BallPlate
 from ..plants.ball_plate_moving import MovingPlateParameters
-from ..plants.rails import CircleRail, EllipseRail, FigureEightRail, Rail, SegmentRail
+from ..plants.kernels.rails import rail_curve_casadi
+from ..plants.rails import Rail
 from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
@@ -70,14 +72,12 @@ __all__ = ["BallPlateEquations", "ball_contact_force_function", "ball_plate_equa
            "moving_plate_contact_function", "newton_contact_force", "quat_to_matrix_casadi", "rail_casadi"]
 
 
-def _cols(ca, rotation, center, local):
-    """``rotation @ local + center`` for a casadi 3-vector ``local``."""
-    R = ca.DM(np.asarray(rotation, dtype=float))
-    return ca.mtimes(R, local) + ca.DM(np.asarray(center, dtype=float))
-
-
 def rail_casadi(rail: Rail, theta):
     """``(zeta, zeta', zeta'')`` of a rail at a scalar CasADi symbol ``theta``, each a 3x1 expression.
+
+    The rail's kernel row evaluated by
+    :func:`ballctl.plants.kernels.rails.rail_curve_casadi`: the formulas of the
+    compiled geometry, on CasADi symbols.
 
     Parameters
     ----------
@@ -95,38 +95,22 @@ def rail_casadi(rail: Rail, theta):
     Raises
     ------
     ValueError
-        For a :class:`~ballctl.plants.rails.CallableRail` or an unknown rail,
-        whose formula is not known symbolically.
+        For a :class:`~ballctl.plants.rails.CallableRail`, a subclass that
+        redefines the curve or an unknown rail, whose formula is not known symbolically.
     """
-    ca = require_casadi()
-    c, s = ca.cos(theta), ca.sin(theta)
-    zero = 0.0 * theta
-    if isinstance(rail, CircleRail):
-        rho = rail.radius_m
-        loc = (ca.vertcat(rho * c, zero, rho * s), ca.vertcat(-rho * s, zero, rho * c),
-               ca.vertcat(-rho * c, zero, -rho * s))
-    elif isinstance(rail, EllipseRail):
-        a, b = rail.semi_axis_first_m, rail.semi_axis_third_m
-        loc = (ca.vertcat(a * c, zero, b * s), ca.vertcat(-a * s, zero, b * c), ca.vertcat(-a * c, zero, -b * s))
-    elif isinstance(rail, FigureEightRail):
-        a, b = rail.half_width_m, 0.5 * rail.half_height_m
-        s2, c2 = ca.sin(2 * theta), ca.cos(2 * theta)
-        loc = (ca.vertcat(a * s, zero, b * s2), ca.vertcat(a * c, zero, 2 * b * c2),
-               ca.vertcat(-a * s, zero, -4 * b * s2))
-    elif isinstance(rail, SegmentRail):
-        d = (rail.end_m - rail.start_m) / rail.length_m
-        D = ca.DM(d)
-        return ca.DM(rail.start_m) + theta * D, D + zero, 0.0 * D + zero
-    else:
+    require_casadi()
+    row = rail.kernel_row() if isinstance(rail, Rail) else None
+    if row is None:
         raise ParameterError(f"the planner knows the closed-form rails (CircleRail, EllipseRail, FigureEightRail, "
-                         f"SegmentRail); got {type(rail).__name__}, whose formula is not available symbolically")
-    zeros = np.zeros(3)
-    return (_cols(ca, rail.rotation, rail.center_m, loc[0]), _cols(ca, rail.rotation, zeros, loc[1]),
-            _cols(ca, rail.rotation, zeros, loc[2]))
+                             f"SegmentRail); got {type(rail).__name__}, whose formula is not available symbolically")
+    return rail_curve_casadi(theta, row)
 
 
 def quat_to_matrix_casadi(q):
     """Rotation matrix ``Lambda`` (body -> spatial) of a quaternion, eq. (2.15).
+
+    The entries are :func:`ballctl._quaternion.rotation_entries` (the formula
+    of the numeric and compiled rotation) on CasADi symbols.
 
     Parameters
     ----------
@@ -138,11 +122,8 @@ def quat_to_matrix_casadi(q):
     casadi expression, shape (3, 3)
     """
     ca = require_casadi()
-    q0, q1, q2, q3 = q[0], q[1], q[2], q[3]
-    return ca.vertcat(
-        ca.horzcat(1 - 2 * (q2 * q2 + q3 * q3), 2 * (q1 * q2 - q0 * q3), 2 * (q1 * q3 + q0 * q2)),
-        ca.horzcat(2 * (q1 * q2 + q0 * q3), 1 - 2 * (q1 * q1 + q3 * q3), 2 * (q2 * q3 - q0 * q1)),
-        ca.horzcat(2 * (q1 * q3 - q0 * q2), 2 * (q2 * q3 + q0 * q1), 1 - 2 * (q1 * q1 + q2 * q2)))
+    e = rotation_entries(q[0], q[1], q[2], q[3])
+    return ca.vertcat(*(ca.horzcat(*e[3 * i:3 * i + 3]) for i in range(3)))
 
 
 def _check_autonomous(plant) -> None:

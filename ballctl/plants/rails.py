@@ -7,7 +7,11 @@ in metres. Every rail evaluates
 ``rail.evaluate(theta) -> (zeta, dzeta, ddzeta)``, each of shape
 ``theta.shape + (3,)``: the position and its first and second derivatives with
 respect to the rail parameter ``theta``. Evaluation is vectorised and
-complex-step safe (only ``np.sin``/``np.cos`` and arithmetic are used).
+complex-step safe. The closed-form rails (circle, ellipse, figure eight,
+segment) are packed into a row (:meth:`Rail.kernel_row`) and evaluated by the
+compiled geometry of :mod:`ballctl.plants.kernels.rails`, where their formulas
+are written once (for the dynamics kernels, these classes and, symbolically,
+the planners).
 
 Rails provided:
 
@@ -56,6 +60,7 @@ import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError, ShapeError
 from .._validation import as_matrix, as_vector, check_positive
+from .kernels import rails as _rail_kernels
 
 __all__ = [
     "Rail",
@@ -67,6 +72,7 @@ __all__ = [
     "spherical_to_cartesian",
     "frisvad_basis",
     "paper_rail_basis",
+    "plane_rotation",
 ]
 
 _SAMPLES = 4097  # samples used to bound |zeta| over a rail's parameter range
@@ -146,6 +152,28 @@ def paper_rail_basis(normal) -> np.ndarray:
     return np.column_stack([n, b2, -b1])
 
 
+def plane_rotation(normal) -> np.ndarray:
+    """Rotation whose first and third columns span the plane normal to ``normal`` (second column).
+
+    Rails (:class:`CircleRail`, :class:`EllipseRail`, :class:`FigureEightRail`)
+    lie in the plane of the first and third columns of their ``rotation``.
+
+    Parameters
+    ----------
+    normal : array_like, shape (3,)
+        Plane normal in body axes (need not be unit).
+
+    Returns
+    -------
+    ndarray, shape (3, 3)
+        ``[b2 | n | b1]`` with Frisvad's ``(b1, b2)`` of the unit normal ``n``.
+    """
+    n = np.asarray(normal, dtype=float)
+    n = n / np.linalg.norm(n)
+    b1, b2 = frisvad_basis(n)
+    return np.column_stack([b2, n, b1])
+
+
 def _rotation(value, name: str) -> np.ndarray:
     R = as_matrix(value, name, (3, 3))
     if np.max(np.abs(R.T @ R - np.eye(3))) > 1e-9 or np.linalg.det(R) < 0:
@@ -210,27 +238,41 @@ class Rail:
         return float(np.max(np.linalg.norm(zeta, axis=-1)))
 
 
-def _embed(rotation, center, local, dlocal, ddlocal):
-    """Rotate local (..., 3) curves into the body frame and shift by ``center``."""
-    zeta = local @ rotation.T + center
-    return zeta, dlocal @ rotation.T, ddlocal @ rotation.T
-
-
-def _row(rail, cls, kind: int, a: float, b: float, rotation, center):
-    """Kernel row ``(kind, a, b, R (9), c (3))``; None when a subclass of ``cls`` redefines the curve."""
-    if type(rail)._local is not cls._local:
-        return None
+def _row(kind: int, a: float, b: float, rotation, center) -> np.ndarray:
+    """Kernel row ``(kind, a, b, R (9), c (3))`` (:mod:`ballctl.plants.kernels.rails`)."""
     return np.concatenate([[float(kind), float(a), float(b)], np.asarray(rotation, dtype=float).ravel(),
                            np.asarray(center, dtype=float)])
 
 
-def _plane_curve(x, z):
-    zero = np.zeros_like(x)
-    return np.stack([x, zero, z], axis=-1)
+class _ClosedFormRail(Rail):
+    """A rail packed into a kernel row: its curve is the compiled one of :mod:`ballctl.plants.kernels.rails`.
+
+    Subclasses implement :meth:`_packed`. A user subclass that redefines the
+    curve (overrides ``_local``) has no row and is evaluated in Python.
+    """
+
+    def _packed(self) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _local(self, theta):
+        return _rail_kernels.rail_curve(theta, self._packed())
+
+    def kernel_row(self) -> np.ndarray | None:
+        """This rail packed for the compiled geometry, or None when a subclass redefines the curve.
+
+        See :meth:`Rail.kernel_row`.
+
+        Returns
+        -------
+        ndarray, shape (15,), or None
+        """
+        if type(self)._local is not _ClosedFormRail._local:
+            return None
+        return self._packed()
 
 
 @dataclass(frozen=True, kw_only=True)
-class CircleRail(Rail):
+class CircleRail(_ClosedFormRail):
     r"""Circle ``zeta = c + rho R (cos theta, 0, sin theta)`` (eqs. 5.42, 6.5, 7.8).
 
     Attributes
@@ -276,20 +318,9 @@ class CircleRail(Rail):
         """
         return cls(radius_m=radius_m, rotation=paper_rail_basis(spherical_to_cartesian(azimuth, elevation)))
 
-    def _local(self, theta):
-        c, s = np.cos(theta), np.sin(theta)
-        rho = self.radius_m
-        return _embed(self.rotation, self.center_m, rho * _plane_curve(c, s),
-                      rho * _plane_curve(-s, c), rho * _plane_curve(-c, -s))
-
-    def kernel_row(self) -> np.ndarray | None:
-        """Row for the compiled geometry: an ellipse with equal semi-axes (see :meth:`Rail.kernel_row`).
-
-        Returns
-        -------
-        ndarray, shape (15,), or None
-        """
-        return _row(self, CircleRail, 0, self.radius_m, self.radius_m, self.rotation, self.center_m)
+    def _packed(self) -> np.ndarray:
+        # an ellipse with equal semi-axes
+        return _row(_rail_kernels.KIND_ELLIPSE, self.radius_m, self.radius_m, self.rotation, self.center_m)
 
     def max_distance_m(self) -> float:
         if not np.any(self.center_m):
@@ -298,7 +329,7 @@ class CircleRail(Rail):
 
 
 @dataclass(frozen=True, kw_only=True)
-class EllipseRail(Rail):
+class EllipseRail(_ClosedFormRail):
     """Ellipse ``zeta = c + R (a cos theta, 0, b sin theta)``.
 
     Attributes
@@ -322,25 +353,13 @@ class EllipseRail(Rail):
         object.__setattr__(self, "rotation", _rotation(self.rotation, "rotation"))
         object.__setattr__(self, "center_m", _frozen_vector(self.center_m, "center_m", 3))
 
-    def _local(self, theta):
-        c, s = np.cos(theta), np.sin(theta)
-        a, b = self.semi_axis_first_m, self.semi_axis_third_m
-        return _embed(self.rotation, self.center_m, _plane_curve(a * c, b * s),
-                      _plane_curve(-a * s, b * c), _plane_curve(-a * c, -b * s))
-
-    def kernel_row(self) -> np.ndarray | None:
-        """Row for the compiled geometry (see :meth:`Rail.kernel_row`).
-
-        Returns
-        -------
-        ndarray, shape (15,), or None
-        """
-        return _row(self, EllipseRail, 0, self.semi_axis_first_m, self.semi_axis_third_m, self.rotation,
+    def _packed(self) -> np.ndarray:
+        return _row(_rail_kernels.KIND_ELLIPSE, self.semi_axis_first_m, self.semi_axis_third_m, self.rotation,
                     self.center_m)
 
 
 @dataclass(frozen=True, kw_only=True)
-class FigureEightRail(Rail):
+class FigureEightRail(_ClosedFormRail):
     """Figure eight (lemniscate of Gerono) ``zeta = c + R (a sin theta, 0, b sin theta cos theta)``.
 
     Attributes
@@ -365,26 +384,13 @@ class FigureEightRail(Rail):
         object.__setattr__(self, "rotation", _rotation(self.rotation, "rotation"))
         object.__setattr__(self, "center_m", _frozen_vector(self.center_m, "center_m", 3))
 
-    def _local(self, theta):
-        s, c = np.sin(theta), np.cos(theta)
-        s2, c2 = np.sin(2 * theta), np.cos(2 * theta)
-        a, b = self.half_width_m, 0.5 * self.half_height_m
-        return _embed(self.rotation, self.center_m, _plane_curve(a * s, b * s2),
-                      _plane_curve(a * c, 2 * b * c2), _plane_curve(-a * s, -4 * b * s2))
-
-    def kernel_row(self) -> np.ndarray | None:
-        """Row for the compiled geometry (see :meth:`Rail.kernel_row`).
-
-        Returns
-        -------
-        ndarray, shape (15,), or None
-        """
-        return _row(self, FigureEightRail, 1, self.half_width_m, 0.5 * self.half_height_m, self.rotation,
+    def _packed(self) -> np.ndarray:
+        return _row(_rail_kernels.KIND_FIGURE_EIGHT, self.half_width_m, 0.5 * self.half_height_m, self.rotation,
                     self.center_m)
 
 
 @dataclass(frozen=True, kw_only=True)
-class SegmentRail(Rail):
+class SegmentRail(_ClosedFormRail):
     """Straight segment from ``start_m`` to ``end_m``; parameter = arc length in m from ``start_m``.
 
     A magnet in a tube: ``parameter_range = (0, length)``. The generalized
@@ -419,22 +425,11 @@ class SegmentRail(Rail):
     def parameter_range(self) -> tuple[float, float]:  # type: ignore[override]
         return (0.0, self.length_m)
 
-    def _local(self, theta):
-        direction = (self.end_m - self.start_m) / self.length_m
-        ones = np.ones_like(theta)
-        zeta = self.start_m + theta[..., None] * direction
-        return zeta, ones[..., None] * direction, 0.0 * ones[..., None] * direction
-
-    def kernel_row(self) -> np.ndarray | None:
-        """Row for the compiled geometry: the direction as the first column of ``R`` (see :meth:`Rail.kernel_row`).
-
-        Returns
-        -------
-        ndarray, shape (15,), or None
-        """
+    def _packed(self) -> np.ndarray:
+        # the unit direction as the first column of R, the start as the centre
         R = np.zeros((3, 3))
         R[:, 0] = (self.end_m - self.start_m) / self.length_m
-        return _row(self, SegmentRail, 2, 0.0, 0.0, R, self.start_m)
+        return _row(_rail_kernels.KIND_SEGMENT, 0.0, 0.0, R, self.start_m)
 
     def max_distance_m(self) -> float:
         # |zeta| is convex along a line: its maximum over the segment is at an end.

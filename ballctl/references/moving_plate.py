@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from .._derivatives import directional_derivative
 from .._errors import ChartSingularityError, InfeasibleReferenceError, ParameterError, ParameterTypeError
 from .._validation import check_finite_scalar, check_instance, check_positive
 from .._quaternion import cross
@@ -373,12 +374,11 @@ class MovingPlateMotion(Reference):
         u_qs, _ = plate_angles_for_acceleration(qs, a, j, grid)
         self._quasi_static_angles = u_qs
         z = np.concatenate([u_qs[:, 0], u_qs[:, 1], np.full(M, self.spin)])
-        h = 1e-30
         res = self._residual(z, p, v, a)
         it = 0
         for it in range(1, max_iter + 1):
-            Z = z[None, :] + 1j * h * np.eye(3 * M)
-            J = (self._residual(Z, p, v, a).imag / h).T            # (3N + 1, 3N)
+            # the complex-step Jacobian, every column in one batched residual call (directions: the unit vectors)
+            J = directional_derivative(lambda Z: self._residual(Z, p, v, a), z, np.eye(3 * M))[0].T  # (3N + 1, 3N)
             dz = np.linalg.lstsq(J, -res, rcond=None)[0]
             z = z + dz
             res = self._residual(z, p, v, a)

@@ -9,7 +9,7 @@
 * :mod:`ballctl.schedule.c_controller` -- :func:`write_c_controller`: that
   controller in C (generated headers plus the shipped template
   ``templates/ballctl_controller.c``/``.h``) and as the ``.npz`` file of the
-  Python twin :class:`ballctl.runtime.ControllerRuntime`.
+  Python twin :class:`ballctl.deploy.runtime.ControllerRuntime`.
 """
 
 from .c_controller import C_TEMPLATES, GENERATED_FILES, write_c_controller, write_controller_files

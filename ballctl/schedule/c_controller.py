@@ -15,10 +15,10 @@ into a directory,
   ``ballctl_reference``, ``ballctl_health``; ``BC_API_VERSION 2``), copied from
   the package's ``templates`` folder (real C files, shipped as package data),
 * ``ballctl_controller.npz`` -- the same data for the Python twin
-  (:class:`ballctl.runtime.ControllerRuntime`) and for
+  (:class:`ballctl.deploy.runtime.ControllerRuntime`) and for
   :func:`~ballctl.schedule.compact.controller_footprint`.
 
-The C step runs the same steps, in the same order, as :mod:`ballctl.loop_step`
+The C step runs the same steps, in the same order, as :mod:`ballctl.simulation.loop_step`
 in :func:`ballctl.simulate_closed_loop` (``tests/test_sil.py`` runs the
 compiled C inside the closed loop and compares).
 """
@@ -245,7 +245,7 @@ def write_c_controller(controller, directory, *, rig=None, limits=None, represen
     """Write the C controller of an output-feedback design into ``directory`` (atomically, file by file).
 
     For a controller whose Fourier order is chosen by a closed-loop check on
-    the truth plant, use :func:`ballctl.sil.export_controller`.
+    the truth plant, use :func:`ballctl.deploy.sil.export_controller`.
 
     Parameters
     ----------

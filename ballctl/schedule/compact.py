@@ -3,7 +3,7 @@ r"""The controller a microcontroller runs forever: compact data built from a ver
 :func:`controller_data` turns an output-feedback :class:`~ballctl.TrackingController`
 and the rig's command shaping into a :class:`ControllerData`: everything the C
 step (``templates/ballctl_controller.c``) and its Python twin
-(:class:`ballctl.runtime.ControllerRuntime`) need, and nothing that grows with
+(:class:`ballctl.deploy.runtime.ControllerRuntime`) need, and nothing that grows with
 the run length.
 
 Two representations
@@ -58,7 +58,7 @@ tilt to its command and feeds the estimator the input that acts on the plate
 :func:`ballctl.simulate_closed_loop` does.
 
 The choice of ``fourier_order`` is a verification question (closed loop on
-the truth plant against the design): :func:`ballctl.sil.export_controller`
+the truth plant against the design): :func:`ballctl.deploy.sil.export_controller`
 answers it; this module builds the data for a given order.
 """
 
@@ -71,9 +71,9 @@ import numpy as np
 
 from .._errors import ParameterError, RiccatiConvergenceError, ScheduleFileError
 from .._validation import check_choice, check_integer, check_positive
-from ..discretize import DiscreteLTVSystem
-from ..loop_step import delay_segments, shape_command
-from ..lqr import periodic_lqr, riccati_sweep
+from ..linear.discretize import DiscreteLTVSystem
+from ..simulation.loop_step import delay_segments, shape_command
+from ..design.lqr import periodic_lqr, riccati_sweep
 
 __all__ = ["ControllerData", "ControllerFootprint", "controller_data", "controller_footprint", "phase_step",
            "varying_entries", "model_copies",
@@ -271,7 +271,7 @@ class ControllerData:
 
     # ------------------------------------------------------------------ the file
     def to_npz(self) -> dict:
-        """Plain arrays for ``numpy.savez`` (what :class:`ballctl.runtime.ControllerRuntime` loads)."""
+        """Plain arrays for ``numpy.savez`` (what :class:`ballctl.deploy.runtime.ControllerRuntime` loads)."""
         out = {"format_version": np.array(CONTROLLER_FORMAT_VERSION), "kind": np.array(self.kind),
                "real": np.array(self.real), "dt": np.array(self.dt),
                "state_names": np.array(self.state_names), "input_names": np.array(self.input_names),
@@ -735,7 +735,7 @@ class _LawMap:
 def _periodic_lqr_gains(lqr, phi_last: np.ndarray, last: np.ndarray, step: int, n_period: int) -> np.ndarray:
     """The LQR gains over one period (steps 0..n_period-1); model and weights fitted over the last period.
 
-    A backward Riccati sweep (:func:`ballctl.lqr.riccati_sweep`) over two periods of the fitted model, from the
+    A backward Riccati sweep (:func:`ballctl.design.lqr.riccati_sweep`) over two periods of the fitted model, from the
     design's Riccati matrix one period before the end of its horizon; the first period is kept: as far from
     the terminal weight as the design's own first period, and past the design's start-up (integrators that fade
     in). Marginal modes that no weight stabilizes (the ball's spin) make a longer sweep drift, not converge, so

@@ -46,7 +46,7 @@ import numpy as np
 from .._errors import ParameterError, ParameterTypeError, ScheduleFileError, ShapeError
 from .._io import atomic_write
 from .._validation import check_finite_scalar, check_input_file, check_positive
-from ..discretize import DiscreteLTVSystem
+from ..linear.discretize import DiscreteLTVSystem
 
 __all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule"]
 
@@ -60,7 +60,7 @@ _READABLE_VERSIONS = (1, 2)
 _ARRAY_FIELDS = ("times", "gains", "x0", "xd0", "u0", "Q", "R", "Q_N")
 #: optional arrays, stored when present: the discrete model (for prediction) and the Kalman filter
 _OPTIONAL_FIELDS = ("Ad", "Bd", "estimator_gains", "measurement_matrices", "sampled", "feedback_gains")
-_SPACING_RTOL = 1e-9  # as in ballctl.discretize
+_SPACING_RTOL = 1e-9  # as in ballctl.linear.discretize
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _C_KEYWORDS = frozenset(
     "auto break case char const continue default do double else enum extern float for goto if inline int long "
@@ -311,7 +311,7 @@ class GainSchedule:
     def from_lqr(cls, lqr, system: DiscreteLTVSystem, *, x0, xd0, u0, plant_name: str,
                  plant_parameters: Mapping[str, float], estimator=None, feedback_gains=None,
                  augmented_state_names=()) -> "GainSchedule":
-        """Build a schedule from a :class:`~ballctl.lqr.FiniteHorizonLQR` and the system it was designed on.
+        """Build a schedule from a :class:`~ballctl.design.lqr.FiniteHorizonLQR` and the system it was designed on.
 
         Times, ``dt``, names and the partition come from ``system`` (whose
         ``partition`` must be set); gains and weights from ``lqr``. A weight
@@ -320,7 +320,7 @@ class GainSchedule:
         Parameters
         ----------
         lqr : FiniteHorizonLQR
-            Result of :func:`ballctl.lqr.finite_horizon_lqr` on ``system``.
+            Result of :func:`ballctl.design.lqr.finite_horizon_lqr` on ``system``.
         system : DiscreteLTVSystem
             The discrete system the LQR was designed on.
         x0, xd0 : ndarray, shape (Kt, n)
@@ -332,7 +332,7 @@ class GainSchedule:
         plant_parameters : mapping of str to float
             The plant's parameters (SI units).
         estimator : StateEstimator, optional
-            The design's Kalman filter (:mod:`ballctl.estimator`); stored with
+            The design's Kalman filter (:mod:`ballctl.design.estimator`); stored with
             its prediction model ``estimator.Ad``, ``estimator.Bd`` (without an
             estimator the design's ``system.Ad``, ``system.Bd`` are stored).
         feedback_gains : ndarray, shape (Kt, nu, Ne), optional

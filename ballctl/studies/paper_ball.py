@@ -16,7 +16,7 @@ import numpy as np
 
 from .._errors import ParameterError
 from .._validation import check_positive
-from ..plotting import plot_ball_paths, save_figure
+from ..figures.plotting import plot_ball_paths, save_figure
 from ..plants.paper import PAPER_KINK_TIMES, paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
 from ..plants.rolling_ball import RollingBall
 
@@ -36,7 +36,7 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
     samples : int
         Output samples (>= 2).
     animation : str, optional
-        Also write an animation of the ball (shell, rails, masses; :func:`ballctl.animation.animate_rolling_ball`)
+        Also write an animation of the ball (shell, rails, masses; :func:`ballctl.figures.animation.animate_rolling_ball`)
         to this file name in ``out_dir`` (``.gif`` or ``.mp4``).
 
     Returns
@@ -74,7 +74,7 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
                                                   f"t = 0..{t_final:g} s"), out / "ball_paths.png", dpi=110)
     figures = [str(path)]
     if animation:
-        from ..animation import animate_rolling_ball
+        from ..figures.animation import animate_rolling_ball
 
         figures.append(str(animate_rolling_ball(ball, run, out / animation)))
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import ParameterError, PartitionError, ShapeError
-from ..controllability import GramianReport, discrete_gramian
-from ..discretize import DiscreteLTVSystem, discretize
-from ..linearize import linearize_samples
-from ..partition import Partition
+from ..design.controllability import GramianReport, discrete_gramian
+from ..linear.discretize import DiscreteLTVSystem, discretize
+from ..linear.linearize import linearize_samples
+from ..linear.partition import Partition
 from ..references.base import Reference
 from ..system import ConstrainedSystem
 

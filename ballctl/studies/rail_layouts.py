@@ -10,7 +10,7 @@ accelerations as inputs) is linearized along that roll
 (:func:`ballctl.linearize`, independent ``(yaw, pitch, roll, theta_i)``,
 admissible-dependent ``(contact_x, contact_y)``), discretized (zero-order
 hold) and the rank of the discrete reachability Gramian over one revolution
-(:func:`ballctl.controllability.discrete_gramian`) is reported: full rank
+(:func:`ballctl.design.controllability.discrete_gramian`) is reported: full rank
 ``N = 2 n + 8`` means every small deviation from the roll (position,
 attitude, rail positions and their rates) can be steered to zero over one
 revolution.
@@ -51,12 +51,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError
-from ..controllability import discrete_gramian
-from ..discretize import DiscreteLTVSystem, discretize
-from ..linearize import linearize
-from ..partition import Partition
+from ..design.controllability import discrete_gramian
+from ..linear.discretize import DiscreteLTVSystem, discretize
+from ..linear.linearize import linearize
+from ..linear.partition import Partition
 from ..plants.rolling_ball import PointMass, RollingBall, RollingBallParameters, RollingBallSystem
-from ..plants.rails import CircleRail, EllipseRail, Rail, SegmentRail, frisvad_basis
+from ..plants.rails import CircleRail, EllipseRail, Rail, SegmentRail, plane_rotation
 from ..references.rolling import StraightRollReference
 
 __all__ = [
@@ -64,7 +64,6 @@ __all__ = [
     "RailLayout",
     "LayoutResult",
     "LayoutTable",
-    "plane_rotation",
     "straight_roll_setup",
     "default_layouts",
     "compare_rail_layouts",
@@ -72,28 +71,6 @@ __all__ = [
 
 #: First-order invariants of every straight roll (module docstring): the Gramian rank is at most N - 2.
 ROLL_INVARIANTS = 2
-
-
-def plane_rotation(normal) -> np.ndarray:
-    """Rotation whose first and third columns span the plane normal to ``normal`` (second column).
-
-    Rails (:class:`~ballctl.rails.CircleRail`, :class:`~ballctl.rails.EllipseRail`)
-    lie in the plane of the first and third columns of their ``rotation``.
-
-    Parameters
-    ----------
-    normal : array_like, shape (3,)
-        Plane normal in body axes (need not be unit).
-
-    Returns
-    -------
-    ndarray, shape (3, 3)
-        ``[b2 | n | b1]`` with Frisvad's ``(b1, b2)`` of the unit normal ``n``.
-    """
-    n = np.asarray(normal, dtype=float)
-    n = n / np.linalg.norm(n)
-    b1, b2 = frisvad_basis(n)
-    return np.column_stack([b2, n, b1])
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -66,7 +66,7 @@ def canonical_names(modules: list[str]) -> dict[int, str]:
             if not (inspect.isclass(obj) or inspect.isroutine(obj)):
                 continue  # constants are documented where they are defined
             full = f"{mod_name}.{name}"
-            if full in modules:  # e.g. the function ballctl.discretize shadows the module: document it inside
+            if full in modules:  # e.g. the function ballctl.linear.discretize shadows the module: document it inside
                 continue
             canon.setdefault(id(obj), full)
     return canon

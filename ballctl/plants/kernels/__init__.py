@@ -11,7 +11,7 @@ one source of truth per plant. The same kernels serve
 * simulation and the closed loop (float64),
 * the complex-step linearizer (complex128: every kernel is an analytic
   function of its array arguments, with no ``abs``/``conj``/``real``),
-* the compiled batched closed loop of :mod:`ballctl.engine`.
+* the compiled batched closed loop of :mod:`ballctl.simulation.engine`.
 
 Kernel contract (one module per plant, parameters packed in a float64 vector ``p``):
 
@@ -36,6 +36,6 @@ callables) and pass them to ``ConstrainedSystem``; the generic dense
 index-1 solve is then the only Python left per call.
 """
 
-from . import ball_plate, batching, linalg, moving_plate, rails, rolling_ball, rolling_disk
+from . import ball_plate, batching, moving_plate, rails, rolling_ball, rolling_disk
 
-__all__ = ["ball_plate", "batching", "linalg", "moving_plate", "rails", "rolling_ball", "rolling_disk"]
+__all__ = ["ball_plate", "batching", "moving_plate", "rails", "rolling_ball", "rolling_disk"]

@@ -54,7 +54,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .linalg import solve_symmetric_inplace
+from ..._linalg import solve_symmetric_inplace
 
 __all__ = ["N_COORDINATES", "N_CONSTRAINTS", "N_INPUTS", "N_PARAMETERS", "ROLLING_SPEED_SCALE", "mass_matrix",
            "forces", "constraint_jacobian", "constraint_bias", "accelerations", "rolling_couple", "contact_forces",

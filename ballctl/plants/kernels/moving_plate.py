@@ -50,7 +50,7 @@ With ``Z = [-E; I]`` spanning the null space of ``D``, the accelerations
     \Lambda = Q_c - M_{cc}\ddot x_c - M_{ca}\ddot x_a,
 
 one symmetric positive definite solve of size ``n - 2`` (see
-:func:`ballctl.plants.kernels.linalg.solve_unit_constrained`).
+:func:`ballctl._linalg.solve_unit_constrained`).
 
 References
 ----------
@@ -65,7 +65,7 @@ from numba import njit
 from .ball_plate import constraint_bias as _ball_bias
 from .ball_plate import constraint_jacobian as _ball_jacobian
 from .ball_plate import rolling_couple
-from .linalg import solve_unit_constrained
+from ..._linalg import solve_unit_constrained
 
 __all__ = ["N_PARAMETERS", "plate_kinematics", "terms", "all_terms", "ball_mass_and_forces", "mass_and_forces",
            "constraint_jacobian", "constraint_bias", "accelerations", "contact_forces", "plate_kinematics_batch",

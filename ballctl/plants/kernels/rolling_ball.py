@@ -20,7 +20,7 @@ definite), prescribed rail accelerations give the 3x3 solve of eq. (7.4),
 ``(-A) Omega_dot = -(b0 + sum m_i theta_ddot_i s_i x zeta_i')``; rail forces
 give the symmetric positive definite ``(3 + n)`` system of the module
 docstring of :mod:`ballctl.plants.rolling_ball`. Both are solved by the
-unpivoted LDL^T of :func:`~ballctl.plants.kernels.linalg.solve_symmetric_inplace`,
+unpivoted LDL^T of :func:`~ballctl._linalg.solve_symmetric_inplace`,
 analytic in the entries (complex-step safe).
 
 Contact force (:func:`contact_force`): Newton's equation of the whole ball
@@ -41,7 +41,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .linalg import solve_symmetric_inplace, solve_unit_constrained
+from ..._linalg import solve_symmetric_inplace, solve_unit_constrained
+from ..._quaternion import rotation_entries_compiled
 from .rails import rail_geometry
 
 __all__ = ["N_BASE_PARAMETERS", "chart_kinematics", "chart_rate_term", "solve", "rhs", "rhs_batch", "solve_batch",
@@ -53,16 +54,11 @@ N_BASE_PARAMETERS = 9
 
 @njit(cache=True)
 def _rotation(q, Lam):
-    q0, q1, q2, q3 = q[0], q[1], q[2], q[3]
-    Lam[0, 0] = 1 - 2 * (q2 * q2 + q3 * q3)
-    Lam[0, 1] = 2 * (q1 * q2 - q0 * q3)
-    Lam[0, 2] = 2 * (q1 * q3 + q0 * q2)
-    Lam[1, 0] = 2 * (q1 * q2 + q0 * q3)
-    Lam[1, 1] = 1 - 2 * (q1 * q1 + q3 * q3)
-    Lam[1, 2] = 2 * (q2 * q3 - q0 * q1)
-    Lam[2, 0] = 2 * (q1 * q3 - q0 * q2)
-    Lam[2, 1] = 2 * (q2 * q3 + q0 * q1)
-    Lam[2, 2] = 1 - 2 * (q1 * q1 + q2 * q2)
+    """Fill ``Lam (3, 3)`` with the rotation matrix of ``q (4,)`` (eq. 2.15, :func:`ballctl._quaternion.rotation_entries`)."""
+    entries = rotation_entries_compiled(q[0], q[1], q[2], q[3])
+    for i in range(3):
+        for j in range(3):
+            Lam[i, j] = entries[3 * i + j]
 
 
 @njit(cache=True)
@@ -494,7 +490,7 @@ def system_accelerations_batch(x, xd, u, table, use_table, zeta, dzeta, ddzeta, 
     """Structured index-1 solve over stacks: ``xdd (K, N)``, ``lam (K, 2)``.
 
     ``D = [I_2 | E]``: the null-space solve of
-    :func:`~ballctl.plants.kernels.linalg.solve_unit_constrained` (one SPD
+    :func:`~ballctl._linalg.solve_unit_constrained` (one SPD
     solve of size ``N - 2``); ``a`` (1/s) damps ``D xd`` at ``2a``; ``b`` is unused
     (no holonomic constraints).
     """

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .linalg import solve_symmetric_inplace, solve_unit_constrained
+from ..._linalg import solve_symmetric_inplace, solve_unit_constrained
 from .rails import rail_geometry
 
 __all__ = ["N_BASE_PARAMETERS", "solve", "rhs", "rhs_batch", "solve_batch", "contact_force", "contact_force_batch",

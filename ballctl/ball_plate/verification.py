@@ -1,0 +1,268 @@
+r"""Verification of a ball-plate design over the rig's uncertainty: many truths, one verdict.
+
+A design verified in one nominal run is verified on one rig that does not
+exist. :func:`verify_over_uncertainty` draws ``n_runs`` rigs from
+:attr:`ballctl.RigProfile.uncertainty` about the rig as described (ball mass
+and radius, servo bandwidth, sensor latency error, level error, rolling
+resistance, sensor noise, initial offset; lost frames, dead band and timing
+jitter from the rig's imperfections), runs the design on each one's exact
+servo-plate truth in the compiled loop (:mod:`ballctl.simulation.engine`, one batch, the
+runs split over threads) and reduces the runs to one verdict:
+
+* a run **converges** when it does not diverge and its RMS contact error
+  over the evaluation window (the reference's last period) is below
+  ``max_rms_error``;
+* whether the ball really rolls is counted beside it: the runs whose contact
+  needs more friction than the rig's ``friction_coefficient`` (they *slip*)
+  or loses its normal force (they *lift off*) at some sample, and those that
+  do so within the evaluation window;
+* the design **passes** when at least ``min_success_rate`` of the runs
+  converge and the 95th percentile of the RMS errors is below ``max_rms_error``.
+
+Reproducibility: run ``i`` draws its rig and its sensor noise from
+``SeedSequence(seed).spawn(n_runs)[i]`` (its lost frames and jitter from a
+child stream of that seed, see :func:`ballctl.simulation.closed_loop.imperfection_draws`),
+so results do not depend on the number of threads.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._errors import ParameterError
+from .._validation import check_integer, check_positive
+from ..simulation.closed_loop import contact_extremes, contact_forces_along, imperfection_draws, run_compiled_batch
+from ..simulation.engine import kernel_code, sensor_draws
+from .rig import RigProfile
+from ..design.tracking import TrackingController
+
+__all__ = ["RobustVerification", "verify_over_uncertainty", "ROBUST_PERCENTILES"]
+
+#: percentiles of the error bands over time, in %
+ROBUST_PERCENTILES = (5.0, 50.0, 95.0)
+
+
+@dataclass(frozen=True)
+class RobustVerification:
+    """The runs of a design over a rig's uncertainty, and the verdict.
+
+    Attributes
+    ----------
+    runs : int
+    success_rate : float
+        Fraction of runs that converged.
+    rms_p50_m, rms_p95_m, worst_rms_m : float
+        Median, 95th percentile and largest RMS contact error over the window, m
+        (a diverged run counts as infinite).
+    passed : bool
+        ``success_rate >= min_success_rate`` and ``rms_p95_m < max_rms_error``.
+    max_rms_error_m, min_success_rate : float
+        The criteria.
+    rms_m : ndarray, shape (runs,)
+        Each run's RMS error over the window in m (inf when diverged).
+    converged : ndarray of bool, shape (runs,)
+    t : ndarray, shape (K,)
+        Control times in s.
+    percentiles : ndarray, shape (P,)
+        Percentiles of :attr:`bands` in %.
+    bands : ndarray, shape (P, K)
+        Percentiles over runs of the contact error in m at each time (inf once too many runs diverged).
+    samples : dict of ndarray
+        What each run drew: ``mass_kg``, ``radius_m``, ``servo_bandwidth_rad_s``,
+        ``latency_error_s``, ``plate_offset_alpha_rad``, ``plate_offset_beta_rad``,
+        ``rolling_resistance``, ``noise_scale``, ``initial_offset_x_m``, ``initial_offset_y_m``.
+    window_s : float
+        Length of the evaluation window in s (the end of the run).
+    peak_friction_coefficient : ndarray, shape (runs,)
+        Each run's largest required friction coefficient ``|F_t| / N`` (up to its divergence).
+    least_normal_force_N : ndarray, shape (runs,)
+        Each run's smallest normal contact force in N.
+    rolls_in_window : ndarray of bool, shape (runs,)
+        The ball neither slips nor lifts off over the evaluation window.
+    friction_coefficient : float
+        The rig's coefficient of static friction the runs were checked against.
+    wall_time_s : float
+    """
+
+    runs: int
+    success_rate: float
+    rms_p50_m: float
+    rms_p95_m: float
+    worst_rms_m: float
+    passed: bool
+    max_rms_error_m: float
+    min_success_rate: float
+    rms_m: np.ndarray
+    converged: np.ndarray
+    t: np.ndarray
+    percentiles: np.ndarray
+    bands: np.ndarray
+    samples: dict
+    window_s: float
+    peak_friction_coefficient: np.ndarray
+    least_normal_force_N: np.ndarray
+    rolls_in_window: np.ndarray
+    friction_coefficient: float
+    wall_time_s: float
+
+    @property
+    def slipping_runs(self) -> int:
+        """Runs whose contact needed more friction than the rig has (anywhere in the run)."""
+        return int(np.sum(self.peak_friction_coefficient > self.friction_coefficient))
+
+    @property
+    def lift_off_runs(self) -> int:
+        """Runs whose normal force reached zero (anywhere in the run)."""
+        return int(np.sum(~(self.least_normal_force_N > 0)))
+
+    def as_dict(self) -> dict:
+        """The summary block (strict JSON: an infinite error is None)."""
+        def num(v):
+            return float(v) if np.isfinite(v) else None
+
+        return {"runs": self.runs, "success_rate": self.success_rate, "rms_p50_m": num(self.rms_p50_m),
+                "rms_p95_m": num(self.rms_p95_m), "worst_rms_m": num(self.worst_rms_m), "passed": self.passed,
+                "criteria": {"min_success_rate": self.min_success_rate, "max_rms_p95_m": self.max_rms_error_m,
+                             "friction_coefficient": self.friction_coefficient},
+                "friction_coefficient_p95": num(np.percentile(self.peak_friction_coefficient, 95.0,
+                                                              method="inverted_cdf")),
+                "least_normal_force_N": num(np.min(self.least_normal_force_N)),
+                "slipping_runs": self.slipping_runs, "lift_off_runs": self.lift_off_runs,
+                "runs_not_rolling_in_window": int(np.sum(~self.rolls_in_window)),
+                "window_s": self.window_s, "wall_time_s": self.wall_time_s}
+
+
+def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0, xd0, *, n_runs: int = 200,
+                            seed: int = 0, window_s: float, max_rms_error: float,
+                            min_success_rate: float = 0.99, divergence_error: float = 0.2, workers: int = 2
+                            ) -> RobustVerification:
+    """Run ``controller`` on ``n_runs`` rigs drawn from ``rig.uncertainty`` (see the module docstring).
+
+    Parameters
+    ----------
+    controller : TrackingController
+        A design for the rig (:func:`ballctl.design_for_rig`); output feedback
+        through its estimator when it has one, else state feedback.
+    rig : RigProfile
+        The rig as described: its truth (:meth:`~ballctl.RigProfile.truth_plant`),
+        limits, sensors, imperfections and uncertainty.
+    x0, xd0 : array_like, shape (n,)
+        Nominal initial state (servo-plate coordinates, the plate at the
+        design's angles); each drawn rig starts with its plate at its own
+        level error (:meth:`~ballctl.RigProfile.truth_initial_state`).
+    n_runs : int
+        Runs (>= 1; 200 by default, enough to resolve a 99 % success rate to about 1 run in 100).
+    seed : int
+        Root seed.
+    window_s : float
+        Evaluation window at the end of the run in s (the last period).
+    max_rms_error : float
+        Convergence threshold on a run's RMS contact error over the window, m.
+    min_success_rate : float
+        Fraction of converged runs needed to pass, in (0, 1].
+    divergence_error : float
+        A run is stopped once its contact point is farther than this from the reference, m.
+    workers : int
+        Threads over which the runs are split (the compiled loop releases the GIL).
+
+    Returns
+    -------
+    RobustVerification
+    """
+    start = _time.perf_counter()
+    n_runs = check_integer(n_runs, "n_runs", minimum=1)
+    seed = check_integer(seed, "seed", minimum=0)
+    workers = check_integer(workers, "workers", minimum=1)
+    window_s = check_positive(window_s, "window_s", "s")
+    max_rms_error = check_positive(max_rms_error, "max_rms_error", "m")
+    divergence_error = check_positive(divergence_error, "divergence_error", "m")
+    if not 0.0 < float(min_success_rate) <= 1.0:
+        raise ParameterError(f"min_success_rate must lie in (0, 1], got {min_success_rate!r}")
+    truth0 = rig.truth_plant()
+    code = kernel_code(truth0)
+    n = truth0.n_coordinates
+    x0 = np.array(x0, dtype=float).reshape(n)
+    xd0 = np.array(xd0, dtype=float).reshape(n)
+    names = truth0.coordinate_names
+    contact = [names.index("contact_x"), names.index("contact_y")]
+    est = controller.estimator
+    steps = len(controller.times)
+    K = steps + 1
+    dt = controller.dt
+    seeds = np.random.SeedSequence(seed).spawn(n_runs)
+    truths, X0 = [], np.repeat(x0[None], n_runs, axis=0)
+    keys = ("mass_kg", "radius_m", "servo_bandwidth_rad_s", "latency_error_s", "plate_offset_alpha_rad",
+            "plate_offset_beta_rad", "rolling_resistance", "noise_scale", "initial_offset_x_m", "initial_offset_y_m")
+    samples = {k: np.empty(n_runs) for k in keys}
+    ny = 0 if est is None else est.n_signals
+    draws = np.zeros((n_runs, K, ny))
+    received = np.ones((n_runs, K, ny), dtype=bool)
+    shift = np.zeros((n_runs, K))
+    for i, ss in enumerate(seeds):
+        rng = np.random.default_rng(ss)
+        drawn = rig.sample(rng)
+        r = drawn.rig
+        truths.append(r.truth_plant())
+        X0[i] = r.truth_initial_state(x0)
+        X0[i, contact] += drawn.initial_offset_m
+        values = (r.ball.mass, r.ball.radius, r.servo.bandwidth, drawn.latency_error_s,
+                  *r.imperfections.plate_offset, r.imperfections.rolling_resistance, drawn.noise_scale,
+                  *drawn.initial_offset_m)
+        for k, v in zip(keys, values):
+            samples[k][i] = v
+        if est is not None:
+            draws[i] = drawn.noise_scale * sensor_draws(rng, K, steps, ny)
+            received[i], jitter = imperfection_draws(ss, K, est, r.imperfections.loop)
+            shift[i] = jitter - drawn.latency_error_s  # a sample older by L reads y(t - L) = y - L y_dot
+    XD0 = np.repeat(xd0[None], n_runs, axis=0)
+    deadband = rig.imperfections.servo_deadband
+    substeps = max(2, int(np.ceil(dt / 0.01 - 1e-9)))
+
+    def chunk(sl):
+        return run_compiled_batch(controller, code, truths[sl], X0[sl], XD0[sl], steps, None, rig.limits, True,
+                                  substeps, (10.0, 10.0), draws=draws[sl] if est is not None else None,
+                                  divergence_error=divergence_error, received=received[sl], sample_shift=shift[sl],
+                                  deadband=deadband)
+
+    bounds = np.linspace(0, n_runs, min(workers, n_runs) + 1).astype(int)
+    slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+    if len(slices) == 1:
+        outs = [chunk(slices[0])]
+    else:
+        with ThreadPoolExecutor(len(slices)) as pool:
+            outs = list(pool.map(chunk, slices))
+    x = np.concatenate([o.x for o in outs])
+    xd = np.concatenate([o.xd for o in outs])
+    u = np.concatenate([o.u for o in outs])
+    status = np.concatenate([o.status for o in outs])
+    ref = controller.samples
+    t = ref.t[:K]
+    window = t >= t[-1] - window_s - 1e-9
+    mu, least, rolls = np.empty(n_runs), np.empty(n_runs), np.empty(n_runs, dtype=bool)
+    for i in range(n_runs):  # one kernel call per run (its own plant)
+        normal, friction = contact_forces_along(truths[i], x[i], xd[i], u[i])
+        mu[i], least[i] = contact_extremes(normal, friction)
+        mu_w, least_w = contact_extremes(normal[window], friction[window])
+        rolls[i] = mu_w <= rig.friction_coefficient and least_w > 0
+    design_names = controller.system.coordinate_names
+    ref_contact = ref.x[:K][:, [design_names.index("contact_x"), design_names.index("contact_y")]]
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverged run's last states may be huge
+        error = np.linalg.norm(x[:, :, contact] - ref_contact[None], axis=2)
+    diverged = status >= 0
+    with np.errstate(invalid="ignore"):
+        rms = np.where(diverged, np.inf, np.sqrt(np.mean(error[:, window] ** 2, axis=1)))
+    converged = ~diverged & (rms < max_rms_error)
+    pct = np.asarray(ROBUST_PERCENTILES)
+    # percentiles without interpolation ("inverted_cdf"): a diverged run counts as an infinite error
+    bands = np.percentile(np.where(np.isfinite(error), error, np.inf), pct, axis=0, method="inverted_cdf")
+    p50, p95 = np.percentile(rms, [50.0, 95.0], method="inverted_cdf")
+    success = float(np.mean(converged))
+    passed = bool(success >= min_success_rate and p95 < max_rms_error)
+    return RobustVerification(n_runs, success, float(p50), float(p95), float(np.max(rms)), passed,
+                              max_rms_error, float(min_success_rate), rms, converged, t.copy(), pct, bands, samples,
+                              float(window_s), mu, least, rolls, float(rig.friction_coefficient),
+                              _time.perf_counter() - start)

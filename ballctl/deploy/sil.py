@@ -1,0 +1,765 @@
+r"""Software in the loop: the exported controller as a component of the closed loop on the truth plant.
+
+A *controller component* (:class:`ControllerComponent`) is what runs on the
+rig: ``reset()``, ``measure(j, y)`` (the signals sampled at step ``j``, NaN =
+not received) and ``step() -> u`` (the command of the current step; the step
+advances). Two implement it:
+
+* :class:`ballctl.deploy.runtime.ControllerRuntime` -- the Python twin,
+* :class:`CController` -- the generated C, compiled into a shared library
+  (:func:`compile_controller`, gcc) and called through ``ctypes``.
+
+:func:`run_component_loop` runs any component against a rig's truth plant
+(``rig.truth_plant()``) for any number of steps (past the design's horizon:
+the exported controller runs forever): the sensors sampled with their pattern,
+noise and bias and delivered after the estimator's latency, the commands
+through the rig's shaping and actuation latency, the plant integrated by RK4
+-- the steps of :func:`ballctl.simulate_closed_loop`, written with the same
+:mod:`ballctl.simulation.loop_step` functions and the same noise draws, so that over the
+design's horizon a component that is the design gives the design's loop.
+
+:func:`export_controller` writes the controller a rig runs and chooses its
+Fourier order by verification: the smallest order whose closed loop on the
+truth plant (the twin, double precision) keeps the RMS contact error of the
+last period within ``tolerance`` of the verified design's, over the design's
+horizon and over ``periods`` periods of running on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..simulation import loop_step as _steps
+from .._errors import BallctlError, NonFiniteStateError, ParameterError
+from .._validation import check_integer, check_positive
+from ..simulation.loop_step import delay_segments, effective_input, measure, shape_command
+from ..ball_plate.rig import RigProfile
+from .runtime import ControllerRuntime
+from ..schedule.c_controller import write_controller_files
+from ..schedule.compact import ControllerData, controller_data
+from ..simulate import rk4
+
+__all__ = ["ControllerComponent", "CController", "ComponentLoopResult", "ExportReport", "compile_controller",
+           "run_component_loop", "export_controller", "C_FLAGS", "ExportVerificationError"]
+
+#: warnings-as-errors flags every build of the generated C passes (also the cross build of the PIL benchmark)
+C_FLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Wconversion", "-pedantic", "-Werror", "-ffp-contract=off")
+
+
+class ExportVerificationError(BallctlError, RuntimeError):
+    """No Fourier order of the exported controller passed the closed-loop check (the report is attached).
+
+    Parameters
+    ----------
+    message : str
+        What failed.
+    report : ExportReport, optional
+        The checks that were run.
+    """
+
+    def __init__(self, message: str, report: "ExportReport | None" = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+@runtime_checkable
+class ControllerComponent(Protocol):
+    """The controller as the loop sees it: the three calls of the C API.
+
+    Methods
+    -------
+    reset()
+        Back to step 0, estimate on the reference.
+    measure(j, y) -> int
+        The signals sampled at step ``j`` (m or rad, NaN: not received); a status >= 0, or < 0 if refused.
+    step() -> ndarray
+        The command of the current step (rad, shape (nu,)); the step advances.
+    """
+
+    def reset(self) -> None:
+        """Back to step 0."""
+
+    def measure(self, j: int, y) -> int:
+        """Record the sample of step ``j``.
+
+        Parameters
+        ----------
+        j : int
+            Step of the sample.
+        y : array_like
+            The signals (NaN: not received).
+        """
+
+    def step(self) -> np.ndarray:
+        """The command of the current step."""
+
+
+# ---------------------------------------------------------------------- the C as a component
+def compile_controller(directory, *, compiler: str = "gcc", out_dir=None, extra_flags=()) -> Path:
+    """Compile the C controller in ``directory`` into a shared library (with the warnings of :data:`C_FLAGS`).
+
+    Parameters
+    ----------
+    directory : str or Path
+        Written by :func:`ballctl.schedule.write_c_controller`.
+    compiler : str
+        A C compiler on the PATH (gcc or clang).
+    out_dir : str or Path, optional
+        Where the library goes (default: a new temporary folder).
+    extra_flags : sequence of str
+        More compiler flags.
+
+    Returns
+    -------
+    Path
+        The shared library.
+
+    Raises
+    ------
+    ParameterError
+        No compiler, or the code does not compile warning-free (the compiler's output is in the message).
+    """
+    directory = Path(directory)
+    if shutil.which(compiler) is None:
+        raise ParameterError(f"compiler: {compiler!r} is not on the PATH")
+    if not (directory / "ballctl_controller.c").is_file():
+        raise ParameterError(f"directory: no ballctl_controller.c in {str(directory)!r} (write_c_controller first)")
+    out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="ballctl_sil_"))
+    out.mkdir(parents=True, exist_ok=True)
+    shim = out / "ballctl_shim.c"
+    shim.write_text('#include <stddef.h>\n#include "ballctl_controller.h"\n'
+                    "size_t ballctl_sizeof(void);\nint ballctl_real_bytes(void);\n"
+                    "size_t ballctl_sizeof(void) { return sizeof(ballctl_controller); }\n"
+                    "int ballctl_real_bytes(void) { return (int)sizeof(ballctl_real); }\n")
+    lib = out / "libballctl_controller.so"
+    cmd = [compiler, *C_FLAGS, *extra_flags, "-fPIC", "-shared", "-I", str(directory), "-o", str(lib),
+           str(directory / "ballctl_controller.c"), str(shim)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise ParameterError(f"the generated C did not compile warning-free with {' '.join(cmd)}:\n{res.stderr}")
+    return lib
+
+
+class CController:
+    """The compiled C controller, called through ``ctypes`` (a :class:`ControllerComponent`).
+
+    Parameters
+    ----------
+    library : str or Path
+        From :func:`compile_controller`.
+    n_inputs, n_signals : int
+        ``BC_N_INPUTS``, ``BC_N_SIGNALS`` of the build.
+
+    Attributes
+    ----------
+    real : type
+        ``ctypes.c_float`` or ``ctypes.c_double`` (``ballctl_real``).
+    """
+
+    def __init__(self, library, n_inputs: int, n_signals: int) -> None:
+        self._lib = ctypes.CDLL(str(library))
+        lib = self._lib
+        self.real = ctypes.c_double if lib.ballctl_real_bytes() == 8 else ctypes.c_float
+        lib.ballctl_sizeof.restype = ctypes.c_size_t
+        self._mem = ctypes.create_string_buffer(int(lib.ballctl_sizeof()) + 16)
+        self._c = ctypes.cast(self._mem, ctypes.c_void_p)
+        self.n_inputs, self.n_signals = int(n_inputs), int(n_signals)
+        real_p = ctypes.POINTER(self.real)
+        lib.ballctl_init.argtypes = [ctypes.c_void_p]
+        lib.ballctl_measure.argtypes = [ctypes.c_void_p, ctypes.c_longlong, real_p]
+        lib.ballctl_measure.restype = ctypes.c_int
+        lib.ballctl_step.argtypes = [ctypes.c_void_p, real_p]
+        lib.ballctl_step.restype = ctypes.c_longlong
+        lib.ballctl_reference.argtypes = [ctypes.c_void_p, ctypes.c_longlong, real_p]
+        lib.ballctl_reference.restype = ctypes.c_int
+        lib.ballctl_health.argtypes = [ctypes.c_void_p]
+        lib.ballctl_health.restype = ctypes.c_uint
+        self._y = (self.real * self.n_signals)()
+        self._u = (self.real * self.n_inputs)()
+        self.reset()
+
+    @classmethod
+    def build(cls, directory, *, compiler: str = "gcc", out_dir=None) -> "CController":
+        """Compile the controller in ``directory`` and load it.
+
+        Parameters
+        ----------
+        directory : str or Path
+            Written by :func:`ballctl.schedule.write_c_controller`.
+        compiler : str
+            C compiler.
+        out_dir : str or Path, optional
+            Build folder (default: temporary).
+        """
+        lib = compile_controller(directory, compiler=compiler, out_dir=out_dir)
+        with np.load(Path(directory) / "ballctl_controller.npz", allow_pickle=False) as npz:
+            nu, ny = len(npz["input_names"]), len(npz["signal_names"])
+        return cls(lib, nu, ny)
+
+    def reset(self) -> None:
+        """``ballctl_init``."""
+        self._lib.ballctl_init(self._c)
+        self.k = 0
+
+    def measure(self, j: int, y) -> int:
+        """``ballctl_measure``.
+
+        Parameters
+        ----------
+        j : int
+            Step of the sample.
+        y : array_like, shape (ny,)
+            The signals (NaN: not received).
+
+        Returns
+        -------
+        int
+            The C status.
+        """
+        for m in range(self.n_signals):
+            self._y[m] = float(y[m])
+        return int(self._lib.ballctl_measure(self._c, int(j), self._y))
+
+    def step(self) -> np.ndarray:
+        """``ballctl_step``: the command of the current step (rad).
+
+        Returns
+        -------
+        ndarray, shape (nu,)
+        """
+        self.k = int(self._lib.ballctl_step(self._c, self._u)) + 1
+        return np.array(self._u[:], dtype=float)
+
+    def reference(self, j: int) -> np.ndarray:
+        """``ballctl_reference``: the signals' reference at step ``j``.
+
+        Parameters
+        ----------
+        j : int
+            Step number (>= 0).
+        """
+        out = (self.real * self.n_signals)()
+        if self._lib.ballctl_reference(self._c, int(j), out) != 0:
+            raise ParameterError(f"j must be a step number >= 0, got {j}")
+        return np.array(out[:], dtype=float)
+
+    @property
+    def health(self) -> int:
+        """``ballctl_health`` bits."""
+        return int(self._lib.ballctl_health(self._c))
+
+
+# ---------------------------------------------------------------------- the loop
+@dataclass(frozen=True)
+class ComponentLoopResult:
+    """A component's closed loop on the truth plant, at the control samples.
+
+    Attributes
+    ----------
+    t : ndarray, shape (K,)
+        Control times in s (K = steps + 1, fewer after a divergence).
+    x, xd : ndarray, shape (K, n)
+        Truth coordinates and velocities.
+    u : ndarray, shape (K, nu)
+        Input that acted over ``[t_k, t_k+1)`` (the time average of its held segments; the last
+        row is the input held at the end).
+    commands : ndarray, shape (K - 1, nu)
+        What the component returned at each step.
+    y : ndarray, shape (K, ny)
+        Sensor readings delivered (NaN where not sampled or not received).
+    position_error : ndarray, shape (K,)
+        Contact-point distance from the reference in m.
+    health : ndarray of int, shape (K - 1,)
+        The component's health bits after each step (0 when it has none).
+    measure_status : ndarray of int, shape (K - 1,)
+        Status of the measurement delivered at each step (0 when none).
+    diverged_at : float or None
+        Time in s at which the run stopped (state not finite or contact error above the limit).
+    wall_time_s : float
+    controller_time_s : float
+        Wall-clock time spent in the component's ``measure`` and ``step`` calls.
+    """
+
+    t: np.ndarray
+    x: np.ndarray
+    xd: np.ndarray
+    u: np.ndarray
+    commands: np.ndarray
+    y: np.ndarray
+    position_error: np.ndarray
+    health: np.ndarray
+    measure_status: np.ndarray
+    diverged_at: float | None
+    wall_time_s: float
+    controller_time_s: float = 0.0
+
+    def rms_last(self, window_s: float) -> float:
+        """RMS contact error over the last ``window_s`` s of the run (m).
+
+        Parameters
+        ----------
+        window_s : float
+            Window length in s.
+        """
+        keep = self.t >= self.t[-1] - window_s - 1e-9
+        return float(np.sqrt(np.mean(self.position_error[keep] ** 2)))
+
+
+def _reference_xy(controller):
+    """Contact reference at step k: the design's samples in its horizon, the periodic continuation after it."""
+    names = controller.system.coordinate_names
+    idx = [names.index(n) for n in ("contact_x", "contact_y") if n in names]
+    if not idx:
+        raise ParameterError("run_component_loop needs a design plant with contact_x/contact_y coordinates")
+    samples = controller.samples
+    period = getattr(controller.reference, "period", None)
+    t0, dt = float(samples.t[0]), float(controller.dt)
+    n = samples.x.shape[0]
+
+    def at(k: int) -> np.ndarray:
+        if k < n:
+            return samples.x[k, idx]
+        if period is None:
+            return samples.x[-1, idx]
+        t = t0 + ((k * dt) % period)
+        return np.asarray(controller.reference(t).x[0], dtype=float)[idx]
+    return at, idx
+
+
+def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps: int, seed: int | None = 0,
+                       substeps: int = 2, stabilization: tuple[float, float] | None = (10.0, 10.0),
+                       received=None, divergence_error: float | None = None, truth=None,
+                       imperfections=None) -> ComponentLoopResult:
+    """Run a controller component against the rig's truth plant for ``steps`` control steps.
+
+    The loop of :func:`ballctl.simulate_closed_loop` (integrator ``"rk4"``)
+    with the component in place of the controller: at step k the truth is
+    sensed (the estimator's signals, sampling pattern, bias and noise, the same
+    ``seed`` giving the same draws), the readings of step ``k - latency_steps``
+    are delivered (``component.measure``), the command is asked for
+    (``component.step``), shaped by the rig (quantum, tilt, then slew and
+    actuation latency, :mod:`ballctl.simulation.loop_step`) and held on the plant.
+
+    Parameters
+    ----------
+    component : ControllerComponent
+        The controller (twin, compiled C, or any object with the three calls).
+    rig : RigProfile
+        Its limits shape the commands; its truth plant is the plant unless ``truth`` is given.
+    controller : TrackingController
+        The design the component was exported from (its estimator's sensors, the reference, dt).
+    x0, xd0 : array_like, shape (n,)
+        Initial truth state (the truth plant's coordinates).
+    steps : int
+        Control steps to run (any number: past the design's horizon the reference repeats).
+    seed : int, optional
+        Seed of the sensor noise.
+    substeps : int
+        RK4 steps per held segment.
+    stabilization : (float, float) or None
+        Baumgarte gains of the truth plant in 1/s.
+    received : ndarray of bool, shape (steps, ny), optional
+        False where a sample is lost (a dropped frame); default all arrive.
+    imperfections : LoopImperfections, optional
+        The loop's share of a rig's imperfections (``rig.imperfections``): lost frames, timing
+        jitter and the servo dead band, drawn as :func:`ballctl.simulate_closed_loop` draws them
+        (``imperfection_draws``: over the design's horizon the same seed gives the same lost frames
+        and jitter as there; the steps after it draw from a stream of their own).
+    divergence_error : float, optional
+        Stop when the contact point is farther than this from its reference (m).
+    truth : ConstrainedSystem, optional
+        The plant (default ``rig.truth_plant()``).
+
+    Returns
+    -------
+    ComponentLoopResult
+    """
+    if not isinstance(rig, RigProfile):
+        raise ParameterError(f"rig must be a RigProfile, got {type(rig).__name__}")
+    for name in ("reset", "measure", "step"):
+        if not callable(getattr(component, name, None)):
+            raise ParameterError(f"component has no {name}(): it must implement ControllerComponent")
+    steps = check_integer(steps, "steps", minimum=1)
+    substeps = check_integer(substeps, "substeps", minimum=1)
+    est = controller.estimator
+    if est is None:
+        raise ParameterError("run_component_loop needs an output-feedback design (controller.estimator)")
+    plant = rig.truth_plant() if truth is None else truth
+    n = plant.n_coordinates
+    x = np.array(x0, dtype=float).reshape(-1)
+    xd = np.array(xd0, dtype=float).reshape(-1)
+    if x.shape != (n,) or xd.shape != (n,):
+        raise ParameterError(f"x0 and xd0 must have shape ({n},) (the truth plant's coordinates)")
+    if divergence_error is not None:
+        divergence_error = check_positive(divergence_error, "divergence_error", "m")
+    dt = float(controller.dt)
+    ny = est.n_signals
+    sig_idx = np.array([plant.coordinate_names.index(s) for s in est.signal_names])
+    periods = [s.period_steps(dt) for s in est.sensors]
+    S = math.lcm(*periods)
+    pattern = np.zeros((S, ny), dtype=bool)
+    col = 0
+    for s, every in zip(est.sensors, periods):
+        pattern[::every, col:col + len(s.signals)] = True
+        col += len(s.signals)
+    if received is not None:
+        received = np.asarray(received, dtype=bool)
+        if received.shape != (steps, ny):
+            raise ParameterError(f"received must have shape ({steps}, {ny}), got {received.shape}")
+    lat = int(est.latency_steps)
+    K = steps + 1
+    shift = np.zeros(K)
+    lost = np.ones((K, ny), dtype=bool)
+    deadband = 0.0
+    if imperfections is not None:
+        from ..simulation.closed_loop import imperfection_draws
+
+        # the design's horizon draws what simulate_closed_loop draws over it; the steps after it their own
+        Kd = min(K, int(np.shape(controller.samples.t)[0]))
+        lost[:Kd], shift[:Kd] = imperfection_draws(seed, Kd, est, imperfections)
+        if K > Kd:
+            root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+            after = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (2,))
+            lost[Kd:], shift[Kd:] = imperfection_draws(after, K - Kd, est, imperfections)
+        deadband = float(imperfections.actuator_deadband)
+    ref_at, _ = _reference_xy(controller)
+    cmap = [plant.coordinate_names.index(nm) for nm in controller.system.coordinate_names
+            if nm in ("contact_x", "contact_y")]
+    t0 = float(controller.samples.t[0])
+    limits = rig.limits
+    lim = (limits.max_angle, limits.max_rate, limits.quantum)
+    d_int, d_frac = delay_segments(limits.delay, dt)
+    u_ff0 = np.asarray(controller.samples.u[0], dtype=float)
+    u_start, _ = shape_command(u_ff0, u_ff0, 0.0, lim[0], None, lim[2])
+    rng = np.random.default_rng(seed)
+    bias, noise_std = est.bias, est.noise_std
+    T = t0 + dt * np.arange(K)
+    out_x = np.full((K, n), np.nan)
+    out_xd = np.full((K, n), np.nan)
+    out_u = np.full((K, plant.n_inputs), np.nan)
+    out_y = np.full((K, ny), np.nan)
+    out_cmd = np.full((steps, plant.n_inputs), np.nan)
+    out_err = np.full(K, np.nan)
+    out_health = np.zeros(steps, dtype=np.int64)
+    out_status = np.zeros(steps, dtype=np.int64)
+    pending: dict[int, np.ndarray] = {}
+    commands: list[np.ndarray] = []
+    u_applied = u_start.copy()
+    u_plant = u_start.copy()   # what the servos receive (after a dead band)
+
+    def rhs_for(u_const):
+        def rhs(t, yy):
+            xdd, _ = plant.accelerations(yy[:n], yy[n:], u_const, stabilization=stabilization)
+            return np.concatenate([yy[n:], xdd])
+        return rhs
+
+    component.reset()
+    start = time.perf_counter()
+    t_ctl = 0.0
+    diverged_at, last = None, K - 1
+    for k in range(K):
+        out_x[k], out_xd[k] = x, xd
+        out_err[k] = float(np.hypot(*(x[cmap] - ref_at(k))))
+        finite = bool(np.all(np.isfinite(x)) and np.all(np.isfinite(xd)))
+        if k > 0 and (not finite or (divergence_error is not None and out_err[k] > divergence_error)):
+            diverged_at, last = float(T[k]), k
+            out_u[k] = u_applied
+            break
+        if k == steps:
+            out_u[k] = u_applied
+            break
+        # 1: sense (the same draws as simulate_closed_loop), deliver what has arrived
+        z = rng.standard_normal(ny)
+        reading = measure(x[sig_idx] + shift[k] * xd[sig_idx], bias, noise_std, z)
+        got = pattern[k % S] & lost[k] & (True if received is None else received[k])
+        y_k = np.where(got, reading, np.nan)
+        out_y[k] = y_k
+        pending[k] = y_k
+        c0 = time.perf_counter()
+        j = k - lat
+        y_j = pending.pop(j, None)
+        if y_j is not None and np.any(np.isfinite(y_j)):   # nothing received: no call (no update)
+            out_status[k] = component.measure(j, y_j)
+        # 2-3: the component's command
+        cmd = np.asarray(component.step(), dtype=float)
+        t_ctl += time.perf_counter() - c0
+        out_health[k] = int(getattr(component, "health", 0))
+        out_cmd[k] = cmd
+        # 4: the rig: quantum and tilt (idempotent on a command already shaped), latency, slew
+        qcmd, _ = shape_command(cmd, u_applied, 0.0, lim[0], None, lim[2])
+        commands.append(qcmd)
+        first = commands[k - d_int - 1] if k - d_int - 1 >= 0 else u_start
+        second = commands[k - d_int] if k - d_int >= 0 else u_start
+        held = []
+        yy = np.concatenate([x, xd])
+        try:
+            for t_a, t_b, target in ((T[k], T[k] + d_frac, first), (T[k] + d_frac, T[k + 1], second)):
+                if t_b <= t_a:
+                    held.append(u_applied)
+                    continue
+                u_applied, _ = shape_command(target, u_applied, t_b - t_a, None, lim[1], None)
+                held.append(u_applied)
+                u_plant = _steps.backlash(u_applied, u_plant, deadband) if deadband > 0 else u_applied
+                with np.errstate(all="ignore"):
+                    yy = rk4(rhs_for(u_plant), yy, t_a, t_b - t_a, substeps)
+        except (NonFiniteStateError, FloatingPointError, np.linalg.LinAlgError):
+            yy = np.full_like(yy, np.nan)
+        out_u[k] = effective_input(held[0], held[1], d_frac, dt)
+        x, xd = yy[:n], yy[n:]
+    keep = slice(0, last + 1)
+    return ComponentLoopResult(T[keep], out_x[keep], out_xd[keep], out_u[keep], out_cmd[:last], out_y[keep],
+                               out_err[keep], out_health[:last], out_status[:last], diverged_at,
+                               time.perf_counter() - start, t_ctl)
+
+
+# ---------------------------------------------------------------------- the verified export
+@dataclass(frozen=True)
+class ExportReport:
+    """What :func:`export_controller` wrote and how it was verified.
+
+    Attributes
+    ----------
+    files : tuple of Path
+        The written files.
+    data : ControllerData
+        The exported controller.
+    fourier_order : int or None
+        The chosen order (None for a plan); ``data.orders`` has the order of each group (the model's
+        own may be lower).
+    design_rms_error_m : float
+        RMS contact error over the last period of the verified design's loop over its horizon.
+    tolerance : float
+        Relative tolerance of the check.
+    checks : tuple of dict
+        The full-precision controller first (``full_precision``: True, ``rms_error_m`` over the
+        last period of the check run, ``rms_error_design_window_m`` over the design's last period and
+        ``relative_to_design`` of the latter), then one per order tried
+        (``order``, ``rms_error_m``, ``relative_to_full``, ``peak_distance_to_full_m``, ``passed``).
+    periods : int
+        Periods of the check runs.
+    c_check : dict or None
+        The compiled C (the exported ``real``) in the same loop: ``rms_error_m``,
+        ``relative_to_twin`` and ``passed``; None without a C compiler.
+    footprint : ControllerFootprint
+    wall_time_s : float
+    """
+
+    files: tuple
+    data: ControllerData
+    fourier_order: int | None
+    design_rms_error_m: float
+    tolerance: float
+    checks: tuple
+    periods: int
+    c_check: dict | None
+    footprint: object
+    wall_time_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        """Strict-JSON-ready summary (for the main job's summary.json)."""
+        return {"kind": self.data.kind, "real": self.data.real, "fourier_order": self.fourier_order,
+                "fourier_orders": dict(self.data.orders),
+                "dropped_states": list(self.data.dropped_states),
+                "design_rms_error_m": self.design_rms_error_m, "tolerance": self.tolerance,
+                "periods": self.periods, "checks": [dict(c) for c in self.checks], "c_check": self.c_check,
+                "footprint": self.footprint.as_dict(), "files": [p.name for p in self.files],
+                "wall_time_s": self.wall_time_s}
+
+
+def _design_run(controller, rig, x0, xd0, seed, substeps, imperfections):
+    from ..simulation.closed_loop import simulate_closed_loop
+
+    extra = {} if imperfections is None else {"imperfections": imperfections}
+    return simulate_closed_loop(controller, x0, xd0, truth=rig.truth_plant(), limits=rig.limits, integrator="rk4",
+                                substeps=substeps, seed=seed, **extra)
+
+
+def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: int | None = 0,
+                      real: str = "float32", tolerance: float = 0.05, distance_floor_m: float = 5e-4,
+                      orders=(1, 2, 3, 4, 5, 6, 8, 10, 12), full_order: int = 16, periods: int = 3,
+                      substeps: int | None = None, representation: str = "auto", drop_states="auto",
+                      check_c: bool | None = None, compiler: str = "gcc", imperfections="rig",
+                      reduce_model_order: bool = True) -> ExportReport:
+    r"""Write the controller a rig runs, with its Fourier order chosen by a closed-loop check.
+
+    Every loop below runs on ``rig.truth_plant()`` with the rig's limits and
+    sensors, from ``x0``, with the same sensor draws (``seed``), for
+    ``periods`` periods (:func:`run_component_loop`, the exported controller
+    in double precision through :class:`~ballctl.deploy.runtime.ControllerRuntime`).
+
+    1. The *full-precision* periodic controller (order ``full_order``) is
+       accepted against the verified design (:func:`ballctl.simulate_closed_loop`
+       over its horizon, the same sensor and imperfection draws): its RMS
+       contact error over the last period of the design's horizon is at most
+       :math:`(1 + \mathrm{tolerance})\,e_d` plus ``distance_floor_m`` / 5,
+       with :math:`e_d` the design's there, and over the last period of the
+       check run at most :math:`2 e_d` (it does not drift).
+    2. An order H passes when its loop stays within ``tolerance`` of the
+       full-precision loop: :math:`|e_H - e_f| \le \mathrm{tolerance}\,e_f`,
+       and the contact points of the two loops are never farther apart than
+       ``tolerance`` times the full loop's peak error plus ``distance_floor_m``
+       (the floor covers the command quantum: one quantum step of difference
+       moves the ball by a few tenths of a millimetre).
+    3. The smallest passing order of ``orders`` is chosen; with
+       ``reduce_model_order`` the prediction model ``Ad`` (the largest group:
+       N^2 entries) then gets the lowest order of its own that passes the same
+       check. That controller is exported in ``real``; with a C compiler the
+       compiled C runs the same loop (``c_check``: its RMS error within
+       ``tolerance`` of the twin's).
+
+    A plan (no period) is checked in step 1 only, over the design's horizon.
+
+    Parameters
+    ----------
+    controller : TrackingController
+        The verified output-feedback design.
+    rig : RigProfile
+        The rig (truth plant, limits, sensors).
+    directory : str or Path
+        Where the files go (see :func:`ballctl.schedule.write_controller_files`).
+    x0, xd0 : array_like, shape (n,)
+        Initial truth state of the check (the main job's).
+    seed : int, optional
+        Sensor-noise seed of the check.
+    real : {"float32", "float64"}
+        Scalar type of the export.
+    tolerance : float
+        Relative tolerance (0.05: within 5 %).
+    distance_floor_m : float
+        Absolute allowance in m on the distance between the loops (>= 0).
+    orders : sequence of int
+        Orders to try, ascending.
+    full_order : int
+        Order of the full-precision reference controller.
+    periods : int
+        Periods of the check runs (>= 1; at least the design's horizon).
+    substeps : int, optional
+        RK4 steps per held segment (default: steps of at most 10 ms, at least 2).
+    representation : {"auto", "fourier", "plan"}
+        As in :func:`~ballctl.schedule.compact.controller_data`.
+    drop_states : "auto" or sequence of str
+        As in :func:`~ballctl.schedule.compact.controller_data`.
+    check_c : bool, optional
+        Run the compiled C too (default: when ``compiler`` is on the PATH).
+    compiler : str
+        C compiler of ``check_c``.
+    reduce_model_order : bool
+        After the order is chosen, lower the prediction model's own order (``Ad``, the largest
+        group) while the same check passes.
+    imperfections : LoopImperfections, None or "rig"
+        The loop's share of the rig's imperfections in every check run (``"rig"``: the rig's own,
+        ``rig.imperfections.loop``; None: none).
+
+    Returns
+    -------
+    ExportReport
+
+    Raises
+    ------
+    ExportVerificationError
+        The full-precision controller is worse than the design, or no order passes (nothing is
+        written; the report is attached to the error).
+    """
+    start = time.perf_counter()
+    tolerance = check_positive(tolerance, "tolerance")
+    if not (np.isfinite(distance_floor_m) and distance_floor_m >= 0):
+        raise ParameterError(f"distance_floor_m must be >= 0 m, got {distance_floor_m!r}")
+    periods = check_integer(periods, "periods", minimum=1)
+    full_order = check_integer(full_order, "full_order", minimum=0, maximum=32)
+    orders = [check_integer(h, "orders[i]", minimum=0, maximum=32) for h in orders]
+    dt = float(controller.dt)
+    if substeps is None:
+        substeps = max(2, int(math.ceil(dt / 0.01 - 1e-9)))
+    if isinstance(imperfections, str):
+        if imperfections != "rig":
+            raise ParameterError(f"imperfections must be a LoopImperfections, None or 'rig', got {imperfections!r}")
+        imperfections = rig.imperfections.loop
+    r = _design_run(controller, rig, x0, xd0, seed, substeps, imperfections)
+    if r.summary().diverged:
+        raise ExportVerificationError("the design itself diverges on the truth plant")
+    period = getattr(controller.reference, "period", None)
+    horizon_steps = len(controller.times)
+    window = period if period is not None else horizon_steps * dt
+    e_d = float(np.sqrt(np.mean(r.position_error[r.t >= r.t[-1] - window - 1e-9] ** 2)))
+    rep = representation
+    if rep == "auto":
+        rep = "fourier" if period is not None and horizon_steps * dt >= period - 1e-9 else "plan"
+    steps = max(int(math.ceil(periods * period / dt)) if rep == "fourier" else 0, horizon_steps)
+
+    def loop(data, component=None):
+        comp = ControllerRuntime(data) if component is None else component
+        return run_component_loop(comp, rig, controller, x0, xd0, steps=steps, seed=seed, substeps=substeps,
+                                  divergence_error=max(0.2, 10 * e_d + 0.05), imperfections=imperfections)
+
+    def build(order, real_):
+        return controller_data(controller, rig=rig, representation=rep, fourier_order=order, real=real_,
+                               drop_states=drop_states)
+
+    full = loop(build(full_order if rep == "fourier" else 0, "float64"))
+    e_f = e_w = None
+    if full.diverged_at is None:
+        e_f = full.rms_last(window)
+        in_w = (full.t >= r.t[-1] - window - 1e-9) & (full.t <= r.t[-1] + 1e-9)   # the design's last period
+        e_w = float(np.sqrt(np.mean(full.position_error[in_w] ** 2)))
+    accept = e_f is not None and e_w <= (1.0 + tolerance) * e_d + 0.2 * distance_floor_m and e_f <= 2.0 * e_d
+    peak_f = float(np.max(full.position_error)) if e_f is not None else None
+    checks = [{"order": full_order if rep == "fourier" else None, "full_precision": True, "rms_error_m": e_f,
+               "rms_error_design_window_m": e_w,
+               "relative_to_design": None if e_w is None else e_w / e_d - 1.0, "passed": bool(accept)}]
+    chosen = None
+
+    def check(order) -> bool:
+        res = loop(build(order, "float64"))
+        ok = res.diverged_at is None
+        e_h = res.rms_last(window) if ok else None
+        dist = float(np.max(np.hypot(*(res.x[:, :2] - full.x[:, :2]).T))) if ok else None
+        passed = ok and abs(e_h - e_f) <= tolerance * e_f and dist <= tolerance * peak_f + distance_floor_m
+        checks.append({"order": order, "full_precision": False, "rms_error_m": e_h,
+                       "relative_to_full": None if e_h is None else e_h / e_f - 1.0,
+                       "peak_distance_to_full_m": dist, "passed": bool(passed)})
+        return bool(passed)
+
+    if accept and rep == "fourier":
+        chosen = next((order for order in orders if check(order)), None)
+    spec = chosen
+    if chosen is not None and reduce_model_order:
+        # the prediction model is the largest group: its own order as low as the same check allows
+        for h in range(chosen - 1, 0, -1):
+            if not check({"Ad": h, "Bd": chosen, "C": chosen, "M": chosen, "K": chosen, "u_ff": chosen,
+                          "y_ref": chosen}):
+                break
+            spec = dict(checks[-1]["order"])
+    base = dict(design_rms_error_m=e_d, tolerance=tolerance, checks=tuple(checks), periods=periods)
+    if not accept or (rep == "fourier" and chosen is None):
+        data = build(full_order if rep == "fourier" else 0, real)
+        report = ExportReport(files=(), data=data, fourier_order=None, c_check=None, footprint=data.footprint(),
+                              wall_time_s=time.perf_counter() - start, **base)
+        why = (f"the full-precision exported controller's RMS error {e_f} m is not within {100 * tolerance:g} % of "
+               f"the design's {e_d:.4g} m" if not accept else
+               f"no Fourier order in {orders} stays within {100 * tolerance:g} % of the full-precision controller")
+        raise ExportVerificationError(f"export_controller: {why} on the truth plant (checks: {checks})", report)
+    data = build(spec if spec is not None else 0, real)
+    files = write_controller_files(data, directory)
+    twin_rms = next(c["rms_error_m"] for c in reversed(checks) if c["passed"])   # the exported one's
+    c_check = None
+    if check_c is None:
+        check_c = shutil.which(compiler) is not None
+    if check_c:
+        with tempfile.TemporaryDirectory(prefix="ballctl_sil_") as tmp:
+            res = loop(data, CController.build(directory, compiler=compiler, out_dir=tmp))
+        c_rms = res.rms_last(window) if res.diverged_at is None else None
+        c_check = {"real": real, "rms_error_m": c_rms,
+                   "relative_to_twin": None if c_rms is None else c_rms / twin_rms - 1.0,
+                   "passed": c_rms is not None and abs(c_rms - twin_rms) <= tolerance * twin_rms}
+    return ExportReport(files=files, data=data, fourier_order=chosen, c_check=c_check, footprint=data.footprint(),
+                        wall_time_s=time.perf_counter() - start, **base)

@@ -1,0 +1,513 @@
+r"""Monte Carlo runs of a tracking controller on uncertain plants, on one core or a cluster.
+
+:func:`monte_carlo` draws, for every run, the ball's mass, radius and inertia,
+a constant sensor bias per coordinate, the input latency and an initial
+offset from the distributions in :class:`Uncertainty`, adds Gaussian sensor
+noise, and runs the closed loop through the compiled batched engine
+(:mod:`ballctl.simulation.engine`). A controller with an estimator (LQG) runs its Kalman
+filter on its sensors (their noise, rate and latency; a drawn ``bias`` adds
+to a sensor's), as :func:`ballctl.simulate_closed_loop` does. It returns per-run metrics, percentile bands of the
+position error over time and the failure rate.
+
+Reproducibility: the run seeds are ``numpy.random.SeedSequence(seed).spawn(n_runs)``
+and run ``i`` draws everything from its own seed, in a fixed order, inside
+the chunk that runs it. The results therefore do not depend on
+``chunk_size`` or on where the chunks run.
+
+Scaling out: chunks of ``chunk_size`` runs are submitted to ``executor``, any
+:class:`concurrent.futures.Executor`. ``None`` runs them in this process;
+a :class:`~concurrent.futures.ThreadPoolExecutor` uses several cores (the
+compiled loop releases the GIL); a Dask client's executor runs them on a
+cluster (install ``ballctl[distributed]``)::
+
+    from dask.distributed import Client
+    client = Client("tcp://scheduler:8786")      # or Client(LocalCluster(...))
+    result = ballctl.monte_carlo(ctrl, 10_000, executor=client.get_executor())
+
+Every worker needs ballctl installed; the chunks carry the controller's arrays,
+not its Python objects' references.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time as _time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._errors import ParameterError, ParameterTypeError
+from .._validation import check_positive
+from .closed_loop import RigLimits, estimator_arrays, state_selection
+from .engine import EstimatorArrays, kernel_code, run_closed_loop, sensor_draws
+from ..design.tracking import TrackingController
+
+__all__ = ["Normal", "Uniform", "Uncertainty", "MonteCarloResult", "monte_carlo"]
+
+
+@dataclass(frozen=True)
+class Normal:
+    """Gaussian distribution of a parameter, in the parameter's unit.
+
+    Attributes
+    ----------
+    mean : float
+    std : float
+        Standard deviation (>= 0).
+    """
+
+    mean: float
+    std: float
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.mean) and np.isfinite(self.std)) or self.std < 0:
+            raise ParameterError(f"Normal needs a finite mean and a finite std >= 0, got {self.mean!r}, {self.std!r}")
+
+    def sample(self, rng: np.random.Generator) -> float:
+        """One draw from ``rng``.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The run's generator.
+        """
+        return float(self.mean + self.std * rng.standard_normal())
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """Uniform distribution of a parameter on ``[low, high]``, in the parameter's unit.
+
+    Attributes
+    ----------
+    low, high : float
+        Bounds (``low <= high``).
+    """
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.low) and np.isfinite(self.high)) or self.high < self.low:
+            raise ParameterError(f"Uniform needs finite low <= high, got {self.low!r}, {self.high!r}")
+
+    def sample(self, rng: np.random.Generator) -> float:
+        """One draw from ``rng``.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The run's generator.
+        """
+        return float(rng.uniform(self.low, self.high))
+
+
+def _check_distribution(value, name: str) -> None:
+    if value is not None and not isinstance(value, (Normal, Uniform)):
+        raise ParameterTypeError(f"{name} must be a Normal or Uniform distribution or None, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Uncertainty:
+    """What varies from run to run (everything optional; ``None`` keeps the nominal value).
+
+    Attributes
+    ----------
+    mass : Normal or Uniform, optional
+        Ball mass in kg.
+    radius : Normal or Uniform, optional
+        Ball radius in m.
+    inertia : Normal or Uniform, optional
+        Inertia about a diameter in kg m^2; ``None`` keeps the plant's rule
+        (solid sphere ``2/5 m R^2`` of the drawn mass and radius when the
+        nominal plant uses it).
+    noise_std : dict
+        Standard deviation of white measurement noise per coordinate name, or
+        ``"<name>_rate"``, in m, rad, m/s or rad/s (as in
+        :func:`ballctl.simulate_closed_loop`).
+    bias : dict
+        Distribution of a constant sensor bias per run, by the same names and units.
+    latency : Normal or Uniform, optional
+        Input delay in s (draws must be >= 0; a negative draw raises).
+    initial_offset : dict
+        Distribution of the initial offset per coordinate name in m or rad
+        (velocities are completed from the constraints).
+    """
+
+    mass: Normal | Uniform | None = None
+    radius: Normal | Uniform | None = None
+    inertia: Normal | Uniform | None = None
+    noise_std: Mapping[str, float] = field(default_factory=dict)
+    bias: Mapping[str, Normal | Uniform] = field(default_factory=dict)
+    latency: Normal | Uniform | None = None
+    initial_offset: Mapping[str, Normal | Uniform] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("mass", "radius", "inertia", "latency"):
+            _check_distribution(getattr(self, name), name)
+        for label in ("bias", "initial_offset"):
+            for key, dist in getattr(self, label).items():
+                _check_distribution(dist, f"{label}[{key!r}]")
+        for key, value in self.noise_std.items():
+            if not np.isfinite(value) or value < 0:
+                raise ParameterError(f"noise_std[{key!r}] must be finite and >= 0 (m, rad, m/s or rad/s), got {value}")
+        object.__setattr__(self, "noise_std", dict(self.noise_std))
+        object.__setattr__(self, "bias", dict(self.bias))
+        object.__setattr__(self, "initial_offset", dict(self.initial_offset))
+
+
+@dataclass(frozen=True)
+class MonteCarloResult:
+    """Per-run metrics, drawn parameters and error bands of a Monte Carlo study.
+
+    Attributes
+    ----------
+    t : ndarray, shape (K,)
+        Control times in s.
+    metrics : dict of ndarray, each shape (n_runs,)
+        ``final_error``, ``steady_state_error`` (RMS over the last 20 % of
+        the run), ``max_error`` (m), ``peak_<input>`` (rad), ``failed`` (bool).
+    samples : dict of ndarray, each shape (n_runs,)
+        What each run drew: ``mass`` (kg), ``radius`` (m), ``inertia`` (kg m^2),
+        ``latency`` (s), ``bias_<name>``, ``offset_<name>``.
+    percentiles : ndarray, shape (P,)
+        The percentiles of the bands, in %.
+    bands : ndarray, shape (P, K)
+        Percentiles over runs of the position error in m at each time (a
+        diverged run counts as an infinite error).
+    failure_rate : float
+        Fraction of runs that diverged or ended farther than ``failure_error`` m.
+    failure_error : float
+        The threshold in m.
+    wall_time : float
+        Wall-clock seconds.
+    """
+
+    t: np.ndarray
+    metrics: dict
+    samples: dict
+    percentiles: np.ndarray
+    bands: np.ndarray
+    failure_rate: float
+    failure_error: float
+    wall_time: float
+
+    @property
+    def n_runs(self) -> int:
+        """Number of runs."""
+        return int(self.metrics["final_error"].shape[0])
+
+    def plot(self, *, ax=None):
+        """The percentile bands (:func:`ballctl.figures.plotting.plot_percentile_bands`).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Draw into these axes.
+        """
+        from ..figures.plotting import plot_percentile_bands
+
+        return plot_percentile_bands(self.t, self.bands, self.percentiles, ax=ax,
+                                     title=f"{self.n_runs} runs, failure rate {100 * self.failure_rate:.1f} %")
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything a chunk needs (plain arrays and small frozen objects, picklable)."""
+
+    system: object
+    partition: object
+    code: int
+    coordinate_names: tuple
+    state_names: tuple
+    dt: float
+    times: np.ndarray
+    x_ref: np.ndarray
+    xd_ref: np.ndarray
+    u_ref: np.ndarray
+    gains: np.ndarray
+    selection: np.ndarray
+    x0: np.ndarray
+    xd0: np.ndarray
+    uncertainty: Uncertainty
+    noise: np.ndarray
+    limits: RigLimits
+    substeps: int
+    stabilization: tuple | None
+    n_constraints: int
+    failure_error: float
+    contact: tuple
+    sensing: EstimatorArrays | None = None
+    steps_available: int = 0
+    signal_names: tuple = ()
+
+
+def _index_of(name: str, coords: tuple, states: tuple, label: str) -> int:
+    if name in states:
+        return states.index(name)
+    base = name[:-5] if name.endswith("_rate") else name
+    if base not in coords:
+        raise ParameterError(f"{label}: unknown coordinate {name!r}; coordinates are {coords}")
+    return -1  # a coordinate the controller does not measure
+
+
+def _ball_parameters(system):
+    """The ball's parameters of a ball-plate (``params``) or a moving-plate plant (``params.ball``)."""
+    params = system.params
+    return getattr(params, "ball", params)
+
+
+def _with_ball(system, changes: dict):
+    """The same plant with the ball's ``mass``/``radius``/``inertia`` replaced (the plate and servos kept)."""
+    if not changes:
+        return system
+    params = system.params
+    if hasattr(params, "ball"):  # moving or servo plate: the ball is one field of the parameters
+        params = dataclasses.replace(params, ball=dataclasses.replace(params.ball, **changes))
+        return type(system)(params, system.servo) if hasattr(system, "servo") else type(system)(params)
+    return type(system)(dataclasses.replace(params, **changes))
+
+
+def _run_chunk(job: _Job, seeds) -> dict:
+    """Run the runs of ``seeds`` (one SeedSequence each) through the compiled loop."""
+    B = len(seeds)
+    unc = job.uncertainty
+    K = job.times.shape[0]
+    N = job.selection.shape[0]
+    n = job.x0.shape[0]
+    pvecs, X0, XD0, err, delays = [], np.empty((B, n)), np.empty((B, n)), np.empty((B, K, N)), np.empty(B)
+    sensing = job.sensing
+    if sensing is not None:
+        ny = len(job.signal_names)
+        draws = np.empty((B, K, ny))
+        sensor_bias = np.repeat(np.asarray(sensing.bias, dtype=float)[None], B, axis=0)
+    samples = {key: np.empty(B) for key in ("mass", "radius", "inertia", "latency")}
+    for key in unc.bias:
+        samples[f"bias_{key}"] = np.empty(B)
+    for key in unc.initial_offset:
+        samples[f"offset_{key}"] = np.empty(B)
+    for i, s in enumerate(seeds):
+        rng = np.random.default_rng(s)
+        changes = {}
+        for name in ("mass", "radius", "inertia"):
+            dist = getattr(unc, name)
+            if dist is not None:
+                changes[name] = dist.sample(rng)
+        plant = _with_ball(job.system, changes)
+        pvecs.append(plant.kernel_parameters)
+        ball = _ball_parameters(plant)
+        samples["mass"][i] = ball.mass
+        samples["radius"][i] = ball.radius
+        samples["inertia"][i] = ball.ball_inertia
+        delay = job.limits.delay if unc.latency is None else unc.latency.sample(rng)
+        if not np.isfinite(delay) or delay < 0:
+            raise ParameterError(f"uncertainty.latency drew {delay!r} s for run {i}; latency must be >= 0 s "
+                             "(use a distribution without negative values, e.g. Uniform(0, 0.02))")
+        delays[i] = samples["latency"][i] = delay
+        bias = np.zeros(N)
+        for key, dist in sorted(unc.bias.items()):
+            value = dist.sample(rng)
+            samples[f"bias_{key}"][i] = value
+            if sensing is not None:  # output feedback: on the sensor reading of that signal
+                sensor_bias[i, job.signal_names.index(key)] += value
+                continue
+            j = job.state_names.index(key) if key in job.state_names else -1
+            if j >= 0:
+                bias[j] = value
+        x0 = job.x0.copy()
+        for key, dist in sorted(unc.initial_offset.items()):
+            value = dist.sample(rng)
+            samples[f"offset_{key}"][i] = value
+            x0[job.coordinate_names.index(key)] += value
+        X0[i] = x0
+        XD0[i] = job.partition.complete_velocities(plant, x0, job.xd0)
+        if sensing is None:
+            err[i] = bias + job.noise * rng.standard_normal((K, N))
+        else:
+            draws[i] = sensor_draws(rng, K, job.steps_available, draws.shape[2])
+    if sensing is not None:
+        sensing = dataclasses.replace(sensing, standard_normal=draws, bias=sensor_bias)
+        err = None
+    out = run_closed_loop(job.code, np.stack(pvecs), X0, XD0, dt=job.dt, times=job.times, x_ref=job.x_ref,
+                          xd_ref=job.xd_ref, u_ref=job.u_ref, gains=job.gains, selection=job.selection,
+                          measurement_error=err, quantum=job.limits.quantum, max_angle=job.limits.max_angle,
+                          max_rate=job.limits.max_rate, delay=delays, substeps=job.substeps,
+                          stabilization=job.stabilization, n_constraints=job.n_constraints, estimator=sensing)
+    idx = list(job.contact)
+    error = np.linalg.norm(out.x[:, :, idx] - job.x_ref[None, :, idx], axis=2)
+    tail = job.times >= job.times[0] + 0.8 * (job.times[-1] - job.times[0])
+    diverged = out.status >= 0
+    with np.errstate(invalid="ignore"):
+        metrics = {"final_error": error[:, -1], "steady_state_error": np.sqrt(np.mean(error[:, tail] ** 2, axis=1)),
+                   "max_error": np.max(error, axis=1)}
+        for j in range(out.u.shape[2]):
+            metrics[f"peak_input_{j}"] = np.max(np.abs(out.u[:, :, j]), axis=1)
+        metrics["failed"] = diverged | ~(error[:, -1] <= job.failure_error)
+    return {"error": error, "metrics": metrics, "samples": samples}
+
+
+def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Uncertainty | None = None,
+                seed: int | np.random.SeedSequence | None = 0, executor: Executor | None = None,
+                chunk_size: int = 100, x0=None, xd0=None, limits: RigLimits | None = None, substeps: int = 1,
+                stabilization: tuple[float, float] | None = (10.0, 10.0), failure_error: float = 0.01,
+                percentiles=(5.0, 25.0, 50.0, 75.0, 95.0),
+                progress: Callable[[int, int], None] | None = None,
+                output_feedback: bool | None = None) -> MonteCarloResult:
+    """Run ``n_runs`` closed loops of ``controller`` on randomly perturbed plants (see the module docstring).
+
+    Parameters
+    ----------
+    controller : TrackingController
+        From :func:`ballctl.design_tracking_lqr` or :func:`ballctl.design.tracking.design_for_rig`;
+        its plant must have compiled kernels (the built-in ball-plate and
+        moving/servo plates have; a parameter sample changes the ball and
+        keeps the plate and its servos).
+    n_runs : int
+        Number of runs (>= 1).
+    uncertainty : Uncertainty, optional
+        What varies per run (default: nothing, all runs equal).
+    seed : int or SeedSequence or None
+        Root seed; run ``i`` uses ``SeedSequence(seed).spawn(n_runs)[i]``.
+    executor : concurrent.futures.Executor, optional
+        Where the chunks run (``None``: here, one after the other). A Dask
+        client's ``get_executor()`` runs them on its cluster.
+    chunk_size : int
+        Runs per chunk (>= 1); does not change the results.
+    x0, xd0 : array_like, shape (n,), optional
+        Nominal initial state (default: the reference at the first control time).
+    limits : RigLimits, optional
+        Rig limits of every run (``uncertainty.latency``, when given, replaces its delay).
+    substeps : int
+        RK4 steps per held segment.
+    stabilization : (a, b) or None
+        Baumgarte gains in 1/s.
+    failure_error : float
+        A run fails when it diverges or its final position error exceeds this, m.
+    percentiles : sequence of float
+        Percentiles of the error bands, in %.
+    progress : callable, optional
+        Called as ``progress(runs_done, n_runs)`` after each chunk.
+    output_feedback : bool, optional
+        Run the controller's Kalman filter on its sensors (default: when the
+        controller has an ``estimator``, as :func:`ballctl.simulate_closed_loop`).
+        The sensors carry the noise (``uncertainty.noise_std`` must be empty);
+        ``uncertainty.bias`` keys are then measured signals, added to their
+        sensors' bias.
+
+    Returns
+    -------
+    MonteCarloResult
+
+    Examples
+    --------
+    >>> import numpy as np, ballctl
+    >>> plant = ballctl.BallPlate()
+    >>> ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
+    >>> part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
+    >>> ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.02, horizon=1.0,
+    ...     states=part.state_names[:6], Q=np.eye(6), R=np.eye(2))
+    >>> unc = ballctl.Uncertainty(mass=ballctl.Normal(0.1, 0.005),
+    ...                           initial_offset={"contact_x": ballctl.Uniform(-0.01, 0.01)})
+    >>> mc = ballctl.monte_carlo(ctrl, 8, uncertainty=unc, seed=1, chunk_size=3)
+    >>> mc.bands.shape, bool(mc.failure_rate < 1)
+    ((5, 51), True)
+    """
+    start = _time.perf_counter()
+    if not isinstance(n_runs, (int, np.integer)) or isinstance(n_runs, bool) or n_runs < 1:
+        raise ParameterError(f"n_runs must be an integer >= 1, got {n_runs!r}")
+    if not isinstance(chunk_size, (int, np.integer)) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise ParameterError(f"chunk_size must be an integer >= 1 (runs), got {chunk_size!r}")
+    if not isinstance(substeps, (int, np.integer)) or substeps < 1:
+        raise ParameterError(f"substeps must be an integer >= 1, got {substeps!r}")
+    failure_error = check_positive(failure_error, "failure_error", "m")
+    if executor is not None and not isinstance(executor, Executor):
+        raise ParameterTypeError("executor must be a concurrent.futures.Executor (e.g. a Dask client's "
+                                 f"get_executor()), "
+                        f"got {type(executor).__name__}")
+    unc = uncertainty or Uncertainty()
+    system = controller.system
+    code = kernel_code(system)
+    if code is None:
+        raise ParameterError(f"monte_carlo needs a plant with compiled kernels; {type(system).__name__} has none "
+                         "(see ballctl.plants.kernels)")
+    params = getattr(system, "params", None)
+    if (unc.mass or unc.radius or unc.inertia) and not dataclasses.is_dataclass(params):
+        raise ParameterError("parameter uncertainty needs a plant with a params dataclass")
+    coords = system.coordinate_names
+    names = controller.state_names
+    noise = np.zeros(len(names))
+    for key, value in unc.noise_std.items():
+        j = _index_of(key, coords, names, "uncertainty.noise_std")
+        if j >= 0:
+            noise[j] = value
+    est = controller.estimator
+    if output_feedback is None:
+        output_feedback = est is not None
+    if output_feedback and est is None:
+        raise ParameterError("output_feedback=True needs a controller designed with sensors (controller.estimator)")
+    if output_feedback and unc.noise_std:
+        raise ParameterError("uncertainty.noise_std is for state feedback; with output feedback the controller's "
+                             "sensors carry the noise (design it with other sensors to change it)")
+    for key in unc.bias:
+        if output_feedback:
+            if key not in est.signal_names:
+                raise ParameterError(f"uncertainty.bias: {key!r} is not a measured signal; the sensors measure "
+                                     f"{est.signal_names}")
+        else:
+            _index_of(key, coords, names, "uncertainty.bias")
+    for key in unc.initial_offset:
+        if key not in coords:
+            raise ParameterError(f"uncertainty.initial_offset: unknown coordinate {key!r}; coordinates are {coords}")
+    ref = controller.samples
+    steps = len(controller.times)
+    K = steps + 1
+    n = system.n_coordinates
+    x0 = ref.x[0].copy() if x0 is None else np.array(x0, dtype=float).reshape(n)
+    xd0 = ref.xd[0].copy() if xd0 is None else np.array(xd0, dtype=float).reshape(n)
+    contact = tuple(coords.index(c) for c in ("contact_x", "contact_y") if c in coords)
+    if not contact:
+        raise ParameterError("monte_carlo measures the position error through coordinates named contact_x/contact_y")
+    pct = np.asarray(percentiles, dtype=float)
+    if pct.ndim != 1 or pct.size == 0 or np.any((pct < 0) | (pct > 100)):
+        raise ParameterError(f"percentiles must be values in [0, 100] %, got {percentiles!r}")
+    job = _Job(system, controller.partition, code, coords, names, controller.dt, ref.t[:K].copy(),
+               ref.x[:K].copy(), ref.xd[:K].copy(), ref.u[:K].copy(),
+               np.asarray((controller.feedback_gains if output_feedback else controller.lqr.gains)[:steps]),
+               state_selection(controller), x0, xd0, unc, noise, limits or RigLimits(), int(substeps),
+               stabilization, system.n_constraints, failure_error, contact,
+               estimator_arrays(controller, system, np.zeros((1, K, est.n_signals))) if output_feedback else None,
+               steps, tuple(est.signal_names) if output_feedback else ())
+    seeds = np.random.SeedSequence(seed).spawn(n_runs) if not isinstance(seed, np.random.SeedSequence) \
+        else seed.spawn(n_runs)
+    chunks = [seeds[i:i + chunk_size] for i in range(0, n_runs, chunk_size)]
+    parts: list = [None] * len(chunks)
+    done = 0
+    if executor is None:
+        for c, chunk in enumerate(chunks):
+            parts[c] = _run_chunk(job, chunk)
+            done += len(chunk)
+            if progress is not None:
+                progress(done, n_runs)
+    else:
+        futures = {executor.submit(_run_chunk, job, chunk): c for c, chunk in enumerate(chunks)}
+        from concurrent.futures import as_completed
+
+        for fut in as_completed(futures):
+            c = futures[fut]
+            parts[c] = fut.result()
+            done += len(chunks[c])
+            if progress is not None:
+                progress(done, n_runs)
+    error = np.concatenate([p["error"] for p in parts])
+    metrics = {key: np.concatenate([p["metrics"][key] for p in parts]) for key in parts[0]["metrics"]}
+    for j, name in enumerate(system.input_names):
+        metrics[f"peak_{name}"] = metrics.pop(f"peak_input_{j}")
+    samples = {key: np.concatenate([p["samples"][key] for p in parts]) for key in parts[0]["samples"]}
+    with np.errstate(invalid="ignore"):
+        # a diverged run counts as an infinite error (inf - inf in the interpolation also means inf)
+        bands = np.percentile(np.where(np.isfinite(error), error, np.inf), pct, axis=0)
+    bands = np.where(np.isnan(bands), np.inf, bands)
+    return MonteCarloResult(ref.t[:K].copy(), metrics, samples, pct, bands,
+                            float(np.mean(metrics["failed"])), failure_error, _time.perf_counter() - start)
