@@ -30,14 +30,15 @@ from .plants import (PLANTS, BallPlate, BallPlateParameters, MovingPlateBallPlat
                      RollingBall, RollingBallParameters, RollingBallSystem, RollingDisk, RollingDiskParameters,
                      RollingDiskSystem, ServoParameters, ServoPlateBallPlate, check_plant)
 from .studies.rail_layouts import compare_rail_layouts
-from .references import (CirclePath, CircularMotion, EllipsePath, FigureEightPath, LissajousPath, PathMotion,
-                         Reference, ReferenceSample, WaypointPath)
+from .references import CircularMotion, LissajousPath, PathMotion, Reference, ReferenceSample, WaypointPath
 from .references.moving_plate import MovingPlateMotion, exact_circular_motion
 from .ball_plate.rig import PRESETS, RigLimits, RigProfile, RigProfileError, Sensor, rig_preset
 from .schedule import GainSchedule, write_c_controller
-from .simulate import SimulationResult, simulate
+from .ode import IntegrationOptions
+from .simulate import SimulationOptions, SimulationResult, simulate
 from .system import ConstrainedSystem, check_system
-from .design.tracking import TrackingController, design_for_rig, design_tracking_lqr
+from .design.tracking import TrackingController, design_tracking_lqr
+from .ball_plate.design import design_for_rig
 from .design.observability import observability_gramian, sensor_table
 
 __version__ = "0.1.0"
@@ -57,10 +58,10 @@ __all__ = [
     "RollingBallParameters", "RollingBallSystem", "RollingDisk", "RollingDiskParameters", "RollingDiskSystem",
     "PointMass", "rails",
     # references
-    "Reference", "ReferenceSample", "CircularMotion", "PathMotion", "CirclePath", "EllipsePath", "FigureEightPath",
-    "LissajousPath", "WaypointPath", "MovingPlateMotion", "exact_circular_motion",
+    "Reference", "ReferenceSample", "CircularMotion", "PathMotion", "LissajousPath", "WaypointPath",
+    "MovingPlateMotion", "exact_circular_motion",
     # simulation
-    "simulate", "SimulationResult",
+    "simulate", "SimulationOptions", "IntegrationOptions", "SimulationResult",
     # linearization and controllability
     "Partition", "LTVSystem", "linearize", "linearize_at", "compare_partitions", "compare_rail_layouts", "gramian",
     "discrete_gramian", "transition_matrix", "silverman_meadows", "monodromy", "periodic_controllability",

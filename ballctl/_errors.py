@@ -35,34 +35,6 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = [
-    "BallctlError",
-    "ParameterError",
-    "ShapeError",
-    "ParameterTypeError",
-    "ConstraintViolationError",
-    "InfeasibleReferenceError",
-    "ChartSingularityError",
-    "PartitionError",
-    "ConfigError",
-    "FileArgumentError",
-    "MissingFileError",
-    "ScheduleFileError",
-    "SampleIndexError",
-    "NumericalError",
-    "SingularMatrixError",
-    "RiccatiConvergenceError",
-    "IntegrationError",
-    "NonFiniteStateError",
-    "IntegrationBudgetError",
-    "BallctlWarning",
-    "LargeTiltWarning",
-    "ConstraintProjectionWarning",
-    "RiccatiConditioningWarning",
-    "InfeasiblePlanError",
-    "MissingExtraError",
-]
-
 
 class BallctlError(Exception):
     """Base class of every error raised by ballctl."""

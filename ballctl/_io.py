@@ -17,9 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import check_output_path
-
-__all__ = ["atomic_write", "atomic_write_text", "atomic_path", "strict_json"]
+from ._paths import check_output_path
 
 
 def _fsync_directory(directory: Path) -> None:

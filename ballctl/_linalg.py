@@ -11,8 +11,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["inverse_stack", "solve_symmetric_inplace", "solve_unit_constrained"]
-
 
 @njit(cache=True)
 def solve_symmetric_inplace(A, b):

@@ -1,39 +1,26 @@
-"""One place that coerces and checks arguments, and guards integrations.
+"""One place that coerces and checks arguments, with one wording for every error.
 
 Every public function funnels its user input through these helpers so that
 error messages share one wording: the parameter's name, its unit, what was
 expected (the allowed range or shape) and what was received. Every error is a
 :class:`~ballctl._errors.BallctlError` that also derives from the builtin a
-caller expects (``ValueError``/``TypeError``).
+caller expects (``ValueError``/``TypeError``). :class:`ProblemCollector` gathers
+every problem of a constructor into one error.
 
-The integration guards (:func:`check_finite_at`, :func:`guard_rhs`,
-:class:`StepBudget`) turn a NaN or an endless step loop into an
-:class:`~ballctl._errors.IntegrationError` that says when (time in s) and which
-quantity failed.
+File and output-path arguments are checked in :mod:`ballctl._paths`; the guards
+that run during an integration (non-finite states, step budgets) live in
+:mod:`ballctl._guards`.
 """
 
 from __future__ import annotations
 
 import numbers
-import os
-import time as _time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 
-from ._errors import (FileArgumentError, IntegrationBudgetError, MissingFileError, NonFiniteStateError,
-                      ParameterError, ParameterTypeError, ShapeError)
+from ._errors import ParameterError, ParameterTypeError, ShapeError
 
-__all__ = ["as_array", "as_vector", "as_matrix", "as_stack", "as_system_stacks", "as_time_span", "as_times",
-           "check_uniform_spacing", "check_integer",
-           "check_finite_scalar", "check_positive", "check_nonnegative", "check_in_range", "check_choice",
-           "check_callable", "check_instance", "check_bool", "check_stabilization", "check_tolerances",
-           "check_ivp_method", "IVP_METHODS", "names_tuple", "ProblemCollector",
-           "check_output_path", "check_output_dir", "check_input_file", "check_finite_at", "guard_rhs",
-           "checked_input", "StepBudget", "SPACING_RTOL"]
-
-#: Relative tolerance of a uniform time grid: times built with ``np.arange`` or
 #: ``np.linspace`` differ from ``k * dt`` by a few ulps of ``max|t|``; anything
 #: beyond 1e-9 of a step is a genuine mismatch.
 SPACING_RTOL = 1e-9
@@ -43,8 +30,19 @@ def _u(unit: str) -> str:
     return f" {unit}" if unit else ""
 
 
-def _short(value) -> str:
-    """A short repr of a user value for messages (arrays are summarised)."""
+def short_repr(value) -> str:
+    """A short repr of a user value for messages (arrays are summarised).
+
+    Parameters
+    ----------
+    value : object
+        The user's input.
+
+    Returns
+    -------
+    str
+        Its repr, at most 80 characters; arrays of more than 6 entries are named by their shape.
+    """
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}" if value.size > 6 else np.array2string(value, threshold=6)
     text = repr(value)
@@ -92,7 +90,7 @@ def as_array(value, name: str, *, shape: Sequence[int | None] | None = None, ndi
         If an entry is NaN or infinite and ``finite`` is set.
     """
     if isinstance(value, (str, bytes)) or value is None:
-        raise ParameterTypeError(f"{name} must be a numeric array{_u(unit and 'in ' + unit)}, got {_short(value)}")
+        raise ParameterTypeError(f"{name} must be a numeric array{_u(unit and 'in ' + unit)}, got {short_repr(value)}")
     try:
         arr = np.asarray(value)
     except ValueError as exc:  # ragged nested sequences
@@ -107,7 +105,7 @@ def as_array(value, name: str, *, shape: Sequence[int | None] | None = None, ndi
                 arr = np.asarray(arr, dtype=float)
             except (TypeError, ValueError) as exc:
                 raise ParameterTypeError(f"{name} must be numeric{_u(unit and '(' + unit + ')')}, "
-                                         f"got {_short(value)}") from exc
+                                         f"got {short_repr(value)}") from exc
         elif arr.dtype.kind == "b":
             raise ParameterTypeError(f"{name} must be numeric, got booleans")
         arr = arr.astype(float, copy=False)
@@ -369,7 +367,7 @@ def check_integer(value, name: str, *, minimum: int | None = None, maximum: int 
            f" >= {minimum}" if maximum is None else
            f" <= {maximum}" if minimum is None else f" in [{minimum}, {maximum}]")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise ParameterTypeError(f"{name} must be an integer{rng}{hint}, got {_short(value)}")
+        raise ParameterTypeError(f"{name} must be an integer{rng}{hint}, got {short_repr(value)}")
     out = int(value)
     if (minimum is not None and out < minimum) or (maximum is not None and out > maximum):
         raise ParameterError(f"{name} must be an integer{rng}{hint}, got {out}")
@@ -393,17 +391,17 @@ def check_finite_scalar(value, name: str, unit: str = "") -> float:
     float
     """
     if isinstance(value, (bool, np.bool_, str, bytes)) or value is None or isinstance(value, complex):
-        raise ParameterTypeError(f"{name} must be a real number{_u(unit and 'in ' + unit)}, got {_short(value)}")
+        raise ParameterTypeError(f"{name} must be a real number{_u(unit and 'in ' + unit)}, got {short_repr(value)}")
     if isinstance(value, np.ndarray):
         if value.size != 1 or np.iscomplexobj(value):
             raise ParameterTypeError(f"{name} must be a real number{_u(unit and 'in ' + unit)}, "
-                                     f"got {_short(value)}")
+                                     f"got {short_repr(value)}")
         value = value.reshape(()).item()
     try:
         out = float(value)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ParameterTypeError(f"{name} must be a real number{_u(unit and 'in ' + unit)}, "
-                                 f"got {_short(value)}") from exc
+                                 f"got {short_repr(value)}") from exc
     if not np.isfinite(out):
         raise ParameterError(f"{name} must be finite{_u(unit and '(' + unit + ')')}, got {value!r}")
     return out
@@ -506,7 +504,7 @@ def check_choice(value, name: str, choices: Sequence):
     except TypeError:  # unhashable or incomparable
         ok = False
     if not ok:
-        raise ParameterError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {_short(value)}")
+        raise ParameterError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {short_repr(value)}")
     return value
 
 
@@ -525,7 +523,7 @@ def check_bool(value, name: str) -> bool:
     bool
     """
     if not isinstance(value, (bool, np.bool_)):
-        raise ParameterTypeError(f"{name} must be True or False, got {_short(value)}")
+        raise ParameterTypeError(f"{name} must be True or False, got {short_repr(value)}")
     return bool(value)
 
 
@@ -547,7 +545,7 @@ def check_callable(value, name: str, signature: str = ""):
     """
     if not callable(value):
         sig = f" {signature}" if signature else ""
-        raise ParameterTypeError(f"{name} must be callable{sig}, got {type(value).__name__} {_short(value)}")
+        raise ParameterTypeError(f"{name} must be callable{sig}, got {type(value).__name__} {short_repr(value)}")
     return value
 
 
@@ -598,7 +596,7 @@ def check_stabilization(value, name: str = "stabilization") -> tuple[float, floa
         return None
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)) or len(value) != 2:
         raise ParameterTypeError(f"{name} must be None or a pair (a, b) of Baumgarte gains in 1/s, "
-                                 f"got {_short(value)}")
+                                 f"got {short_repr(value)}")
     a = check_nonnegative(value[0], f"{name}[0]", "1/s")
     b = check_nonnegative(value[1], f"{name}[1]", "1/s")
     return a, b
@@ -671,7 +669,7 @@ def names_tuple(names: Sequence[str] | None, count: int, default_prefix: str, na
     if names is None:
         return tuple(f"{default_prefix}{i}" for i in range(count))
     if isinstance(names, (str, bytes)) or not isinstance(names, (Sequence, np.ndarray)):
-        raise ParameterTypeError(f"{name} must be a sequence of {count} strings, got {_short(names)}")
+        raise ParameterTypeError(f"{name} must be a sequence of {count} strings, got {short_repr(names)}")
     out = tuple(str(s) for s in names)
     if len(out) != count:
         raise ShapeError(f"{name} must have {count} entries, got {len(out)}: {out}")
@@ -741,259 +739,3 @@ class ProblemCollector:
         if self.problems:
             cls = ParameterTypeError if self._types == {ParameterTypeError} else ParameterError
             raise cls(f"invalid {self.what}:\n  " + "\n  ".join(self.problems))
-
-
-# ------------------------------------------------------------------ paths
-def _file_ancestor(p: Path) -> Path | None:
-    """The nearest existing ancestor of ``p`` if it is not a directory, else None."""
-    for parent in p.parents:
-        if parent.exists():
-            return None if parent.is_dir() else parent
-    return None
-
-
-def check_output_path(path, name: str, *, create_parents: bool = False) -> Path:
-    """Return ``path`` as a :class:`~pathlib.Path` a file can be written to, else raise.
-
-    The path must not be an existing directory, and no ancestor may be a
-    file; its parent must exist unless ``create_parents`` (the caller creates it).
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The user's output file.
-    name : str
-        Parameter (or flag) name used in error messages.
-    create_parents : bool
-        Accept a missing parent folder (the caller creates it).
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
-        raise ParameterTypeError(f"{name} must be a file path, got {_short(path)}")
-    p = Path(path)
-    if p.is_dir():
-        raise FileArgumentError(f"{name} {str(p)!r} is a directory; give a file name")
-    bad = _file_ancestor(p)
-    if bad is not None:
-        raise FileArgumentError(f"{name} {str(p)!r}: {str(bad)!r} is a file, not a directory")
-    if not create_parents and not p.parent.exists():
-        raise FileArgumentError(f"{name} {str(p)!r}: the directory {str(p.parent)!r} does not exist")
-    return p
-
-
-def check_output_dir(path, name: str) -> Path:
-    """Return ``path`` as a :class:`~pathlib.Path` to a folder that exists or can be created, else raise.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The user's output folder.
-    name : str
-        Parameter (or flag) name used in error messages.
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
-        raise ParameterTypeError(f"{name} must name a folder, got {_short(path)}")
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise FileArgumentError(f"{name} {str(p)!r} is a file; give a folder")
-    bad = _file_ancestor(p)
-    if bad is not None:
-        raise FileArgumentError(f"{name} {str(p)!r}: {str(bad)!r} is a file, not a directory")
-    return p
-
-
-def check_input_file(path, name: str) -> Path:
-    """Return ``path`` as a :class:`~pathlib.Path` to an existing regular file, else raise.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The user's input file.
-    name : str
-        Parameter (or flag) name used in error messages.
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
-        raise ParameterTypeError(f"{name} must be a file path, got {_short(path)}")
-    p = Path(path)
-    if p.is_dir():
-        raise FileArgumentError(f"{name} {str(p)!r} is a directory, not a file")
-    if not p.exists():
-        raise MissingFileError(f"{name} {str(p)!r} does not exist")
-    return p
-
-
-# ------------------------------------------------------------------ integration guards
-def check_finite_at(values, *, time: float, quantity: str, names: Sequence[str] | None = None,
-                    context: str = "") -> None:
-    """Raise :class:`NonFiniteStateError` if ``values`` holds NaN or inf, saying when and where.
-
-    Parameters
-    ----------
-    values : array_like
-        The quantity at time ``time`` (state, derivative, input...).
-    time : float
-        Time in s, reported in the message.
-    quantity : str
-        What ``values`` is (e.g. ``"state"``, ``"input u"``).
-    names : sequence of str, optional
-        Names of the entries of ``values`` (flattened), to name the first bad one.
-    context : str
-        Where the run happened (e.g. ``"simulate"``), prefixed to the message.
-    """
-    arr = np.asarray(values)
-    if arr.dtype.kind in "fc" and np.all(np.isfinite(arr)):
-        return
-    try:
-        time = float(np.real(np.ravel(np.asarray(time, dtype=complex))[0]))
-    except (TypeError, ValueError, IndexError):
-        time = float("nan")
-    if arr.dtype.kind not in "fcbiu":
-        try:
-            arr = np.asarray(arr, dtype=complex)
-        except (TypeError, ValueError) as exc:
-            raise NonFiniteStateError(f"{context + ': ' if context else ''}{quantity} at t = {time:.6g} s is "
-                                      f"not numeric ({_short(values)})", time=time, quantity=quantity) from exc
-        if np.all(np.isfinite(arr)):
-            return
-    elif arr.dtype.kind in "biu":
-        return
-    flat = arr.reshape(-1)
-    bad = np.flatnonzero(~np.isfinite(flat))
-    i = int(bad[0])
-    which = names[i] if names is not None and i < len(names) else f"entry {i}"
-    raise NonFiniteStateError(
-        f"{context + ': ' if context else ''}{quantity} became non-finite at t = {time:.6g} s "
-        f"({which} = {flat[i]}; {bad.size} of {flat.size} entries non-finite)", time=float(time), quantity=quantity)
-
-
-class StepBudget:
-    """A step and wall-clock budget for a loop a user could make endless.
-
-    Parameters
-    ----------
-    what : str
-        Name of the run, used in messages.
-    max_steps : int, optional
-        Largest number of :meth:`tick` calls.
-    max_wall_s : float, optional
-        Largest wall-clock time in s since construction.
-
-    Examples
-    --------
-    >>> budget = StepBudget("demo", max_steps=2)
-    >>> budget.tick(0.0); budget.tick(0.1)
-    >>> budget.tick(0.2)
-    Traceback (most recent call last):
-    ...
-    ballctl._errors.IntegrationBudgetError: demo: step budget of 2 steps exhausted at t = 0.2 s ...
-    """
-
-    def __init__(self, what: str, *, max_steps: int | None = None, max_wall_s: float | None = None) -> None:
-        self.what = what
-        self.max_steps = None if max_steps is None else check_integer(max_steps, "max_steps", minimum=1)
-        self.max_wall_s = None if max_wall_s is None else check_positive(max_wall_s, "max_wall_s", "s")
-        self.steps = 0
-        self._start = _time.perf_counter()
-
-    def tick(self, t: float) -> None:
-        """Count one step at time ``t`` (s); raise :class:`IntegrationBudgetError` when the budget is spent.
-
-        Parameters
-        ----------
-        t : float
-            Simulated time in s of the step.
-        """
-        self.steps += 1
-        if self.max_steps is not None and self.steps > self.max_steps:
-            raise IntegrationBudgetError(
-                f"{self.what}: step budget of {self.max_steps} steps exhausted at t = {t:.6g} s "
-                f"(the step size collapsed or the horizon is too long; raise max_steps to allow more)",
-                time=float(t), quantity="steps")
-        if self.max_wall_s is not None and (self.steps & 63) == 0:
-            elapsed = _time.perf_counter() - self._start
-            if elapsed > self.max_wall_s:
-                raise IntegrationBudgetError(
-                    f"{self.what}: wall-clock budget of {self.max_wall_s:g} s exhausted at t = {t:.6g} s "
-                    f"after {self.steps} steps (raise max_wall_s to allow more)", time=float(t), quantity="wall time")
-
-
-def guard_rhs(fun: Callable, *, context: str, names: Sequence[str] | None = None,
-              budget: StepBudget | None = None) -> Callable:
-    """Wrap an ODE right-hand side ``fun(t, y)`` so a non-finite state or derivative raises.
-
-    Without the guard a NaN derivative makes an adaptive solver's step size
-    NaN, and its step loop never ends.
-
-    Parameters
-    ----------
-    fun : callable
-        ``fun(t, y) -> ydot``.
-    context : str
-        Name of the run, used in messages.
-    names : sequence of str, optional
-        Names of the state entries.
-    budget : StepBudget, optional
-        Ticked once per evaluation.
-
-    Returns
-    -------
-    callable
-        ``guarded(t, y) -> ydot`` raising :class:`NonFiniteStateError`.
-    """
-
-    def guarded(t, y):
-        check_finite_at(y, time=t, quantity="state", names=names, context=context)
-        out = fun(t, y)
-        check_finite_at(out, time=t, quantity="state derivative", names=names, context=context)
-        if budget is not None:
-            budget.tick(t)
-        return out
-
-    return guarded
-
-
-def checked_input(fun: Callable, name: str, size: int, *, context: str = "") -> Callable:
-    """Wrap a user's input function ``u(t)`` so a wrong shape or a NaN names the time and the input.
-
-    Parameters
-    ----------
-    fun : callable
-        ``fun(t) -> (size,)``.
-    name : str
-        Parameter name used in error messages.
-    size : int
-        Number of inputs.
-    context : str
-        Name of the run, used in messages.
-
-    Returns
-    -------
-    callable
-        ``u(t) -> ndarray, shape (size,)``.
-    """
-    check_callable(fun, name, f"u(t) -> ({size},)")
-
-    def u(t):
-        value = fun(t)
-        try:
-            arr = np.asarray(value, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise ParameterTypeError(f"{name} returned a non-numeric value at t = {t:.6g} s: {_short(value)}") from exc
-        if arr.shape != (size,):
-            raise ShapeError(f"{name} must return shape ({size},), got shape {arr.shape} at t = {t:.6g} s")
-        if not np.all(np.isfinite(arr)):
-            check_finite_at(arr, time=t, quantity=name, context=context)
-        return arr
-
-    return u

@@ -11,21 +11,65 @@ plant.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._errors import IntegrationError, ParameterError
-from ._validation import (as_time_span, as_times, as_vector, check_callable, check_ivp_method, check_tolerances,
-                          guard_rhs)
+from ._errors import IntegrationError, ParameterError, ParameterTypeError
+from ._guards import guard_rhs
+from ._validation import (as_time_span, as_times, as_vector, check_callable, check_ivp_method, check_positive,
+                          check_tolerances)
 
-__all__ = ["ODETrajectory", "integrate_piecewise"]
+__all__ = ["IntegrationOptions", "ODETrajectory", "integrate_piecewise"]
 
 #: ``solve_ivp`` methods that use a Jacobian
 IMPLICIT_METHODS = ("Radau", "BDF", "LSODA")
+
+
+@dataclass(frozen=True, kw_only=True)
+class IntegrationOptions:
+    """How a plant's equations are integrated by ``scipy.integrate.solve_ivp``: the one options type of
+    :func:`integrate_piecewise`, the ODE plants' ``simulate``, :class:`~ballctl.references.rolling.IntegratedReference`
+    and (extended by :class:`~ballctl.simulate.SimulationOptions`) :func:`ballctl.simulate`.
+
+    Attributes
+    ----------
+    method : str
+        Any ``solve_ivp`` method: ``"DOP853"`` (default), ``"RK45"``, ``"RK23"``, ``"Radau"``, ``"BDF"``,
+        ``"LSODA"``.
+    rtol : float
+        Relative tolerance (dimensionless), ``100 eps <= rtol < 1``; down to 1e-13 is meaningful with DOP853.
+    atol : float
+        Absolute tolerance in the units of the state (m, rad, m/s, rad/s), > 0.
+    max_step : float
+        Largest integrator step in s, > 0 (``inf``: no limit, scipy's default).
+
+    Examples
+    --------
+    >>> IntegrationOptions(method="Radau", rtol=1e-8, atol=1e-10).method
+    'Radau'
+    """
+
+    method: str = "DOP853"
+    rtol: float = 1e-10
+    atol: float = 1e-12
+    max_step: float = np.inf
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "method", check_ivp_method(self.method))
+        rtol, atol = check_tolerances(self.rtol, self.atol)
+        object.__setattr__(self, "rtol", rtol)
+        object.__setattr__(self, "atol", atol)
+        if not (isinstance(self.max_step, (float, np.floating)) and self.max_step == np.inf):
+            object.__setattr__(self, "max_step", check_positive(self.max_step, "max_step", "s"))
+        else:
+            object.__setattr__(self, "max_step", float(self.max_step))
+
+    def solver_arguments(self) -> dict:
+        """``{"method", "rtol", "atol", "max_step"}`` as keyword arguments of ``solve_ivp``."""
+        return {"method": self.method, "rtol": self.rtol, "atol": self.atol, "max_step": self.max_step}
 
 
 @dataclass(frozen=True)
@@ -54,19 +98,11 @@ class ODETrajectory:
     nfev: int
     wall_time_s: float
 
-    @property
-    def n_rhs_evaluations(self) -> int:
-        """Deprecated spelling of :attr:`nfev` (removed in the next release)."""
-        warnings.warn("ODETrajectory.n_rhs_evaluations is deprecated; use nfev", DeprecationWarning, stacklevel=2)
-        return self.nfev
-
 
 def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_span, *,
-                        breakpoints: Sequence[float] = (), method: str = "DOP853", rtol: float = 1e-10,
-                        atol: float = 1e-10, t_eval=None,
+                        breakpoints: Sequence[float] = (), t_eval=None, options: IntegrationOptions | None = None,
                         jac: Callable[[float, np.ndarray], np.ndarray] | None = None,
-                        event: Callable[[float, np.ndarray], float] | None = None,
-                        event_error: Callable[[float, np.ndarray], str] | None = None) -> ODETrajectory:
+                        event: Callable[[float, np.ndarray], float] | None = None) -> ODETrajectory:
     """Integrate ``x_dot = fun(t, x)`` with ``solve_ivp``, restarting at every breakpoint.
 
     Parameters
@@ -80,22 +116,20 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
     breakpoints : sequence of float
         Times in s where ``fun`` is not smooth in t (kinks of an input);
         those inside ``t_span`` split the integration.
-    method : str
-        Any ``solve_ivp`` method.
-    rtol, atol : float
-        Integration tolerances.
     t_eval : array_like, optional
         Output times; the end time is always included. ``None`` returns
         the integrator's own steps.
+    options : IntegrationOptions, optional
+        Method, tolerances and largest step (default ``IntegrationOptions()``).
     jac : callable, optional
         ``jac(t, x) -> (nx, nx)``, passed to the implicit methods
         (``Radau``, ``BDF``, ``LSODA``) only.
     event : callable, optional
         ``event(t, x) -> float``, positive while the state is admissible; the
         run stops with an error when it crosses zero (and is refused if it is
-        not positive at ``t0``).
-    event_error : callable, optional
-        ``event_error(t, x) -> str``: the message of that error.
+        not positive at ``t0``). An attribute ``event.describe(t, x) -> str``,
+        when present, gives the message of that error (as
+        :func:`~ballctl.plants.internal_masses.rail_exit_event` builds it).
 
     Returns
     -------
@@ -104,8 +138,7 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
     Raises
     ------
     ParameterError
-        If ``t_span``, ``t_eval``, ``breakpoints``, ``method`` or the tolerances
-        are invalid, or ``event`` is crossed.
+        If ``t_span``, ``t_eval`` or ``breakpoints`` are invalid, or ``event`` is crossed.
     NonFiniteStateError
         If the state or its derivative becomes NaN or infinite (the message
         gives the time and the entry); without this check the adaptive step
@@ -115,8 +148,8 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
     """
     check_callable(fun, "fun", "fun(t, x) -> (nx,)")
     t0, t1 = as_time_span(t_span)
-    method = check_ivp_method(method)
-    rtol, atol = check_tolerances(rtol, atol)
+    options = as_integration_options(options)
+    method = options.method
     x0 = as_vector(x0, "x0")
     breakpoints = as_times(breakpoints, "breakpoints") if np.size(breakpoints) else ()
     cuts = [t0] + sorted(float(b) for b in breakpoints if t0 < float(b) < t1) + [t1]
@@ -125,6 +158,7 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
         if t_eval[0] < t0 or t_eval[-1] > t1:
             raise ParameterError(f"t_eval must lie within t_span = [{t0:g}, {t1:g}] s, got "
                                  f"[{t_eval[0]:g}, {t_eval[-1]:g}] s")
+    event_error = getattr(event, "describe", None)
     if event is not None:
         event.terminal = True
         event.direction = -1
@@ -143,8 +177,7 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
                 piece_eval = np.append(piece_eval, b)
         else:
             piece_eval = None
-        sol = solve_ivp(fun, (a, b), x, method=method, rtol=rtol, atol=atol, t_eval=piece_eval, events=event,
-                        **kwargs)
+        sol = solve_ivp(fun, (a, b), x, t_eval=piece_eval, events=event, **options.solver_arguments(), **kwargs)
         if not sol.success:
             raise IntegrationError(f"{method} failed on [{a}, {b}] s at t = {sol.t[-1]:.6g} s: {sol.message}",
                                    time=float(sol.t[-1]))
@@ -164,3 +197,13 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
         keep[-1] = keep[-1] or t_eval.size == 0
         t, xk = t[keep], xk[keep]
     return ODETrajectory(t=t, x=xk, method=method, nfev=int(nfev), wall_time_s=wall)
+
+
+def as_integration_options(options, default: IntegrationOptions | None = None) -> IntegrationOptions:
+    """``options`` itself, ``default`` (else ``IntegrationOptions()``) for None, or a ParameterTypeError."""
+    if options is None:
+        return default if default is not None else IntegrationOptions()
+    if not isinstance(options, IntegrationOptions):
+        raise ParameterTypeError(f"options must be an IntegrationOptions (method, rtol, atol, max_step), got "
+                                 f"{type(options).__name__}")
+    return options

@@ -29,14 +29,15 @@ from scipy.integrate import solve_ivp
 
 from ._errors import (ChartSingularityError, ConstraintProjectionWarning, ConstraintViolationError,
                       IntegrationError, ParameterError, ParameterTypeError, ShapeError)
+from ._guards import check_finite_at, guard_rhs
 from ._validation import (as_array, as_stack, as_time_span, as_times, as_vector, check_bool, check_callable,
-                          check_finite_at, check_finite_scalar, check_instance, check_integer, check_ivp_method,
-                          check_nonnegative, check_positive, check_stabilization, check_tolerances, guard_rhs)
+                          check_finite_scalar, check_instance, check_integer, check_nonnegative,
+                          check_positive, check_stabilization)
+from .ode import IntegrationOptions
 from .plants.base import friction_coefficient_required
 from .system import ConstrainedSystem
 
-__all__ = ["SimulationResult", "simulate", "input_function", "rk4", "check_initial_state", "CONSTRAINT_TOL",
-           "MAX_STEPS"]
+__all__ = ["SimulationOptions", "SimulationResult", "simulate", "rk4", "CONSTRAINT_TOL"]
 
 #: Default tolerance on the constraint residuals of an initial state: ``|C(x0)|``
 #: (m or rad) and ``|D(x0) xd0|`` (m/s or rad/s). A consistent state built from
@@ -47,6 +48,74 @@ CONSTRAINT_TOL = 1e-6
 #: Largest number of integration steps a run may need at its ``max_step``
 #: (an endless loop otherwise looks like a hang).
 MAX_STEPS = 100_000_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulationOptions(IntegrationOptions):
+    """Options of :func:`simulate`: the integration (:class:`~ballctl.ode.IntegrationOptions`: ``method``,
+    ``rtol``, ``atol``, ``max_step``) and how the constraints of the DAE are kept.
+
+    A plain :class:`~ballctl.ode.IntegrationOptions` is accepted by :func:`simulate` too (the fields below
+    then take their defaults).
+
+    Attributes
+    ----------
+    method, rtol, atol, max_step
+        As :class:`~ballctl.ode.IntegrationOptions` (``max_step`` in s).
+    stabilization : (float, float) or None
+        Baumgarte gains ``(a, b)`` in 1/s (default ``(10, 10)``); ``None`` integrates the bare index-1
+        equations.
+    projection_interval : float or None
+        Project the state onto the constraint manifold every this many seconds (None: never).
+    project_initial : bool
+        Project ``(x0, xd0)`` onto the constraints before starting.
+    rechart : bool
+        When the state reaches the edge of the system's angle chart (the ball-plate's lean near 90 deg),
+        switch to a fresh chart with ``system.rechart(x, xd)`` and go on; the switch times are returned in
+        ``SimulationResult.chart_changes``. Otherwise raise.
+    raise_on_failure : bool
+        Raise :class:`IntegrationError` when the integrator fails (default); otherwise return what was
+        computed with ``success=False``.
+    constraint_tol : float
+        Largest accepted constraint residual of the initial state, ``|C(x0)|`` (m or rad) and
+        ``|D(x0) xd0|`` (m/s or rad/s); see :data:`CONSTRAINT_TOL`.
+
+    Examples
+    --------
+    >>> SimulationOptions(rtol=1e-12, atol=1e-12, stabilization=None).stabilization is None
+    True
+    """
+
+    stabilization: tuple[float, float] | None = (10.0, 10.0)
+    projection_interval: float | None = None
+    project_initial: bool = False
+    rechart: bool = False
+    raise_on_failure: bool = True
+    constraint_tol: float = CONSTRAINT_TOL
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "stabilization", check_stabilization(self.stabilization))
+        if self.projection_interval is not None:
+            object.__setattr__(self, "projection_interval",
+                               check_positive(self.projection_interval, "projection_interval", "s"))
+        for name in ("project_initial", "rechart", "raise_on_failure"):
+            object.__setattr__(self, name, check_bool(getattr(self, name), name))
+        object.__setattr__(self, "constraint_tol", check_nonnegative(self.constraint_tol, "constraint_tol"))
+
+
+def simulation_options(options) -> SimulationOptions:
+    """``options`` as :class:`SimulationOptions`: ``None`` gives the defaults, an
+    :class:`~ballctl.ode.IntegrationOptions` keeps its integration fields (the rest default)."""
+    if options is None:
+        return SimulationOptions()
+    if isinstance(options, SimulationOptions):
+        return options
+    if isinstance(options, IntegrationOptions):
+        return SimulationOptions(method=options.method, rtol=options.rtol, atol=options.atol,
+                                 max_step=options.max_step)
+    raise ParameterTypeError(f"options must be a SimulationOptions (or an IntegrationOptions), got "
+                             f"{type(options).__name__}")
 
 
 @dataclass(frozen=True)
@@ -118,12 +187,6 @@ class SimulationResult:
         return float(np.min(self.normal_force)) if self.normal_force.size else None
 
     @property
-    def wall_time(self) -> float:
-        """Deprecated spelling of :attr:`wall_time_s` (removed in the next release)."""
-        warnings.warn("SimulationResult.wall_time is deprecated; use wall_time_s", DeprecationWarning, stacklevel=2)
-        return self.wall_time_s
-
-    @property
     def max_constraint_residual(self) -> float:
         """Largest absolute constraint residual (positions in m/rad, velocities in m/s)."""
         vals = [np.max(np.abs(a)) for a in (self.position_residual, self.velocity_residual) if a.size]
@@ -153,7 +216,7 @@ class SimulationResult:
             title="ballctl.simulate", success=self.success, message=self.message)
 
 
-def input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
+def _input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
                    ) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
     """Normalize the inputs of :func:`simulate` to a callable ``(t, x, xd) -> u`` of shape (nu,).
 
@@ -187,10 +250,6 @@ def input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
         const = as_vector(inputs, "inputs", n_inputs) if n_inputs else np.zeros(0)
         return lambda t, x, xd: const
     nargs = _required_positional(inputs)
-    if nargs == 3:   # the 0.1 spelling of state feedback
-        warnings.warn("simulate(..., inputs=u(t, x, xd)) is deprecated: pass state feedback as feedback=u",
-                      DeprecationWarning, stacklevel=3)
-        return lambda t, x, xd: _input_value(inputs(t, x, xd), n_inputs, t, "inputs")
     if nargs not in (None, 0, 1):
         raise ParameterTypeError(f"inputs must be a callable u(t) of time only (state feedback: feedback=u(t, x, "
                                  f"xd)), got a callable with {nargs} required arguments")
@@ -208,7 +267,7 @@ def _input_value(value, n_inputs: int, t: float, name: str) -> np.ndarray:
     return u.reshape(n_inputs)
 
 
-def check_initial_state(system: ConstrainedSystem, x0: np.ndarray, xd0: np.ndarray, *,
+def _check_initial_state(system: ConstrainedSystem, x0: np.ndarray, xd0: np.ndarray, *,
                         tol: float = CONSTRAINT_TOL, where: str = "") -> None:
     """Raise :class:`ConstraintViolationError` unless ``(x0, xd0)`` satisfies the constraints within ``tol``.
 
@@ -260,12 +319,7 @@ def _chart_event(system: ConstrainedSystem):
 
 
 def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Callable | None = None, t_eval=None,
-             method: str = "DOP853",
-             rtol: float = 1e-10, atol: float = 1e-12, max_step: float = np.inf,
-             stabilization: tuple[float, float] | None = (10.0, 10.0),
-             projection_interval: float | None = None, project_initial: bool = False,
-             rechart: bool = False, raise_on_failure: bool = True,
-             constraint_tol: float = CONSTRAINT_TOL) -> SimulationResult:
+             options: SimulationOptions | IntegrationOptions | None = None) -> SimulationResult:
     """Integrate the constrained equations of motion forward in time.
 
     Parameters
@@ -287,35 +341,13 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
         Start and end times in s.
     feedback : callable, optional
         State feedback ``u(t, x, xd) -> (nu,)`` instead of ``inputs``
-        (then pass ``inputs=None``). The 0.1 spelling, a three-argument
-        callable as ``inputs``, works for one release with a
-        ``DeprecationWarning``.
+        (then pass ``inputs=None``).
     t_eval : array_like, optional
         Output times (default: 501 evenly spaced).
-    method : str
-        Any ``scipy.integrate.solve_ivp`` method ("DOP853", "RK45", "Radau", "BDF", "LSODA").
-    rtol, atol : float
-        Integration tolerances (rtol down to 1e-13 is meaningful with DOP853).
-    stabilization : (a, b) or None
-        Baumgarte gains in 1/s; ``None`` integrates the bare index-1 equations.
-    projection_interval : float, optional
-        Project the state onto the constraint manifold every this many seconds.
-    project_initial : bool
-        Project ``(x0, xd0)`` onto the constraints before starting.
-    rechart : bool
-        When the state reaches the edge of the system's angle chart (the
-        ball-plate's lean near 90 deg), switch to a fresh chart with
-        ``system.rechart(x, xd)`` and go on; the switch times are returned
-        in ``chart_changes``. Otherwise raise.
-    raise_on_failure : bool
-        Raise :class:`IntegrationError` when the integrator fails (default);
-        otherwise return what was computed with ``success=False``.
-
-    max_step : float
-        Largest integrator step in s.
-    constraint_tol : float
-        Largest accepted constraint residual of the initial state, ``|C(x0)|``
-        (m or rad) and ``|D(x0) xd0|`` (m/s or rad/s); see :data:`CONSTRAINT_TOL`.
+    options : SimulationOptions or IntegrationOptions, optional
+        Integrator (``method``, ``rtol``, ``atol``, ``max_step``) and constraint handling
+        (``stabilization``, ``projection_interval``, ``project_initial``, ``rechart``,
+        ``raise_on_failure``, ``constraint_tol``); default ``SimulationOptions()``.
 
     Returns
     -------
@@ -342,6 +374,11 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
         ``constraint_tol`` (the residual before projection is reported).
     """
     check_instance(system, "system", ConstrainedSystem, "ConstrainedSystem")
+    options = simulation_options(options)
+    method, rtol, atol, max_step = options.method, options.rtol, options.atol, options.max_step
+    stabilization, projection_interval = options.stabilization, options.projection_interval
+    project_initial, rechart = options.project_initial, options.rechart
+    raise_on_failure, constraint_tol = options.raise_on_failure, options.constraint_tol
     if np.ndim(x0) == 2:
         if rechart or projection_interval is not None or project_initial or feedback is not None:
             raise ParameterError("feedback, rechart, projection_interval and project_initial apply to one run; "
@@ -359,25 +396,16 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
     if t_eval[0] < t_span[0] - 1e-12 or t_eval[-1] > t_span[1] + 1e-12:
         raise ParameterError(f"t_eval must lie within t_span = [{t_span[0]:g}, {t_span[1]:g}] s, got "
                              f"[{t_eval[0]:g}, {t_eval[-1]:g}] s")
-    method = check_ivp_method(method)
-    rtol, atol = check_tolerances(rtol, atol)
-    if not (isinstance(max_step, (float, np.floating)) and max_step == np.inf):
-        max_step = check_positive(max_step, "max_step", "s")
     if (t_span[1] - t_span[0]) / max_step > MAX_STEPS:
         raise ParameterError(f"max_step = {max_step:g} s needs more than {MAX_STEPS:.0e} steps over t_span "
                              f"({t_span[1] - t_span[0]:g} s); raise max_step")
-    stabilization = check_stabilization(stabilization)
-    project_initial = check_bool(project_initial, "project_initial")
-    rechart = check_bool(rechart, "rechart")
-    raise_on_failure = check_bool(raise_on_failure, "raise_on_failure")
-    constraint_tol = check_nonnegative(constraint_tol, "constraint_tol")
-    ufun = input_function(inputs, nu, feedback=feedback)
+    ufun = _input_function(inputs, nu, feedback=feedback)
     margin = getattr(system, "chart_margin", None)
     if margin is not None and float(np.real(margin(x0))) <= 0.0:
         if not (rechart and hasattr(system, "rechart")):
             raise ChartSingularityError(
-                "x0 lies beyond the edge of the system's coordinate chart (for the ball-plate: |lean| at or "
-                "beyond the chart limit near 90 deg); pass rechart=True to start in a fresh chart")
+                "x0 lies beyond the edge of the system's coordinate chart (its chart_margin(x0) <= 0); "
+                "pass rechart=True to start in a fresh chart")
         x0, xd0 = system.rechart(x0, xd0)
     u_start = ufun(t_span[0], x0, xd0)
     check_finite_at(u_start, time=t_span[0], quantity="input u", names=system.input_names, context="simulate")
@@ -394,7 +422,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
                 f"m/s or rad/s; largest change {moved:.3g})", ConstraintProjectionWarning, stacklevel=2)
         x0, xd0 = x0p, xd0p
     else:
-        check_initial_state(system, x0, xd0, tol=constraint_tol, where="simulate")
+        _check_initial_state(system, x0, xd0, tol=constraint_tol, where="simulate")
 
     def rhs_bare(t, y):
         x, xd = y[:n], y[n:]
@@ -408,7 +436,6 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
 
     events = _chart_event(system)
     if projection_interval is not None:
-        projection_interval = check_positive(projection_interval, "projection_interval", "s")
         if (t_span[1] - t_span[0]) / projection_interval > MAX_STEPS:
             raise ParameterError(f"projection_interval = {projection_interval:g} s gives more than {MAX_STEPS:.0e} "
                                  f"restarts over t_span; raise it")
@@ -439,7 +466,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
             if not (rechart and hasattr(system, "rechart")) or len(changes) > 10_000:
                 raise ChartSingularityError(
                     f"the state reached the edge of the system's coordinate chart at t = {t_hit:.6g} s "
-                    f"(for the ball-plate: |lean| reached the chart limit near 90 deg); pass rechart=True "
+                    f"(its chart_margin reached 0); pass rechart=True "
                     f"to continue in a fresh chart")
             y_hit = sol.y_events[0][0]
             xn, xdn = system.rechart(y_hit[:n], y_hit[n:])

@@ -124,6 +124,10 @@ class ConstrainedSystem:
     array([-4.,  0.])
     """
 
+    #: Coordinates of the point a closed loop tracks (its position error, divergence stop); a plant
+    #: declares them (the ball-plate and the rolling ball: the contact point), a user's system may set them.
+    tracked_coordinates: tuple[str, ...] = ()
+
     def __init__(self, *, n_coordinates: int, n_holonomic: int, n_nonholonomic: int, n_inputs: int,
                  mass_matrix: Callable | None = None, forces: Callable | None = None,
                  holonomic: Callable | None = None, constraint_jacobian: Callable | None = None,

@@ -29,9 +29,10 @@ import numpy as np
 from ballctl.simulation.closed_loop import simulate_closed_loop
 from ballctl.ball_plate.identification import TOLERANCES, excitation_log, identify_rig, rig_parameter_values
 from ballctl.references.moving_plate import exact_circular_motion
+from ballctl.references.paths import LissajousPath
 from ballctl.ball_plate.rig import rig_preset
 from ballctl.ball_plate.rig_log import RigLog
-from ballctl.design.tracking import design_for_rig
+from ballctl.ball_plate.design import design_for_rig
 
 DEG = np.pi / 180
 TARGETS = ("plate_offset_alpha", "plate_offset_beta", "latency", "noise", "servo_bandwidth", "rolling_resistance")
@@ -48,7 +49,8 @@ def _with_noise_of(ctrl, rig):
 
 def _track_run(design_rig, truth, horizon, seed, *, offset=0.05, radius=0.5):
     """The default job's design for ``design_rig`` and its verification run on ``truth`` (the truth's noise)."""
-    ref = exact_circular_motion(design_rig.design_plant(), radius, 1.0, 40.0, duration=horizon + 0.1)
+    ref = exact_circular_motion(design_rig.design_plant(), LissajousPath.circle(radius, 1.0), 40.0,
+                                duration=horizon + 0.1)
     ctrl = design_for_rig(design_rig, ref, "exact", horizon=horizon, offset_free=True)
     s = ref(0.0)
     x0 = s.x[0].copy()
@@ -136,7 +138,7 @@ def compare_designs(comparisons, seeds=(0, 1, 2)):
 def cost(seconds=60.0):
     base = rig_preset("tabletop")
     log = excitation_log(base, duration_s=seconds, amplitude_deg=1.0)  # a 60 s log at 50 Hz
-    ref = exact_circular_motion(base.design_plant(), 0.3, 1.0, 40.0, duration=seconds + 0.1)
+    ref = exact_circular_motion(base.design_plant(), LissajousPath.circle(0.3, 1.0), 40.0, duration=seconds + 0.1)
     ctrl = design_for_rig(base, ref, "exact", horizon=seconds, offset_free=False)
     s = ref(0.0)
     simulate_closed_loop(ctrl, s.x[0], s.xd[0], truth=base.truth_plant(), integrator="rk4", substeps=2, seed=0,

@@ -25,8 +25,9 @@ import numpy as np
 from ballctl.simulation.closed_loop import simulate_closed_loop
 from ballctl.references import CircularMotion
 from ballctl.references.moving_plate import exact_circular_motion
+from ballctl.references.paths import LissajousPath
 from ballctl.ball_plate.rig import rig_preset
-from ballctl.design.tracking import design_for_rig
+from ballctl.ball_plate.design import design_for_rig
 from ballctl.ball_plate.verification import verify_over_uncertainty
 
 DEG = np.pi / 180
@@ -48,7 +49,7 @@ def main() -> None:
     period = 2 * np.pi
     horizon = dt * int(np.ceil(2 * period / dt - 1e-9))
     plant = base.design_plant()
-    exact = exact_circular_motion(plant, 0.5, 1.0, 40.0, duration=horizon + 2 * dt)
+    exact = exact_circular_motion(plant, LissajousPath.circle(0.5, 1.0), 40.0, duration=horizon + 2 * dt)
     qs = CircularMotion(plant.quasi_static(), 0.5, 1.0, 40.0)
     s = exact(0.0)
     x_exact, xd_exact = s.x[0].copy(), s.xd[0].copy()

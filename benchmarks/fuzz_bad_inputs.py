@@ -46,8 +46,8 @@ import numpy as np
 import ballctl
 from ballctl import *
 from ballctl.plants.rails import CircleRail, SegmentRail, CallableRail
-from ballctl.plants.rolling_ball import paper_ball_parameters, paper_ball_initial_state
-from ballctl.plants.rolling_disk import paper_disk_parameters, paper_disk_initial_state
+from ballctl.plants.paper import (paper_ball_initial_state, paper_ball_parameters, paper_disk_initial_state,
+                                  paper_disk_parameters)
 from ballctl.simulate import rk4
 from ballctl.linear.discretize import zoh_matrices
 
@@ -229,8 +229,8 @@ def _catalogue() -> list[Case]:
     c.append(_api("Reference.t=str", "ref()('now')", "t"))
     c.append(_api("Reference.t=2d", "ref()(np.zeros((2, 2)))", "t"))
     for tag, v in (("nan", "NAN"), ("neg", "-1.0"), ("zero", "0.0"), ("str", "'x'")):
-        c.append(_api(f"CirclePath.radius={tag}", f"CirclePath({v}, 1.0)", "radius"))
-        c.append(_api(f"CirclePath.omega={tag}", f"CirclePath(0.5, {v})", "omega"))
+        c.append(_api(f"LissajousPath.circle.radius={tag}", f"LissajousPath.circle({v}, 1.0)", "radius"))
+        c.append(_api(f"LissajousPath.circle.omega={tag}", f"LissajousPath.circle(0.5, {v})", "omega"))
         c.append(_api(f"WaypointPath.speed={tag}", f"WaypointPath([[0, 0], [1, 0]], {v})", "speed"))
     c.append(_api("WaypointPath.one_point", "WaypointPath([[0, 0]], 0.1)", "waypoints"))
     c.append(_api("WaypointPath.duplicate", "WaypointPath([[0, 0], [0, 0], [1, 0]], 0.1)", "waypoints"))
@@ -244,31 +244,38 @@ def _catalogue() -> list[Case]:
     c.append(_api("LissajousPath.omega=nan",
                   "LissajousPath(amplitude_x=1, amplitude_y=1, omega_x=NAN, omega_y=1)", "omega_x"))
     c.append(_api("PathMotion.path=str", "PathMotion(plant(), 'circle', duration=1.0)", "path"))
-    c.append(_api("PathMotion.duration=nan", "PathMotion(plant(), CirclePath(0.5, 1.0), duration=NAN)", "duration"))
-    c.append(_api("PathMotion.duration=neg", "PathMotion(plant(), CirclePath(0.5, 1.0), duration=-1)", "duration"))
+    c.append(_api("PathMotion.duration=nan",
+                  "PathMotion(plant(), LissajousPath.circle(0.5, 1.0), duration=NAN)", "duration"))
+    c.append(_api("PathMotion.duration=neg",
+                  "PathMotion(plant(), LissajousPath.circle(0.5, 1.0), duration=-1)", "duration"))
     c.append(_api("PathMotion.path_returns_nan",
                   "PathMotion(plant(), lambda t: (np.full((len(t), 2), NAN),) * 3, duration=1.0)", "path"))
     c.append(_api("PathMotion.path_returns_wrong_shape",
                   "PathMotion(plant(), lambda t: (np.zeros(3),) * 3, duration=1.0)", "path"))
     c.append(_api("PathMotion.path_raises", "PathMotion(plant(), lambda t: 1/0, duration=1.0)", "path"))
-    c.append(_api("PathMotion.too_fast", "PathMotion(plant(), CirclePath(0.5, 6.0), duration=1.0)", "acceleration"))
+    c.append(_api("PathMotion.too_fast",
+                  "PathMotion(plant(), LissajousPath.circle(0.5, 6.0), duration=1.0)", "acceleration"))
     c.append(_api("PathMotion.check_samples=str",
-                  "PathMotion(plant(), CirclePath(0.5, 1.0), duration=1.0, check_samples='many')", "check_samples"))
-    c.append(_api("PathMotion.spin=nan", "PathMotion(plant(), CirclePath(0.5, 1.0), duration=1.0, spin=NAN)", "spin"))
+                  "PathMotion(plant(), LissajousPath.circle(0.5, 1.0), duration=1.0, check_samples='many')",
+                  "check_samples"))
+    c.append(_api("PathMotion.spin=nan",
+                  "PathMotion(plant(), LissajousPath.circle(0.5, 1.0), duration=1.0, spin=NAN)", "spin"))
     c.append(_api("PathMotion.initial_orientation=short",
-                  "PathMotion(plant(), CirclePath(0.5, 1.0), duration=1.0, initial_orientation=[0.0])",
+                  "PathMotion(plant(), LissajousPath.circle(0.5, 1.0), duration=1.0, initial_orientation=[0.0])",
                   "initial_orientation"))
     c.append(_api("plate_angles.nan", "plate_angles_for_acceleration(plant(), [[NAN, 0]], [[0, 0]])", "acceleration"))
     c.append(_api("plate_angles.shape", "plate_angles_for_acceleration(plant(), [1.0, 0.0], [0.0, 0.0])",
                   "acceleration"))
-    c.append(_api("exact_circular_motion.omega=nan", "exact_circular_motion(MovingPlateBallPlate(), 0.5, NAN, 40.0)",
+    c.append(_api("exact_circular_motion.omega=nan",
+                  "exact_circular_motion(MovingPlateBallPlate(), LissajousPath.circle(0.5, NAN), 40.0)",
                   "omega"))
-    c.append(_api("exact_circular_motion.plant=ballplate", "exact_circular_motion(plant(), 0.5, 1.0, 40.0)", "plant"))
+    c.append(_api("exact_circular_motion.plant=ballplate",
+                  "exact_circular_motion(plant(), LissajousPath.circle(0.5, 1.0), 40.0)", "plant"))
     c.append(_api("MovingPlateMotion.n_collocation=odd",
-                  "MovingPlateMotion(MovingPlateBallPlate(), CirclePath(0.5, 1.0), spin=0.0, duration=2*np.pi, "
-                  "n_collocation=7)", "n_collocation"))
+                  "MovingPlateMotion(MovingPlateBallPlate(), LissajousPath.circle(0.5, 1.0), spin=0.0, "
+                  "duration=2*np.pi, collocation=ballctl.references.moving_plate.CollocationOptions(n_collocation=7))", "n_collocation"))
     c.append(_api("MovingPlateMotion.duration=nan",
-                  "MovingPlateMotion(MovingPlateBallPlate(), CirclePath(0.5, 1.0), spin=0.0, duration=NAN)",
+                  "MovingPlateMotion(MovingPlateBallPlate(), LissajousPath.circle(0.5, 1.0), spin=0.0, duration=NAN)",
                   "duration"))
     c.append(_api("DiskRollReference.speed=0",
                   "DiskRollReference(disk().to_constrained_system(), cruise_speed_mps=0.0)", "cruise_speed_mps"))
@@ -299,7 +306,8 @@ def _catalogue() -> list[Case]:
                   "IntegratedReference(s, r.x[0], r.xd[0], 'zero', (0.0, 1.0))", "nominal_input"))
     c.append(_api("IntegratedReference.method=bad",
                   "s = disk().to_constrained_system(); r = DiskRollReference(s, cruise_speed_mps=0.5)(0.0); "
-                  "IntegratedReference(s, r.x[0], r.xd[0], lambda t: [0.0] * s.n_inputs, (0.0, 1.0), method='euler')",
+                  "IntegratedReference(s, r.x[0], r.xd[0], lambda t: [0.0] * s.n_inputs, (0.0, 1.0), "
+                  "options=IntegrationOptions(method='euler'))",
                   "method"))
     # --- simulate
     sim = "simulate(plant(), {x0}, {xd0}, {u}, {span}{extra})"

@@ -204,7 +204,7 @@ def default_job_controller(*, imperfections: bool = True):
 
     import ballctl
     from ballctl.references.moving_plate import exact_circular_motion
-    from ballctl.design.tracking import design_for_rig
+    from ballctl.ball_plate.design import design_for_rig
 
     rig = ballctl.rig_preset("tabletop")
     if not imperfections and hasattr(rig, "imperfections"):
@@ -215,7 +215,7 @@ def default_job_controller(*, imperfections: bool = True):
     period = 2 * np.pi
     horizon = dt * int(np.ceil(2 * period / dt - 1e-9))
     plant = getattr(rig, "design_plant", rig.truth_plant)()   # the references are the design's
-    ref = exact_circular_motion(plant, 0.5, 1.0, 40.0, duration=horizon + 2 * dt)
+    ref = exact_circular_motion(plant, ballctl.LissajousPath.circle(0.5, 1.0), 40.0, duration=horizon + 2 * dt)
     import inspect
 
     job = {"offset_free": True} if "offset_free" in inspect.signature(design_for_rig).parameters else {}

@@ -218,7 +218,7 @@ def main(argv=None) -> int:
     sim_time = steps * dt
     ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], integrator="rk4", duration=10 * dt)  # compile/load
     ours, res = _best(lambda: ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], integrator="rk4"), rep)
-    sel = ballctl.simulation.closed_loop.state_selection(ctrl)
+    sel = ballctl.design.tracking.state_selection(ctrl.partition, ctrl.state_names, plant.n_coordinates)
     smp = ctrl.samples
     K = steps + 1
     hand, yh = _best(lambda: handwritten_closed_loop(plant.kernel_parameters, x0, res.xd[0], smp.t[:K], smp.x[:K],
@@ -237,13 +237,14 @@ def main(argv=None) -> int:
 
     # 1b. the default rig's verification loop: LQG on the exact servo plate (what `ballctl track` runs)
     from ballctl.references.moving_plate import exact_circular_motion
+    from ballctl.references.paths import LissajousPath
     from ballctl.ball_plate.rig import rig_preset
-    from ballctl.design.tracking import design_for_rig
+    from ballctl.ball_plate.design import design_for_rig
 
     rig = rig_preset("tabletop")
     truth = rig.truth_plant()
     horizon = rig.dt * int(np.ceil(4 * np.pi / scale / rig.dt))
-    exact = exact_circular_motion(truth, 0.5, 1.0, 40.0, duration=horizon + 2 * rig.dt)
+    exact = exact_circular_motion(truth, LissajousPath.circle(0.5, 1.0), 40.0, duration=horizon + 2 * rig.dt)
     lqg = design_for_rig(rig, exact, "exact", horizon=horizon)
     se = exact(0.0)
     xe0 = se.x[0].copy()
@@ -269,7 +270,7 @@ def main(argv=None) -> int:
     steps_mc = int(round(4 * np.pi / dt_mc))
     ctrl_mc = ballctl.design_tracking_lqr(plant, ref, part, dt=dt_mc, horizon=steps_mc * dt_mc,
                                           states=part.state_names[:6], Q=np.eye(6), R=np.eye(2))
-    unc = ballctl.Uncertainty(mass=ballctl.Normal(0.1, 0.005), radius=ballctl.Normal(0.02, 0.0005),
+    unc = ballctl.Uncertainty(parameters={"mass": ballctl.Normal(0.1, 0.005), "radius": ballctl.Normal(0.02, 0.0005)},
                               noise_std={"contact_x": 1e-3, "contact_y": 1e-3},
                               bias={"contact_x": ballctl.Normal(0, 5e-4), "contact_y": ballctl.Normal(0, 5e-4)},
                               latency=ballctl.Uniform(0.0, 0.01),

@@ -139,8 +139,8 @@ def run_case(case: Case, *, revolutions: float = 2.0, pivot_depth: float = 0.02,
     period = 2 * np.pi / case.omega
     horizon = DT * int(round(revolutions * period / DT))
     steps = int(round(horizon / DT))
-    ref = exact_circular_motion(truth, case.radius, case.omega, roll_rate, center=center,
-                                duration=max(horizon, period) + 2 * DT, n_collocation=64)
+    ref = exact_circular_motion(truth, ballctl.LissajousPath.circle(case.radius, case.omega, center=center), roll_rate,
+                                duration=max(horizon, period) + 2 * DT)
     qs_ref = ballctl.CircularMotion(quasi, case.radius, case.omega, roll_rate, center=center)
 
     # (a) quasi-static angles with their exact rates on the prescribed plant, one revolution

@@ -79,7 +79,7 @@ def paper_study(plant, dt, horizon, out):
 
 def path_study(plant, dt, horizon, out):
     paths = {
-        "figure-eight": ballctl.FigureEightPath(0.3, 0.8),
+        "figure-eight": ballctl.LissajousPath.figure_eight(0.3, 0.8),
         "Lissajous": ballctl.LissajousPath(amplitude_x=0.3, amplitude_y=0.2, omega_x=0.6, omega_y=0.9, phase_x=0.4),
         "waypoints": ballctl.WaypointPath([[0, 0], [0.3, 0.1], [0.5, 0.4], [0.2, 0.6], [-0.1, 0.4]], speed=0.15,
                                           ramp_time=1.0),

@@ -7,6 +7,7 @@ and in ``docs/architecture.md``.
 """
 
 import ast
+import re
 import pathlib
 
 import pytest
@@ -18,8 +19,8 @@ ROOT = pathlib.Path(ballctl.__file__).parent
 #: layer of every module, by longest matching prefix; the same table as docs/architecture.md
 LAYERS = {
     # 0: utilities
-    "ballctl._errors": 0, "ballctl._validation": 0, "ballctl._derivatives": 0, "ballctl._quaternion": 0,
-    "ballctl._io": 0, "ballctl._linalg": 0,
+    "ballctl._errors": 0, "ballctl._validation": 0, "ballctl._paths": 0, "ballctl._guards": 0,
+    "ballctl._derivatives": 0, "ballctl._quaternion": 0, "ballctl._io": 0, "ballctl._linalg": 0,
     # 1: contracts, linear time-varying mathematics, plain descriptions of hardware, the loop's step kernels
     "ballctl.system": 1, "ballctl.ode": 1, "ballctl.linear.ltv": 1, "ballctl.hardware": 1,
     "ballctl.simulation.loop_step": 1,
@@ -27,6 +28,7 @@ LAYERS = {
     "ballctl.plants": 2,
     # 3: plant-level simulation, references, linear models along a reference, the compiled loop, gain files, figures
     "ballctl.simulate": 3, "ballctl.references": 3, "ballctl.linear": 3, "ballctl.simulation.engine": 3,
+    "ballctl.simulation.arrays": 3, "ballctl.simulation.component": 3,
     "ballctl.figures": 3,
     "ballctl.schedule": 4,
     # 4: control design
@@ -36,7 +38,7 @@ LAYERS = {
     # 6: the ball-plate application and deployment
     "ballctl.ball_plate": 6, "ballctl.deploy": 6,
     # 7: planning and studies above the core
-    "ballctl.studies": 7, "ballctl.planning": 7,
+    "ballctl.studies": 7, "ballctl.planning": 7, "ballctl.ball_plate.plan_tracking": 7,
     # 8: the command line and the package namespace
     "ballctl.cli": 8, "ballctl": 8,
 }
@@ -126,3 +128,51 @@ def test_layer_table_matches_the_document():
         assert f"`{prefix}`" in doc, f"{prefix} is not in docs/architecture.md"
     for layer in set(LAYERS.values()):
         assert f"| {layer} |" in doc
+
+
+#: the generic core: what it says holds for any plant (its modules name no plant and no ball-plate quantity)
+GENERIC_CORE = ("ballctl._", "ballctl.system", "ballctl.ode", "ballctl.hardware", "ballctl.simulate",
+                "ballctl.linear", "ballctl.design", "ballctl.simulation", "ballctl.schedule")
+
+#: plant classes, plant modules and ball-plate quantities (code, strings and imports; docstrings may cite them)
+PLANT_NAMES = re.compile(r"ball_plate|BallPlate|ServoPlate|MovingPlate|RollingBall|RollingDisk|rolling_ball|"
+                         r"rolling_disk|contact_[xy]|RigProfile|\bplate\b|\bservo\b")
+
+
+def plant_names_in(source: str) -> list[str]:
+    """``"line N: name"`` for every plant or ball-plate name in the code of ``source`` (docstrings excepted)."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            text = node.value
+        elif isinstance(node, ast.Name):
+            text = node.id
+        elif isinstance(node, ast.Attribute):
+            text = node.attr
+        elif isinstance(node, ast.ImportFrom):
+            text = " ".join([node.module or ""] + [a.name for a in node.names])
+        elif isinstance(node, ast.Import):
+            text = " ".join(a.name for a in node.names)
+        else:
+            continue
+        found += [f"line {node.lineno}: {m}" for m in PLANT_NAMES.findall(text)]
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(GENERIC_CORE)))
+def test_the_generic_core_names_no_plant(module):
+    problems = plant_names_in(MODULES[module].read_text(encoding="utf-8"))
+    assert not problems, f"{module} names a plant or a ball-plate quantity:\n" + "\n".join(sorted(set(problems)))
+
+
+def test_the_plant_name_check_can_fail():
+    """The checker itself: a plant class, a ball-plate coordinate and a plant import are found; a docstring is not."""
+    source = ('"""Mentions BallPlate in prose."""\nfrom ..plants.ball_plate import BallPlate\n'
+              'idx = names.index("contact_x")\n')
+    found = plant_names_in(source)
+    assert any("ball_plate" in f for f in found) and any("contact_x" in f for f in found)
+    assert not any(f.startswith("line 1:") for f in found)

@@ -389,12 +389,9 @@ def test_discrete_gramian_definition_and_system_argument(rng):
         ref += Phi @ Bd[k] @ Bd[k].T @ Phi.T
     rep = discrete_gramian(DiscreteLTVSystem.from_arrays(Ad, Bd, state_names=("a", "b", "c")))
     np.testing.assert_allclose(rep.W, ref, rtol=1e-12)
-    # the 0.1 spellings (arrays, a duck-typed object) work for one release with a warning
-    with pytest.warns(DeprecationWarning, match="DiscreteLTVSystem"):
-        np.testing.assert_array_equal(discrete_gramian(Ad, Bd).W, rep.W)
-    with pytest.warns(DeprecationWarning, match="DiscreteLTVSystem"):
-        old = discrete_gramian(SimpleNamespace(Ad=Ad, Bd=Bd, state_names=("a", "b", "c")))
-    np.testing.assert_array_equal(old.W, rep.W)
+    # arrays or a duck-typed object are refused: one type per positional argument
+    with pytest.raises(TypeError, match="DiscreteLTVSystem"):
+        discrete_gramian(SimpleNamespace(Ad=Ad, Bd=Bd, state_names=("a", "b", "c")))
     assert rep.state_names == ("a", "b", "c") and rep.method == "discrete" and rep.t1 == K
     assert isinstance(rep, GramianReport) and "rank 3 of 3" in str(rep)
 
@@ -428,7 +425,7 @@ def test_bad_input_raises_named_errors():
         DiscreteLTVSystem.from_arrays(np.ones((2, 2)), np.ones((2, 2, 1)))
     with pytest.raises(ValueError, match="Bd must have shape"):
         DiscreteLTVSystem.from_arrays(np.ones((2, 2, 2)), np.ones((3, 2, 1)))
-    with pytest.raises(ValueError, match="Bd is required"):
+    with pytest.raises(ValueError, match="sys must be a DiscreteLTVSystem"):
         discrete_gramian(np.ones((2, 2, 2)))
     t = np.linspace(0.0, 1.0, 11)
     ltv = sample(zero2, rotating_B, t, ("p", "q"))

@@ -145,10 +145,9 @@ def test_diverging_run_is_stopped_and_marked(loop_setup):
     with pytest.raises(ValueError, match="finite"):
         ballctl.simulate_closed_loop(ctrl, X0, xd0, integrator="rk4")
     # velocities of 1e200 overflow within a step: the run is stopped, not hung, and reported
-    huge = ballctl.simulation.engine.run_closed_loop(
-        0, plant.kernel_parameters[None], x0[None], 1e200 * xd0[None], dt=ctrl.dt, times=ctrl.samples.t[:51],
-        x_ref=ctrl.samples.x, xd_ref=ctrl.samples.xd, u_ref=ctrl.samples.u, gains=ctrl.lqr.gains[:50],
-        selection=ballctl.simulation.closed_loop.state_selection(ctrl), n_constraints=2)
+    loop = ballctl.simulation.controller_loop(ctrl, plant, 50, mode="state")
+    runs = ballctl.simulation.draw_runs(loop, [0], plant.kernel_parameters, x0[None], 1e200 * xd0[None])
+    huge = ballctl.simulation.engine.run_closed_loop(loop, runs)
     assert huge.status[0] == 1 and np.isnan(huge.x[0, -1]).all() and np.isfinite(huge.x[0, 0]).all()
 
 

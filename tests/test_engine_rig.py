@@ -16,7 +16,8 @@ import ballctl
 from ballctl.simulation.closed_loop import simulate_closed_loop
 from ballctl.references.moving_plate import exact_circular_motion
 from ballctl.ball_plate.rig import RigLimits, Sensor, rig_preset
-from ballctl.design.tracking import design_for_rig, zoh_reference
+from ballctl.design.tracking import zoh_reference
+from ballctl.ball_plate.design import design_for_rig
 
 HORIZON = 1.6  # s: 80 control steps at the tabletop rig's 50 Hz
 DEG = np.pi / 180
@@ -34,7 +35,7 @@ ODD = replace(TABLETOP, limits=RigLimits(max_angle=15 * DEG, max_rate=300 * DEG,
 @pytest.fixture(scope="module")
 def references():
     truth = TABLETOP.design_plant()
-    exact = exact_circular_motion(truth, 0.5, 1.0, 40.0, duration=HORIZON + 0.04)
+    exact = exact_circular_motion(truth, ballctl.LissajousPath.circle(0.5, 1.0), 40.0, duration=HORIZON + 0.04)
     qs = ballctl.CircularMotion(truth.quasi_static(), 0.5, 1.0, 40.0)
     s = exact(0.0)
     x0, xd0 = s.x[0].copy(), s.xd[0].copy()
@@ -162,7 +163,7 @@ def test_monte_carlo_keeps_the_servo_plate(references):
     # Monte Carlo on a servo-plate design: each run's plant keeps the plate and its servos, the ball varies
     truth, exact, qs, x0, xd0 = references
     ctrl = _design(references, TABLETOP, "exact", output_feedback=False)
-    mc = ballctl.monte_carlo(ctrl, 3, uncertainty=ballctl.Uncertainty(mass=ballctl.Uniform(0.09, 0.11)), seed=2,
+    mc = ballctl.monte_carlo(ctrl, 3, uncertainty=ballctl.Uncertainty(parameters={"mass": ballctl.Uniform(0.09, 0.11)}), seed=2,
                              x0=x0, xd0=xd0, substeps=2)
     seeds = np.random.SeedSequence(2).spawn(3)
     for i in range(3):
@@ -202,11 +203,11 @@ def test_monte_carlo_runs_the_kalman_filter_on_the_sensors(references):
 def test_prescribed_moving_plate_runs_compiled_too():
     # the other plant of the moving-plate kernels: inputs are the plate's angular accelerations (kind 0)
     from ballctl.plants.ball_plate_moving import MovingPlateBallPlate, MovingPlateParameters
-    from ballctl.design.tracking import EXACT_STATE_ERRORS
+    from ballctl.ball_plate.design import EXACT_STATE_ERRORS
 
     plant = MovingPlateBallPlate(MovingPlateParameters(pivot_depth=0.02))
     assert ballctl.simulation.engine.kernel_code(plant) == 1
-    ref = exact_circular_motion(plant, 0.5, 1.0, 40.0, duration=1.1)
+    ref = exact_circular_motion(plant, ballctl.LissajousPath.circle(0.5, 1.0), 40.0, duration=1.1)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw", "alpha", "beta"],
                                               ["lean", "roll"])
     ctrl = ballctl.design_tracking_lqr(

@@ -17,9 +17,10 @@ from ballctl.simulation.closed_loop import simulate_closed_loop
 from ballctl.ball_plate.identification import (TOLERANCES, excitation_log, identify_rig, rig_parameter_values, rig_to_toml,
                                    write_identification)
 from ballctl.references.moving_plate import exact_circular_motion
+from ballctl.references.paths import LissajousPath
 from ballctl.ball_plate.rig import RigProfile, rig_preset
 from ballctl.ball_plate.rig_log import RigLog, read_rig_log
-from ballctl.design.tracking import design_for_rig
+from ballctl.ball_plate.design import design_for_rig
 
 DEG = np.pi / 180
 #: the issue's targets (the tolerances of ballctl.ball_plate.identification.TOLERANCES): level offsets 0.15 deg, latency
@@ -33,7 +34,8 @@ def _log(preset, *, duration, radius=0.5, omega=1.0, roll_rate=40.0, offset_free
     rig = rig_preset(preset)
     servo = rig.servo if bandwidth is None else replace(rig.servo, bandwidth=bandwidth)
     truth = replace(rig, servo=servo, imperfections=replace(rig.imperfections, **imperfections))
-    ref = exact_circular_motion(rig.design_plant(), radius, omega, roll_rate, duration=duration + 0.1)
+    ref = exact_circular_motion(rig.design_plant(), LissajousPath.circle(radius, omega), roll_rate,
+                                duration=duration + 0.1)
     ctrl = design_for_rig(rig, ref, "exact", horizon=duration, offset_free=offset_free)
     s = ref(0.0)
     x0 = s.x[0].copy()

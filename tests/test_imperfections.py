@@ -11,12 +11,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ballctl.simulation.closed_loop import imperfection_draws, simulate_closed_loop
+from ballctl.simulation.arrays import imperfection_draws
+from ballctl.simulation.closed_loop import simulate_closed_loop
 from ballctl.simulation.loop_step import backlash, kalman_predict, kalman_update
 from ballctl.references.moving_plate import exact_circular_motion
+from ballctl.references.paths import LissajousPath
 from ballctl.ball_plate.rig import Imperfections, RigProfile, RigProfileError, RigUncertainty, rig_preset
 from ballctl.hardware import LoopImperfections
-from ballctl.design.tracking import design_for_rig
+from ballctl.ball_plate.design import design_for_rig
 from ballctl.ball_plate.verification import verify_over_uncertainty
 
 DEG = np.pi / 180
@@ -26,7 +28,8 @@ HORIZON = 2 * np.pi + 0.02 * 3  # one period of the 1 rad/s circle, and a few st
 
 @pytest.fixture(scope="module")
 def circle():
-    exact = exact_circular_motion(TABLETOP.design_plant(), 0.5, 1.0, 40.0, duration=3.1 * 2 * np.pi)
+    exact = exact_circular_motion(TABLETOP.design_plant(), LissajousPath.circle(0.5, 1.0), 40.0,
+                                  duration=3.1 * 2 * np.pi)
     s = exact(0.0)
     x0, xd0 = s.x[0].copy(), s.xd[0].copy()
     x0[0] += 0.02
@@ -101,7 +104,8 @@ def test_backlash_is_the_play_operator():
     u = np.array([0.0, 0.05, 0.15, 0.12, -0.1])
     out, prev = [], np.zeros(1)
     for v in u:
-        prev = backlash(np.array([v]), prev, width)
+        prev = prev.copy()
+        backlash(np.array([v]), width, prev)  # the loop's kernel, in place
         out.append(prev[0])
     # inside the play the output stays; beyond it it trails the input by half the width
     np.testing.assert_allclose(out, [0.0, 0.0, 0.05, 0.05, 0.0], atol=1e-15)
@@ -112,11 +116,11 @@ def test_lost_frames_come_whole_per_sensor_and_from_their_own_stream(circle):
     rig = replace(rig_preset("lab"))
     imp = LoopImperfections(frame_drop=0.3, timing_jitter_s=0.001)
     ctrl = design_for_rig(TABLETOP, exact, "exact", horizon=1.0)
-    received, shift = imperfection_draws(7, 400, ctrl.estimator, imp)
+    received, shift = imperfection_draws(7, 400, [len(s.signals) for s in ctrl.estimator.sensors], imp)
     assert received.shape == (400, 2) and np.all(received[:, 0] == received[:, 1])  # one camera frame
     assert abs(np.mean(~received[:, 0]) - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 400)  # binomial, 4 sigma
     assert abs(np.std(shift) - 0.001) < 4 * 0.001 / np.sqrt(2 * 400)
-    again, _ = imperfection_draws(7, 400, ctrl.estimator, imp)
+    again, _ = imperfection_draws(7, 400, [len(s.signals) for s in ctrl.estimator.sensors], imp)
     np.testing.assert_array_equal(received, again)
     assert rig.sensors  # (the lab rig has two sensors: its frames are lost independently)
 
@@ -157,11 +161,14 @@ def test_a_constant_input_disturbance_on_the_linear_model_leaves_no_error(circle
         X_hat = np.zeros(est.n_states)
         err = []
         for k in range(K):
-            X_post = kalman_update(X_hat, C[k] @ X - est.kalman.C[k] @ X_hat, M[k])  # noise-free, no latency
+            X_post = np.empty_like(X_hat)  # the loop's kernels; noise-free, no latency
+            ny = C.shape[1]
+            kalman_update(X_hat, C[k] @ X, np.ones(ny, dtype=bool), est.kalman.C[k], M[k], np.empty(ny), X_post)
             du = -G[k] @ X_post
             err.append(np.linalg.norm(C[k] @ X) if est.sampled[k].all() else np.nan)
             X = Ad[k] @ X + Bd[k] @ (du + disturbance)
-            X_hat = kalman_predict(X_post, est.Ad[k], est.Bd[k], du)
+            X_hat = np.empty_like(X_post)
+            kalman_predict(X_post, est.Ad[k], est.Bd[k], du, X_hat)
         return np.array(err)
 
     plain = run(np.zeros(2))

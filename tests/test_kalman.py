@@ -5,6 +5,13 @@ import numpy as np
 import pytest
 
 from ballctl.design.kalman import finite_horizon_kalman, periodic_kalman
+from ballctl.linear.discretize import DiscreteLTVSystem
+
+
+def _sys(Ad):
+    """The discrete system of a stack of state matrices (the input matrices do not enter the filter)."""
+    Ad = np.asarray(Ad, dtype=float)
+    return DiscreteLTVSystem.from_arrays(Ad, np.zeros(Ad.shape[:2] + (1,)))
 
 
 def _lti(seed=0, n=4, ny=2):
@@ -22,12 +29,12 @@ def test_long_horizon_filter_is_control_dlqe():
     A, C, W, V = _lti()
     n = A.shape[0]
     L_ref, P_ref, E_ref = control.dlqe(A, np.eye(n), C, W, V)
-    L, P, E = finite_horizon_kalman(np.broadcast_to(A, (400, n, n)), C, W, V, P0=np.eye(n))
+    L, P, E = finite_horizon_kalman(_sys(np.broadcast_to(A, (400, n, n))), C, W, V, P0=np.eye(n))
     np.testing.assert_allclose(P[-1], P_ref, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(L[-1], L_ref, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(np.sort_complex(E[-1]), np.sort_complex(E_ref), rtol=1e-8, atol=1e-10)
     # the periodic filter with period 1 is dlqe too
-    per = periodic_kalman(A[None], C, W, V)
+    per = periodic_kalman(_sys(A[None]), C, W, V)
     Lp, Pp, Ep = per
     np.testing.assert_allclose(Pp[0], P_ref, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(Lp[0], L_ref, rtol=1e-9, atol=1e-12)
@@ -45,7 +52,7 @@ def test_time_varying_covariances_match_an_independent_propagation():
     W = np.stack([np.diag(rng.uniform(0.01, 0.1, n)) for _ in range(K)])
     V = np.diag([0.2, 0.05])
     P0 = np.diag([1.0, 2.0, 0.5])
-    res = finite_horizon_kalman(A, C, W, V, P0=P0)
+    res = finite_horizon_kalman(_sys(A), C, W, V, P0=P0)
     P = P0.copy()
     for k in range(K):
         S = C[k] @ P @ C[k].T + V
@@ -65,7 +72,7 @@ def test_filter_error_variance_matches_monte_carlo():
     # the a-priori covariance is the actual estimation-error covariance of the filter (2000 runs, 10 %)
     A, C, W, V = _lti(seed=2, n=2, ny=1)
     K = 30
-    res = finite_horizon_kalman(np.broadcast_to(A, (K, 2, 2)), C, W, V, P0=np.eye(2))
+    res = finite_horizon_kalman(_sys(np.broadcast_to(A, (K, 2, 2))), C, W, V, P0=np.eye(2))
     rng = np.random.default_rng(5)
     runs = 2000
     X = rng.multivariate_normal(np.zeros(2), np.eye(2), size=runs)
@@ -81,8 +88,10 @@ def test_filter_error_variance_matches_monte_carlo():
 
 def test_bad_shapes_are_named():
     with pytest.raises(ValueError, match="C must have shape"):
-        finite_horizon_kalman(np.ones((3, 2, 2)), np.ones((1, 3)), np.eye(2), np.eye(1), P0=np.eye(2))
+        finite_horizon_kalman(_sys(np.ones((3, 2, 2))), np.ones((1, 3)), np.eye(2), np.eye(1), P0=np.eye(2))
     with pytest.raises(ValueError, match="P0 must have shape"):
-        finite_horizon_kalman(np.ones((3, 2, 2)), np.ones((1, 2)), np.eye(2), np.eye(1), P0=np.eye(3))
+        finite_horizon_kalman(_sys(np.ones((3, 2, 2))), np.ones((1, 2)), np.eye(2), np.eye(1), P0=np.eye(3))
     with pytest.raises(ValueError, match="V must have shape"):
-        finite_horizon_kalman(np.ones((3, 2, 2)), np.ones((1, 2)), np.eye(2), np.eye(2), P0=np.eye(2))
+        finite_horizon_kalman(_sys(np.ones((3, 2, 2))), np.ones((1, 2)), np.eye(2), np.eye(2), P0=np.eye(2))
+    with pytest.raises(TypeError, match="DiscreteLTVSystem"):
+        finite_horizon_kalman(np.ones((3, 2, 2)), np.ones((1, 2)), np.eye(2), np.eye(1), P0=np.eye(2))

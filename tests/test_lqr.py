@@ -136,20 +136,11 @@ def test_accepts_discrete_ltv_system():
                     ("x", "v"), ("a",))
     d = discretize(ltv, 0.1)
     lqr_sys = finite_horizon_lqr(d, np.eye(2), np.eye(1), Q_N=np.eye(2))
-    # the 0.1 spellings still work for one release, with a DeprecationWarning, and give the same gains
-    with pytest.warns(DeprecationWarning, match="finite_horizon_lqr"):
-        lqr_old = finite_horizon_lqr(d, None, np.eye(2), np.eye(1), np.eye(2))
-    with pytest.warns(DeprecationWarning, match="finite_horizon_lqr"):
-        lqr_arr = finite_horizon_lqr(d.Ad, d.Bd, np.eye(2), np.eye(1), np.eye(2))
-    np.testing.assert_array_equal(lqr_sys.gains, lqr_arr.gains)
-    np.testing.assert_array_equal(lqr_sys.gains, lqr_old.gains)
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="Bd=None"):
-        finite_horizon_lqr(d, d.Bd, np.eye(2), np.eye(1), np.eye(2))
-    with pytest.warns(DeprecationWarning, match="periodic_lqr"):
-        per_old = periodic_lqr(d.Ad, d.Bd, np.eye(2), np.eye(1))
-    np.testing.assert_array_equal(per_old.gains, periodic_lqr(d, np.eye(2), np.eye(1)).gains)
+    # the array form of 0.1 is gone: one type per positional argument
     with pytest.raises(TypeError, match="DiscreteLTVSystem"):
         finite_horizon_lqr(d.Ad, np.eye(2), np.eye(1))
+    with pytest.raises(TypeError, match="DiscreteLTVSystem"):
+        periodic_lqr(d.Ad, np.eye(2), np.eye(1))
     # python-control's unpacking: K, S, E
     K, S, E = lqr_sys
     assert K is lqr_sys.gains and S is lqr_sys.riccati

@@ -22,7 +22,7 @@ def ctrl():
                                        max_input_errors={"alpha": np.deg2rad(3), "beta": np.deg2rad(3)})
 
 
-UNC = ballctl.Uncertainty(mass=ballctl.Normal(0.1, 0.01), radius=ballctl.Uniform(0.019, 0.021),
+UNC = ballctl.Uncertainty(parameters={"mass": ballctl.Normal(0.1, 0.01), "radius": ballctl.Uniform(0.019, 0.021)},
                           noise_std={"contact_x": 1e-3, "contact_y": 1e-3},
                           bias={"contact_y": ballctl.Normal(0.0, 5e-4)}, latency=ballctl.Uniform(0.0, 0.03),
                           initial_offset={"contact_x": ballctl.Normal(0.0, 0.02)})
@@ -58,7 +58,7 @@ def test_metrics_and_samples_are_the_runs_that_were_drawn(ctrl):
     # run 3 alone through simulate_closed_loop reproduces its metric (independent path, 1e-9 m)
     seeds = np.random.SeedSequence(1).spawn(12)
     rng = np.random.default_rng(seeds[3])
-    mass, radius = UNC.mass.sample(rng), UNC.radius.sample(rng)
+    mass, radius = UNC.parameters["mass"].sample(rng), UNC.parameters["radius"].sample(rng)
     assert (mass, radius) == (mc.samples["mass"][3], mc.samples["radius"][3])
     # bands are ordered percentiles; the initial error is the drawn offset
     assert np.all(np.diff(mc.bands, axis=0) >= 0)
@@ -98,11 +98,11 @@ def test_bad_requests(ctrl):
     with pytest.raises(ValueError, match="unknown coordinate"):
         ballctl.monte_carlo(ctrl, 3, uncertainty=ballctl.Uncertainty(noise_std={"contact_z": 1e-3}))
     with pytest.raises(ValueError, match="mass"):
-        ballctl.monte_carlo(ctrl, 50, uncertainty=ballctl.Uncertainty(mass=ballctl.Normal(0.01, 0.05)))
+        ballctl.monte_carlo(ctrl, 50, uncertainty=ballctl.Uncertainty(parameters={"mass": ballctl.Normal(0.01, 0.05)}))
     with pytest.raises(ValueError, match="std"):
         ballctl.Normal(0.0, -1.0)
     with pytest.raises(TypeError, match="distribution"):
-        ballctl.Uncertainty(mass=0.1)
+        ballctl.Uncertainty(parameters={"mass": 0.1})
 
 
 def test_dask_local_cluster_gives_the_serial_results_bit_for_bit(ctrl):

@@ -5,15 +5,15 @@ import pytest
 
 import ballctl
 from ballctl.plants.ball_plate_moving import MovingPlateBallPlate, MovingPlateParameters, ServoPlateBallPlate
-from ballctl.references.moving_plate import (MovingPlateMotion, _Fourier, exact_circular_motion,
+from ballctl.references.moving_plate import (CollocationOptions, MovingPlateMotion, _Fourier, exact_circular_motion,
                                              spectral_derivative_matrices)
-from ballctl.references.paths import CirclePath, WaypointPath
+from ballctl.references.paths import LissajousPath, WaypointPath
 
 
 @pytest.fixture(scope="module")
 def centred():
     plant = MovingPlateBallPlate()
-    return plant, exact_circular_motion(plant, 0.1, 2.0, 20.0)
+    return plant, exact_circular_motion(plant, LissajousPath.circle(0.1, 2.0), 20.0)
 
 
 def test_spectral_matrices_differentiate_trigonometric_polynomials():
@@ -57,7 +57,8 @@ def test_centred_circle_residuals_and_exact_angles_keep_the_ball_on_the_circle(c
 
 def test_difference_from_quasi_static_grows_with_the_square_of_the_speed():
     plant = MovingPlateBallPlate()
-    rel = [exact_circular_motion(plant, 0.1, w, 0.1 * w / (0.02 * 0.6)).quasi_static_difference["alpha_rad"]
+    rel = [exact_circular_motion(plant, LissajousPath.circle(0.1, w),
+                                 0.1 * w / (0.02 * 0.6)).quasi_static_difference["alpha_rad"]
            for w in (0.5, 1.0)]
     amp = [np.arcsin(0.1 * w ** 2 / plant.params.ball.rolling_gain / 9.81) for w in (0.5, 1.0)]
     # the plate rates scale like omega * tilt and the tilt like omega^2: the relative difference
@@ -68,12 +69,13 @@ def test_difference_from_quasi_static_grows_with_the_square_of_the_speed():
 
 def test_off_centre_circle_and_its_spin_drift():
     plant = MovingPlateBallPlate(MovingPlateParameters(pivot_depth=0.03))
-    ref = exact_circular_motion(plant, 0.1, 3.0, 40.0, center=(0.2, 0.1))
+    ref = exact_circular_motion(plant, LissajousPath.circle(0.1, 3.0, center=(0.2, 0.1)), 40.0)
     assert ref.residuals["contact_acceleration"] < 1e-10
     # off-centre the turning plate changes the ball's spin secularly: the only residual left. It is a
     # property of the motion, not of the discretization: twice the collocation points give the same drift
     # to 1e-8 (measured 1.5e-14 relative; spectral convergence), and its size is 8.66e-4 rad/s^2 (measured)
-    finer = exact_circular_motion(plant, 0.1, 3.0, 40.0, center=(0.2, 0.1), n_collocation=128)
+    finer = exact_circular_motion(plant, LissajousPath.circle(0.1, 3.0, center=(0.2, 0.1)), 40.0,
+                                  collocation=CollocationOptions(n_collocation=128))
     assert finer.spin_drift == pytest.approx(ref.spin_drift, rel=1e-8)
     assert 5e-4 < abs(ref.spin_drift) < 2e-3
     assert ref.residuals["spin"] == pytest.approx(abs(ref.spin_drift), rel=1e-6)
@@ -81,8 +83,8 @@ def test_off_centre_circle_and_its_spin_drift():
 
 def test_servo_reference_commands_reproduce_the_motion_and_feed_the_design_chain():
     servo = ServoPlateBallPlate()
-    ref = exact_circular_motion(servo, 0.5, 1.0, 40.0, duration=1.2)
-    presc = exact_circular_motion(MovingPlateBallPlate(), 0.5, 1.0, 40.0, duration=1.2)
+    ref = exact_circular_motion(servo, LissajousPath.circle(0.5, 1.0), 40.0, duration=1.2)
+    presc = exact_circular_motion(MovingPlateBallPlate(), LissajousPath.circle(0.5, 1.0), 40.0, duration=1.2)
     t = np.linspace(0.0, 1.0, 6)
     s, p = ref(t), presc(t)
     # the servo plant driven by the commands has the prescribed plant's accelerations (1e-9: the
@@ -106,12 +108,13 @@ def test_bad_requests():
     with pytest.raises(ValueError, match=r"t must lie in \[0, 3\] s"):
         MovingPlateMotion(plant, WaypointPath([[0, 0], [0.1, 0]], 0.05), spin=0.0, duration=5.0)
     with pytest.raises(ValueError, match="without plate spin"):
-        MovingPlateMotion(MovingPlateBallPlate(MovingPlateParameters(with_spin=True)), CirclePath(0.1, 1.0),
+        MovingPlateMotion(MovingPlateBallPlate(MovingPlateParameters(with_spin=True)), LissajousPath.circle(0.1, 1.0),
                           spin=0.0, duration=1.0)
     with pytest.raises(ValueError, match="n_collocation must be an even integer"):
-        MovingPlateMotion(plant, CirclePath(0.1, 1.0), spin=0.0, duration=1.0, n_collocation=33)
+        MovingPlateMotion(plant, LissajousPath.circle(0.1, 1.0), spin=0.0, duration=1.0,
+                          collocation=CollocationOptions(n_collocation=33))
     with pytest.raises(TypeError, match="MovingPlateBallPlate or ServoPlateBallPlate"):
-        MovingPlateMotion(ballctl.BallPlate(), CirclePath(0.1, 1.0), spin=0.0, duration=1.0)
+        MovingPlateMotion(ballctl.BallPlate(), LissajousPath.circle(0.1, 1.0), spin=0.0, duration=1.0)
 
 
 def _rest_to_rest(T=4.0, d=(0.3, 0.15)):
@@ -136,8 +139,8 @@ def test_non_periodic_path_inversion_converges_spectrally_and_starts_level():
 
     plant = ballctl.MovingPlateBallPlate(MovingPlateParameters(pivot_depth=0.02))
     path = _rest_to_rest()
-    coarse = MovingPlateMotion(plant, path, spin=0.0, duration=4.0, n_collocation=16)
-    fine = MovingPlateMotion(plant, path, spin=0.0, duration=4.0, n_collocation=48)
+    coarse = MovingPlateMotion(plant, path, spin=0.0, duration=4.0, collocation=CollocationOptions(n_collocation=16))
+    fine = MovingPlateMotion(plant, path, spin=0.0, duration=4.0, collocation=CollocationOptions(n_collocation=48))
     # spectral convergence: 1e-5 -> below 1e-11 m/s^2 between nodes (measured 4e-13)
     assert coarse.residuals["contact_acceleration"] > 1e-7
     assert fine.residuals["contact_acceleration"] < 1e-11

@@ -18,6 +18,7 @@ from ballctl._errors import BallctlError, InfeasiblePlanError, MissingExtraError
 from ballctl.planning import (
     CircularObstacle,
     ManeuverProblem,
+    SolverOptions,
     plan_maneuver,
     refine_plan,
     resimulate,
@@ -37,7 +38,7 @@ def one_mass_disk(inputs="acceleration"):
 
 
 DISK_X0 = np.array([-np.pi / 2, 0.0, 0.0, 0.0])
-TIGHT = {"tol": 1e-12, "constr_viol_tol": 1e-12}
+TIGHT = SolverOptions(tolerance=1e-12, constraint_tolerance=1e-12)
 
 
 # ------------------------------------------------------------------------------ symbolic = numpy
@@ -95,7 +96,7 @@ def test_missing_casadi_names_the_extra(monkeypatch):
 def disk_plans():
     disk = one_mass_disk()
     problem = ManeuverProblem(initial_state=DISK_X0, duration_s=6.0, target_contact_m=[1.0], rest_at_end=True)
-    return disk, problem, {n: plan_maneuver(disk, problem, intervals=n, ipopt_options=TIGHT) for n in (10, 20, 40)}
+    return disk, problem, {n: plan_maneuver(disk, problem, intervals=n, solver=TIGHT) for n in (10, 20, 40)}
 
 
 def test_resimulation_matches_plan_at_order_four(disk_plans):
@@ -179,7 +180,7 @@ def test_kkt_and_random_feasible_perturbations_do_not_lower_the_cost(disk_plans)
     import casadi as ca
 
     from ballctl.planning.maneuver import _NLP, _model
-    nlp = _NLP(_model(disk), problem, plan.nodes, ipopt_options={}, symbolic="SX")
+    nlp = _NLP(_model(disk), problem, plan.nodes, solver=SolverOptions(), symbolic="SX")
     w_opt = plan.decision_vector
     jac = ca.Function("j", [nlp.tr.w, nlp.param], [ca.jacobian(ca.vertcat(*[g[1] for g in nlp.groups]), nlp.tr.w)])
     p = [1.0] + [0.0] * (nlp.param.numel() - 1)         # radius factor 1, no back-offs
@@ -275,7 +276,7 @@ def test_unreachable_target_returns_infeasible_result_naming_the_constraint():
     disk = one_mass_disk()
     problem = ManeuverProblem(initial_state=DISK_X0, duration_s=2.0, target_contact_m=[5.0], rest_at_end=True,
                               max_rail_acceleration=1.0, max_rail_speed=1.0)
-    plan = plan_maneuver(disk, problem, intervals=10, ipopt_options={"max_iter": 200})
+    plan = plan_maneuver(disk, problem, intervals=10, solver=SolverOptions(max_iterations=200))
     assert not plan.converged
     assert "most violated constraint" in plan.report.message
     assert any(k in plan.report.message for k in ("target", "rest", "defects"))

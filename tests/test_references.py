@@ -80,9 +80,9 @@ def test_open_loop_stays_on_the_circle_for_one_revolution():
 
 
 @pytest.mark.parametrize("path", [
-    ballctl.FigureEightPath(0.3, 0.8),
+    ballctl.LissajousPath.figure_eight(0.3, 0.8),
     ballctl.LissajousPath(amplitude_x=0.3, amplitude_y=0.2, omega_x=0.6, omega_y=0.9, phase_x=0.4),
-    ballctl.EllipsePath(0.4, 0.2, 0.9, center=(0.1, 0.0), rotation=0.3),
+    ballctl.LissajousPath.ellipse(0.4, 0.2, 0.9, center=(0.1, 0.0), rotation=0.3),
     ballctl.WaypointPath([[0, 0], [0.3, 0.1], [0.5, 0.4], [0.2, 0.6]], speed=0.1, ramp_time=1.0),
 ])
 def test_path_motion_satisfies_the_dae(path):
@@ -102,7 +102,7 @@ def test_path_motion_satisfies_the_dae(path):
 def test_path_motion_on_a_circle_reproduces_circular_motion():
     plant = ballctl.BallPlate()
     circ = ballctl.CircularMotion(plant, 0.4, -0.9, 30.0, center=(0.1, 0.2), phase=0.3)
-    path = ballctl.CirclePath(0.4, -0.9, center=(0.1, 0.2), phase=0.3)
+    path = ballctl.LissajousPath.circle(0.4, -0.9, center=(0.1, 0.2), phase=0.3)
     pm = ballctl.PathMotion(plant, path, duration=8.0, spin=circ.spin, initial_orientation=circ(0.0).x[0, 2:])
     t = np.linspace(0, 8, 33)
     a, b = pm(t), circ(t)
@@ -149,13 +149,13 @@ def test_infeasible_circles_are_refused(kwargs, exc, match):
 def test_infeasible_paths_and_chart_edge_are_refused():
     plant = ballctl.BallPlate()
     with pytest.raises(ballctl.InfeasibleReferenceError, match="at t=.*k_b\\*g"):
-        ballctl.PathMotion(plant, ballctl.FigureEightPath(0.5, 6.0), duration=2.0)
+        ballctl.PathMotion(plant, ballctl.LissajousPath.figure_eight(0.5, 6.0), duration=2.0)
     with pytest.raises(ballctl.ChartSingularityError, match="lean reaches 89 deg at t = "):
         # heading across the initial velocity: the ball must lean over at once
-        ballctl.PathMotion(plant, ballctl.FigureEightPath(0.3, 0.8), duration=30.0,
+        ballctl.PathMotion(plant, ballctl.LissajousPath.figure_eight(0.3, 0.8), duration=30.0,
                            initial_orientation=(3 * np.pi / 4, 0.0, 0.0))
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
-    pm = ballctl.PathMotion(plant, ballctl.CirclePath(0.5, 1.0), duration=1.0)
+    pm = ballctl.PathMotion(plant, ballctl.LissajousPath.circle(0.5, 1.0), duration=1.0)
     with pytest.raises(ValueError, match="must lie in the reference's interval"):
         pm(2.0)
     assert ref(np.array([1e6])).x.shape == (1, 5)

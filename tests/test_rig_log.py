@@ -8,9 +8,10 @@ import pytest
 
 from ballctl.simulation.closed_loop import simulate_closed_loop
 from ballctl.references.moving_plate import exact_circular_motion
+from ballctl.references.paths import LissajousPath
 from ballctl.ball_plate.rig import rig_preset
 from ballctl.ball_plate.rig_log import RigLog, RigLogError, read_rig_log
-from ballctl.design.tracking import design_for_rig
+from ballctl.ball_plate.design import design_for_rig
 
 
 def _small_log(rng, *, encoders=False, K=40):
@@ -124,7 +125,7 @@ def lab_run():
     """A short output-feedback run on a lab rig (camera 8 ms: 2 steps late; encoders 0 ms) with lost frames."""
     rig = rig_preset("lab")
     rig = replace(rig, imperfections=replace(rig.imperfections, frame_drop=0.05))
-    ref = exact_circular_motion(rig.design_plant(), 0.3, 1.0, 40.0, duration=1.1)
+    ref = exact_circular_motion(rig.design_plant(), LissajousPath.circle(0.3, 1.0), 40.0, duration=1.1)
     ctrl = design_for_rig(rig, ref, "exact", horizon=1.0, offset_free=True)
     s = ref(0.0)
     result = simulate_closed_loop(ctrl, rig.truth_initial_state(s.x[0]), s.xd[0], truth=rig.truth_plant(),

@@ -23,9 +23,7 @@ def test_variational_disk_equals_newton_for_one_mass_on_a_circle():
     for _ in range(20):
         phi, phi_dot, theta, theta_dot, theta_ddot = RNG.uniform(-4, 4, 5)
         variational = disk.angular_acceleration(0.0, np.array([theta, theta_dot, phi, phi_dot]), [theta_ddot])
-        newton = newton_single_mass_angular_acceleration(phi, phi_dot, theta, theta_dot, theta_ddot, mass_kg=m0,
-                                                         point_mass_kg=m1, radius_m=r, rail_radius_m=r1,
-                                                         inertia_kgm2=d2, gravity_mps2=g, external_force_1=fe)
+        newton = newton_single_mass_angular_acceleration(phi, phi_dot, theta, theta_dot, theta_ddot, params)
         assert variational == pytest.approx(newton, rel=1e-13, abs=1e-13)
 
 

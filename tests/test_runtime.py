@@ -27,7 +27,7 @@ def design():
     rig = ballctl.rig_preset("tabletop")
     ref = ballctl.CircularMotion(design_plant(rig).quasi_static(), 0.3, 2.0, 40.0)
     horizon = rig.dt * int(np.ceil(2 * ref.period / rig.dt))
-    return rig, ballctl.design.tracking.design_for_rig(rig, ref, "qs-paper", horizon=horizon)
+    return rig, ballctl.ball_plate.design.design_for_rig(rig, ref, "qs-paper", horizon=horizon)
 
 
 @pytest.fixture(scope="module")

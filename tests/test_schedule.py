@@ -13,7 +13,8 @@ from ballctl._errors import ScheduleFileError
 from ballctl.linear.discretize import DiscreteLTVSystem
 from ballctl.design.lqr import finite_horizon_lqr
 from ballctl.linear.partition import Partition
-from ballctl.schedule import SCHEDULE_FORMAT_VERSION, GainSchedule
+from ballctl.schedule import SCHEDULE_FORMAT_VERSION, GainSchedule, formats
+from ballctl.schedule.data import canonical_checksum
 
 KT, NU, N, NC = 6, 2, 5, 3
 
@@ -109,7 +110,7 @@ def test_edited_number_in_json_raises(tmp_path, sched):
     path.write_text(json.dumps(doc))
     with pytest.raises(ScheduleFileError, match="checksum mismatch.*edited or corrupted"):
         GainSchedule.load(path)
-    doc = json.loads(sched._json_bytes())
+    doc = json.loads(formats.schedule_bytes(sched, "json"))
     doc["metadata"]["plant_parameters"]["g"] = 9.80665
     path.write_text(json.dumps(doc))
     with pytest.raises(ScheduleFileError, match="checksum mismatch"):
@@ -154,12 +155,10 @@ def test_wrong_version_and_format_raise(tmp_path, sched, suffix):
 
 def test_inconsistent_but_checksummed_content_raises(tmp_path, sched):
     # a writer with a bug could produce a self-consistent checksum over bad data
-    from ballctl.schedule.data import _checksum
-
-    doc = json.loads(sched._json_bytes())
+    doc = json.loads(formats.schedule_bytes(sched, "json"))
     doc["metadata"]["state_names"] = ["a", "b", "c", "d"]
     arrays = {k: np.array(v["data"]).reshape(v["shape"]) for k, v in doc["arrays"].items()}
-    doc["checksum"]["value"] = _checksum(doc["metadata"], arrays)
+    doc["checksum"]["value"] = canonical_checksum(doc["metadata"], arrays)
     path = tmp_path / "s.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(ScheduleFileError, match="inconsistent schedule content: state_names must have 5 entries"):
@@ -189,10 +188,10 @@ def test_failed_serialization_keeps_the_old_file(tmp_path, sched, monkeypatch):
     path = sched.save(tmp_path / "s.json")
     before = path.read_bytes()
 
-    def boom(self):
+    def boom(schedule, kind):
         raise RuntimeError("serialization failed")
 
-    monkeypatch.setattr(GainSchedule, "_json_bytes", boom)
+    monkeypatch.setattr(formats, "schedule_bytes", boom)
     with pytest.raises(RuntimeError, match="serialization failed"):
         _make(plant_name="other").save(path)
     assert path.read_bytes() == before

@@ -13,7 +13,7 @@ from ballctl.ball_plate.rig import RigLimits, Sensor
 from ballctl.schedule import (C_TEMPLATES, GENERATED_FILES, controller_data, controller_footprint, write_c_controller,
                               write_controller_files)
 from ballctl.deploy.sil import C_FLAGS
-from ballctl.design.tracking import QS_STATE_ERRORS
+from ballctl.ball_plate.design import QS_STATE_ERRORS
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
@@ -49,7 +49,7 @@ def periodic():
     rig = ballctl.rig_preset("tabletop")
     ref = ballctl.CircularMotion(design_plant(rig).quasi_static(), 0.3, 2.0, 40.0)
     horizon = rig.dt * int(np.ceil(2 * ref.period / rig.dt))
-    ctrl = ballctl.design.tracking.design_for_rig(rig, ref, "qs-contact", horizon=horizon)
+    ctrl = ballctl.ball_plate.design.design_for_rig(rig, ref, "qs-contact", horizon=horizon)
     return rig, ctrl
 
 
@@ -224,9 +224,9 @@ def test_schedule_without_estimator_keeps_its_version_1_checksum(run):
     bare = ballctl.GainSchedule(**{f: getattr(plain, f) for f in (
         "times", "gains", "x0", "xd0", "u0", "state_names", "input_names", "coordinate_names", "independent",
         "admissible_dependent", "dependent", "dt", "plant_name", "plant_parameters", "Q", "R", "Q_N")})
-    from ballctl.schedule.data import _checksum
+    from ballctl.schedule.data import canonical_checksum
 
-    assert bare.checksum == _checksum(bare._metadata(), bare._arrays()) != plain.checksum
+    assert bare.checksum == canonical_checksum(*bare.canonical_parts()) != plain.checksum
     with pytest.raises(ballctl.ParameterError, match="estimator needs"):
         replace(plain, estimator_gains=ctrl.estimator.kalman.update_gains)
 

@@ -45,10 +45,11 @@ def default_job(rig):
     5 cm offset."""
     dt = rig.dt
     horizon = dt * math.ceil(2 * 2 * np.pi / dt - 1e-9)
-    ref = exact_circular_motion(design_plant(rig), 0.5, 1.0, 40.0, duration=horizon + 2 * dt)
-    job = {"offset_free": True} if "offset_free" in inspect.signature(ballctl.design.tracking.design_for_rig).parameters \
+    ref = exact_circular_motion(design_plant(rig), ballctl.LissajousPath.circle(0.5, 1.0), 40.0,
+                                duration=horizon + 2 * dt)
+    job = {"offset_free": True} if "offset_free" in inspect.signature(ballctl.ball_plate.design.design_for_rig).parameters \
         else {}   # as ballctl track designs it
-    ctrl = ballctl.design.tracking.design_for_rig(rig, ref, "exact", horizon=horizon, **job)
+    ctrl = ballctl.ball_plate.design.design_for_rig(rig, ref, "exact", horizon=horizon, **job)
     s = ref(0.0)
     x0, xd0 = s.x[0].copy(), s.xd[0].copy()
     x0[0] += 0.05
@@ -90,7 +91,7 @@ def test_plan_export_in_the_loop_is_the_verified_loop(tmp_path):
     """Tables of the design in double: the C in the loop gives simulate_closed_loop's commands and states."""
     rig = harder_rig()
     ref = ballctl.CircularMotion(design_plant(rig).quasi_static(), 0.3, 2.0, 40.0)
-    ctrl = ballctl.design.tracking.design_for_rig(rig, ref, "qs-contact", horizon=1.0)
+    ctrl = ballctl.ball_plate.design.design_for_rig(rig, ref, "qs-contact", horizon=1.0)
     write_c_controller(ctrl, tmp_path, rig=rig, representation="plan", real="float64", drop_states=())
     s = ref(0.0)
     x0 = np.concatenate([s.x[0], s.u[0]])

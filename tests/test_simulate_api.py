@@ -1,4 +1,4 @@
-"""ballctl.simulate's API: explicit state feedback, deprecated spellings, the python-control adapter."""
+"""ballctl.simulate's API: explicit state feedback, the options type, the python-control adapter."""
 
 import numpy as np
 import pytest
@@ -21,7 +21,8 @@ def test_feedback_is_an_explicit_argument():
         return np.array([0.5 * x[1] + 0.2 * xd[1], -0.5 * x[0] - 0.2 * xd[0]])
 
     t = np.linspace(0.0, 0.5, 11)
-    run = ballctl.simulate(plant, x0, xd0, None, (0.0, 0.5), feedback=law, t_eval=t, rtol=1e-11, atol=1e-13)
+    run = ballctl.simulate(plant, x0, xd0, None, (0.0, 0.5), feedback=law, t_eval=t,
+                           options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-13))
     np.testing.assert_allclose(run.u, np.array([law(tk, xk, xdk) for tk, xk, xdk in zip(run.t, run.x, run.xd)]),
                                rtol=0, atol=1e-15)
     # the feedback changes the motion: the open loop with the initial input drifts differently
@@ -31,15 +32,20 @@ def test_feedback_is_an_explicit_argument():
         ballctl.simulate(plant, x0, xd0, np.zeros(2), (0.0, 0.1), feedback=law)
 
 
-def test_deprecated_spellings_still_work():
+def test_state_feedback_as_inputs_is_refused_and_options_are_one_type():
     plant, x0, xd0 = _plate_run()
+    with pytest.raises(TypeError, match="feedback="):
+        ballctl.simulate(plant, x0, xd0, lambda t, x, xd: -0.1 * x[:2], (0.0, 0.2))
+    # an IntegrationOptions is a SimulationOptions with the constraint handling at its defaults
     t = np.linspace(0.0, 0.2, 5)
-    new = ballctl.simulate(plant, x0, xd0, None, (0.0, 0.2), feedback=lambda t, x, xd: -0.1 * x[:2], t_eval=t)
-    with pytest.warns(DeprecationWarning, match="feedback"):
-        old = ballctl.simulate(plant, x0, xd0, lambda t, x, xd: -0.1 * x[:2], (0.0, 0.2), t_eval=t)
-    np.testing.assert_array_equal(old.x, new.x)
-    with pytest.warns(DeprecationWarning, match="wall_time_s"):
-        assert old.wall_time == old.wall_time_s
+    a = ballctl.simulate(plant, x0, xd0, None, (0.0, 0.2), t_eval=t,
+                         options=ballctl.IntegrationOptions(rtol=1e-11, atol=1e-13))
+    b = ballctl.simulate(plant, x0, xd0, None, (0.0, 0.2), t_eval=t,
+                         options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-13))
+    np.testing.assert_array_equal(a.x, b.x)
+    assert a.wall_time_s >= 0.0 and not hasattr(a, "wall_time")
+    with pytest.raises(TypeError, match="SimulationOptions"):
+        ballctl.simulate(plant, x0, xd0, None, (0.0, 0.2), options={"rtol": 1e-8})
 
 
 def test_to_time_response_is_python_control_shaped():

@@ -12,6 +12,17 @@ from .rig import (
     rig_preset,
     MEASURABLE_SIGNALS,
 )
+from .design import (
+    RIG_DESIGNS,
+    QS_STATE_ERRORS,
+    EXACT_STATE_ERRORS,
+    design_for_rig,
+    path_integral_action,
+    PATH_INTEGRAL_LIMIT,
+    PATH_INTEGRAL_START,
+    PATH_INTEGRAL_FADE,
+)
+from .verification import RobustVerification, verify_over_uncertainty, ROBUST_PERCENTILES
 from .rig_log import (
     RigLog,
     RigLogError,
@@ -39,9 +50,8 @@ from .identification import (
     HOLD_ORDER,
     DEFAULT_WINDOW_S,
 )
-from .verification import RobustVerification, verify_over_uncertainty, ROBUST_PERCENTILES
 
-__all__ = ["RobustVerification", "verify_over_uncertainty", "ROBUST_PERCENTILES", 
+__all__ = [
     "RigLimits",
     "Sensor",
     "Imperfections",
@@ -52,6 +62,17 @@ __all__ = ["RobustVerification", "verify_over_uncertainty", "ROBUST_PERCENTILES"
     "PRESETS",
     "rig_preset",
     "MEASURABLE_SIGNALS",
+    "RIG_DESIGNS",
+    "QS_STATE_ERRORS",
+    "EXACT_STATE_ERRORS",
+    "design_for_rig",
+    "path_integral_action",
+    "PATH_INTEGRAL_LIMIT",
+    "PATH_INTEGRAL_START",
+    "PATH_INTEGRAL_FADE",
+    "RobustVerification",
+    "verify_over_uncertainty",
+    "ROBUST_PERCENTILES",
     "RigLog",
     "RigLogError",
     "read_rig_log",

@@ -111,6 +111,7 @@ import numpy as np
 
 from .._errors import ParameterError
 from .._validation import check_integer, check_positive
+from ..simulation.arrays import LoopArrays, draw_runs
 from ..simulation.engine import kernel_code, run_closed_loop
 from ..simulation.loop_step import backlash, latency_steps
 from .rig import RigProfile, rig_preset
@@ -533,9 +534,9 @@ class _Model:
         if deadband <= 0:
             return np.array(u)
         out = np.empty_like(u)
-        state = u[0].copy()
+        state = np.array(u[0], dtype=float)
         for k in range(self.K):
-            state = backlash(u[k], state, deadband)
+            backlash(np.ascontiguousarray(u[k], dtype=float), deadband, state)   # the loop's kernel, in place
             out[k] = state
         return out
 
@@ -585,10 +586,13 @@ class _Model:
                 ex, exd = np.empty((m, n)), np.empty((m, n))
                 for d in np.unique(deadbands[members]):  # members sharing a dead band share the plant's inputs
                     sel = np.nonzero(deadbands[members] == d)[0]
-                    out = run_closed_loop(self.code, params[[members[i] for i in sel]], x0[sel], xd0[sel],
-                                          dt=self.dt, times=t[s:s + M + 1], x_ref=zeros, xd_ref=zeros,
-                                          u_ref=inputs[d][s:s + M + 1], gains=gains, selection=selection,
-                                          feedback=False, substeps=self.substeps, n_constraints=self.n_constraints)
+                    loop = LoopArrays.build(kernel_code=self.code, n_constraints=self.n_constraints, dt=self.dt,
+                                            times=t[s:s + M + 1], x_ref=zeros, xd_ref=zeros,
+                                            u_ref=inputs[d][s:s + M + 1], gains=gains, selection=selection,
+                                            tracked_index=np.zeros(0, dtype=np.int64), feedback=False,
+                                            substeps=self.substeps)
+                    out = run_closed_loop(loop, draw_runs(loop, range(len(sel)), params[[members[i] for i in sel]],
+                                                          x0[sel], xd0[sel]))
                     ok = out.status < 0
                     for i, b in enumerate(sel):
                         if ok[i] and not bad[b]:
@@ -1006,7 +1010,8 @@ def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: 
     """
     start = _time.perf_counter()
     if not isinstance(log, RigLog):
-        raise ParameterError(f"log must be a RigLog (ballctl.ball_plate.rig_log.read_rig_log), got {type(log).__name__}")
+        raise ParameterError(f"log must be a RigLog (ballctl.ball_plate.rig_log.read_rig_log), "
+                             f"got {type(log).__name__}")
     if isinstance(base, str):
         base = rig_preset(base)
     if not isinstance(base, RigProfile):
@@ -1436,7 +1441,7 @@ def write_identification(result: RigIdentification, toml_path, report_dir=None) 
     from pathlib import Path
 
     from .._io import atomic_write_text, strict_json
-    from .._validation import check_output_dir, check_output_path
+    from .._paths import check_output_dir, check_output_path
     from ..figures.plotting import save_figure
 
     toml_path = check_output_path(toml_path, "toml_path", create_parents=True)
@@ -1497,7 +1502,8 @@ def excitation_log(base: RigProfile | str = "tabletop", *, duration_s: float = 6
     """
     from ..simulation.closed_loop import simulate_closed_loop
     from ..references.moving_plate import exact_circular_motion
-    from ..design.tracking import design_for_rig
+    from ..references.paths import LissajousPath
+    from ..ball_plate.design import design_for_rig
 
     if isinstance(base, str):
         base = rig_preset(base)
@@ -1515,7 +1521,8 @@ def excitation_log(base: RigProfile | str = "tabletop", *, duration_s: float = 6
     dt = base.dt
     steps = int(round(duration_s / dt))
     horizon = steps * dt
-    ref = exact_circular_motion(base.design_plant(), radius_m, omega, 40.0, duration=horizon + 2 * dt)
+    ref = exact_circular_motion(base.design_plant(), LissajousPath.circle(radius_m, omega), 40.0,
+                                duration=horizon + 2 * dt)
     # the plain LQG: the offset-free design's disturbance states would take the dither for a level error
     ctrl = design_for_rig(base, ref, "exact", horizon=horizon, offset_free=False)
     rng = np.random.default_rng(seed)

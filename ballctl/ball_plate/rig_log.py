@@ -44,7 +44,7 @@ import numpy as np
 
 from .._errors import ConfigError, ParameterError, ShapeError
 from .._io import atomic_write_text
-from .._validation import check_input_file, check_output_path
+from .._paths import check_input_file, check_output_path
 from ..simulation.loop_step import latency_steps
 
 __all__ = ["RigLog", "RigLogError", "read_rig_log", "LOG_FORMAT_VERSION", "COMMAND_COLUMNS", "SIGNAL_COLUMNS",

@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import time as _time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from .._errors import ParameterError
 from .._validation import check_integer, check_positive
-from ..simulation.closed_loop import contact_extremes, contact_forces_along, imperfection_draws, run_compiled_batch
-from ..simulation.engine import kernel_code, sensor_draws
+from ..simulation.arrays import RunDraws, imperfection_draws, sensor_draws
+from ..simulation.closed_loop import contact_extremes, contact_forces_along, controller_loop
+from ..simulation.engine import run_closed_loop
 from .rig import RigProfile
 from ..design.tracking import TrackingController
 
@@ -183,12 +184,10 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
     if not 0.0 < float(min_success_rate) <= 1.0:
         raise ParameterError(f"min_success_rate must lie in (0, 1], got {min_success_rate!r}")
     truth0 = rig.truth_plant()
-    code = kernel_code(truth0)
     n = truth0.n_coordinates
     x0 = np.array(x0, dtype=float).reshape(n)
     xd0 = np.array(xd0, dtype=float).reshape(n)
-    names = truth0.coordinate_names
-    contact = [names.index("contact_x"), names.index("contact_y")]
+    contact = [truth0.coordinate_names.index(c) for c in truth0.tracked_coordinates]
     est = controller.estimator
     steps = len(controller.times)
     K = steps + 1
@@ -198,10 +197,15 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
     keys = ("mass_kg", "radius_m", "servo_bandwidth_rad_s", "latency_error_s", "plate_offset_alpha_rad",
             "plate_offset_beta_rad", "rolling_resistance", "noise_scale", "initial_offset_x_m", "initial_offset_y_m")
     samples = {k: np.empty(n_runs) for k in keys}
-    ny = 0 if est is None else est.n_signals
+    substeps = max(2, int(np.ceil(dt / 0.01 - 1e-9)))
+    loop = controller_loop(controller, truth0, steps, mode="state" if est is None else "output", limits=rig.limits,
+                           imperfections=rig.imperfections.loop, solver=(substeps, (10.0, 10.0)),
+                           divergence_error=divergence_error)
+    ny = loop.n_signals
     draws = np.zeros((n_runs, K, ny))
     received = np.ones((n_runs, K, ny), dtype=bool)
     shift = np.zeros((n_runs, K))
+    widths = () if loop.estimator is None else loop.estimator.sensor_widths
     for i, ss in enumerate(seeds):
         rng = np.random.default_rng(ss)
         drawn = rig.sample(rng)
@@ -216,17 +220,16 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
             samples[k][i] = v
         if est is not None:
             draws[i] = drawn.noise_scale * sensor_draws(rng, K, steps, ny)
-            received[i], jitter = imperfection_draws(ss, K, est, r.imperfections.loop)
+            received[i], jitter = imperfection_draws(ss, K, widths, r.imperfections.loop)
             shift[i] = jitter - drawn.latency_error_s  # a sample older by L reads y(t - L) = y - L y_dot
     XD0 = np.repeat(xd0[None], n_runs, axis=0)
-    deadband = rig.imperfections.servo_deadband
-    substeps = max(2, int(np.ceil(dt / 0.01 - 1e-9)))
+    params = np.stack([np.asarray(t.kernel_parameters, dtype=float) for t in truths])
+    bias = np.zeros((n_runs, ny)) if loop.estimator is None else np.repeat(loop.estimator.bias[None], n_runs, 0)
+    runs = RunDraws(params, X0, XD0, np.zeros((n_runs, K, loop.selection.shape[0])), draws, bias, received, shift,
+                    np.full(n_runs, loop.delay_s))
 
     def chunk(sl):
-        return run_compiled_batch(controller, code, truths[sl], X0[sl], XD0[sl], steps, None, rig.limits, True,
-                                  substeps, (10.0, 10.0), draws=draws[sl] if est is not None else None,
-                                  divergence_error=divergence_error, received=received[sl], sample_shift=shift[sl],
-                                  deadband=deadband)
+        return run_closed_loop(loop, RunDraws(*(getattr(runs, f.name)[sl] for f in fields(RunDraws))))
 
     bounds = np.linspace(0, n_runs, min(workers, n_runs) + 1).astype(int)
     slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
@@ -248,8 +251,7 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
         mu[i], least[i] = contact_extremes(normal, friction)
         mu_w, least_w = contact_extremes(normal[window], friction[window])
         rolls[i] = mu_w <= rig.friction_coefficient and least_w > 0
-    design_names = controller.system.coordinate_names
-    ref_contact = ref.x[:K][:, [design_names.index("contact_x"), design_names.index("contact_y")]]
+    ref_contact = loop.y_ref[:, contact]
     with np.errstate(over="ignore", invalid="ignore"):  # a diverged run's last states may be huge
         error = np.linalg.norm(x[:, :, contact] - ref_contact[None], axis=2)
     diverged = status >= 0

@@ -12,10 +12,7 @@ import math
 from pathlib import Path
 
 from .._errors import ConfigError
-from .._validation import check_output_dir, check_output_path
-
-__all__ = ["add_ball_arguments", "add_circle_arguments", "ball_plate", "circle", "load_config", "number",
-           "integer", "output_file", "output_dir", "rig_from_spec"]
+from .._paths import check_output_dir, check_output_path
 
 
 def number(unit: str = "", *, low: float | None = None, high: float | None = None, low_inclusive: bool = True,

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     int
         Exit status (0).
     """
-    from .._validation import check_input_file, check_output_path
+    from .._paths import check_input_file, check_output_path
     from ..ball_plate.identification import excitation_log, identify_rig, write_identification
     from ..ball_plate.rig_log import read_rig_log
 

@@ -97,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
                                max_input_errors={"alpha": np.deg2rad(3.0), "beta": np.deg2rad(3.0)})
     xy = ("contact_x", "contact_y")
     unc = Uncertainty(
-        mass=Normal(plant.params.mass, args.mass_std) if args.mass_std else None,
-        radius=Normal(plant.params.radius, args.radius_std) if args.radius_std else None,
+        parameters={**({"mass": Normal(plant.params.mass, args.mass_std)} if args.mass_std else {}),
+                    **({"radius": Normal(plant.params.radius, args.radius_std)} if args.radius_std else {})},
         noise_std={k: args.noise for k in xy} if args.noise else {},
         bias={k: Normal(0.0, args.bias) for k in xy} if args.bias else {},
         latency=Uniform(0.0, args.latency_max) if args.latency_max else None,

@@ -6,7 +6,7 @@ servo plate as truth, actuation limits, sensors), the job
 1. builds the references (quasi-static and exact inversion) on the rig's
    nominal plant (:meth:`~ballctl.RigProfile.design_plant`: no design sees the
    rig's imperfections),
-2. designs every requested design (:data:`ballctl.design.tracking.RIG_DESIGNS`) with
+2. designs every requested design (:data:`ballctl.ball_plate.design.RIG_DESIGNS`) with
    the rig's Kalman filter (output feedback, offset-free by default: it
    estimates and cancels a plate level error and a rolling resistance) or
    state feedback,
@@ -153,15 +153,15 @@ def verdict(summary, *, max_rms_error: float, saturated_fraction: float) -> tupl
 
 
 def _path(args, center):
-    from ..references import CirclePath, EllipsePath, FigureEightPath, LissajousPath, WaypointPath
+    from ..references import LissajousPath, WaypointPath
 
     r, w = args.radius, args.omega
     if args.path == "circle":
-        return CirclePath(r, w, center=center)
+        return LissajousPath.circle(r, w, center=center)
     if args.path == "ellipse":
-        return EllipsePath(r, 0.6 * r, w, center=center)
+        return LissajousPath.ellipse(r, 0.6 * r, w, center=center)
     if args.path == "figure8":
-        return FigureEightPath(r, w, center=center)
+        return LissajousPath.figure_eight(r, w, center=center)
     if args.path == "lissajous":
         return LissajousPath(amplitude_x=r, amplitude_y=0.7 * r, omega_x=w, omega_y=1.5 * w, phase_x=0.4,
                              center=center)
@@ -171,7 +171,7 @@ def _path(args, center):
 
 def _references(args, rig, dt, with_exact: bool):
     """Quasi-static and (if asked) exact references, the horizon in s and the period (None for open paths)."""
-    from ..references import CircularMotion, PathMotion
+    from ..references import CircularMotion, LissajousPath, PathMotion
     from ..references.moving_plate import MovingPlateMotion, exact_circular_motion
 
     truth = rig.design_plant()  # references are the design's: the imperfections are the truth's alone
@@ -191,8 +191,8 @@ def _references(args, rig, dt, with_exact: bool):
     if args.path == "circle":
         qs = CircularMotion(quasi, args.radius, args.omega, args.roll_rate, center=center)
         if with_exact:
-            exact = exact_circular_motion(truth, args.radius, args.omega, args.roll_rate, center=center,
-                                          duration=horizon + 2 * dt)
+            exact = exact_circular_motion(truth, LissajousPath.circle(args.radius, args.omega, center=center),
+                                          args.roll_rate, duration=horizon + 2 * dt)
     else:
         qs = PathMotion(quasi, path, duration=horizon + 2 * dt, spin=0.0)
         if with_exact:
@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     from ..figures.plotting import plot_robust_bands, plot_tracking, save_figure
     from ..schedule import controller_footprint, write_c_controller
     from ..deploy.sil import ExportVerificationError, export_controller
-    from ..design.tracking import RIG_DESIGNS, design_for_rig
+    from ..ball_plate.design import RIG_DESIGNS, design_for_rig
     from ..ball_plate.verification import verify_over_uncertainty
 
     if args.design != "auto" and args.design not in RIG_DESIGNS:

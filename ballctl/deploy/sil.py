@@ -33,21 +33,20 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..simulation import loop_step as _steps
-from .._errors import BallctlError, NonFiniteStateError, ParameterError
+from .._errors import BallctlError, ParameterError
 from .._validation import check_integer, check_positive
-from ..simulation.loop_step import delay_segments, effective_input, measure, shape_command
+from ..simulation.arrays import draw_runs, imperfection_draws
+from ..simulation.closed_loop import controller_loop
+from ..simulation.component import ControllerComponent, NonlinearStepper, run_loop
 from ..ball_plate.rig import RigProfile
 from .runtime import ControllerRuntime
 from ..schedule.c_controller import write_controller_files
 from ..schedule.compact import ControllerData, controller_data
-from ..simulate import rk4
 
 __all__ = ["ControllerComponent", "CController", "ComponentLoopResult", "ExportReport", "compile_controller",
            "run_component_loop", "export_controller", "C_FLAGS", "ExportVerificationError"]
@@ -70,38 +69,6 @@ class ExportVerificationError(BallctlError, RuntimeError):
     def __init__(self, message: str, report: "ExportReport | None" = None) -> None:
         super().__init__(message)
         self.report = report
-
-
-@runtime_checkable
-class ControllerComponent(Protocol):
-    """The controller as the loop sees it: the three calls of the C API.
-
-    Methods
-    -------
-    reset()
-        Back to step 0, estimate on the reference.
-    measure(j, y) -> int
-        The signals sampled at step ``j`` (m or rad, NaN: not received); a status >= 0, or < 0 if refused.
-    step() -> ndarray
-        The command of the current step (rad, shape (nu,)); the step advances.
-    """
-
-    def reset(self) -> None:
-        """Back to step 0."""
-
-    def measure(self, j: int, y) -> int:
-        """Record the sample of step ``j``.
-
-        Parameters
-        ----------
-        j : int
-            Step of the sample.
-        y : array_like
-            The signals (NaN: not received).
-        """
-
-    def step(self) -> np.ndarray:
-        """The command of the current step."""
 
 
 # ---------------------------------------------------------------------- the C as a component
@@ -315,25 +282,43 @@ class ComponentLoopResult:
         return float(np.sqrt(np.mean(self.position_error[keep] ** 2)))
 
 
-def _reference_xy(controller):
-    """Contact reference at step k: the design's samples in its horizon, the periodic continuation after it."""
-    names = controller.system.coordinate_names
-    idx = [names.index(n) for n in ("contact_x", "contact_y") if n in names]
-    if not idx:
-        raise ParameterError("run_component_loop needs a design plant with contact_x/contact_y coordinates")
-    samples = controller.samples
+def _component_loop(controller, plant, steps: int, rig: RigProfile, imperfections, substeps, stabilization,
+                    divergence_error):
+    """The design's loop on the truth's layout for ``steps`` steps; past the horizon the reference repeats."""
+    Kd = len(controller.times)
+    loop = controller_loop(controller, plant, min(steps, Kd), mode="output", limits=rig.limits,
+                           imperfections=imperfections, solver=(substeps, stabilization),
+                           divergence_error=divergence_error)
+    if steps <= Kd:
+        return loop
+    K = steps + 1
+    design = controller.system
+    cmap = [plant.coordinate_names.index(nm) for nm in design.coordinate_names]
     period = getattr(controller.reference, "period", None)
-    t0, dt = float(samples.t[0]), float(controller.dt)
-    n = samples.x.shape[0]
-
-    def at(k: int) -> np.ndarray:
-        if k < n:
-            return samples.x[k, idx]
+    t0, dt = float(controller.samples.t[0]), float(controller.dt)
+    y_ref = np.zeros((K, 2 * loop.n))
+    y_ref[:loop.K] = loop.y_ref
+    for k in range(loop.K, K):
         if period is None:
-            return samples.x[-1, idx]
-        t = t0 + ((k * dt) % period)
-        return np.asarray(controller.reference(t).x[0], dtype=float)[idx]
-    return at, idx
+            y_ref[k] = loop.y_ref[-1]
+        else:
+            s = controller.reference(t0 + ((k * dt) % period))
+            y_ref[k, cmap] = np.asarray(s.x, dtype=float).reshape(-1)
+            y_ref[k, [loop.n + i for i in cmap]] = np.asarray(s.xd, dtype=float).reshape(-1)
+    e = loop.estimator
+    periods = [sensor.period_steps(dt) for sensor in controller.estimator.sensors]
+    S = math.lcm(*periods)
+    pattern = np.zeros((S, e.n_signals), dtype=bool)
+    col = 0
+    for sensor, every in zip(controller.estimator.sensors, periods):
+        pattern[::every, col:col + len(sensor.signals)] = True
+        col += len(sensor.signals)
+    sampled = pattern[np.arange(K) % S]
+    est = replace(e, sampled=sampled, signal_reference=y_ref[:, e.signal_index])
+    times = t0 + dt * np.arange(K)
+    u_ref = np.vstack([loop.u_ref, np.repeat(loop.u_ref[-1:], K - loop.K, axis=0)])
+    gains = np.zeros((K - 1,) + loop.gains.shape[1:])
+    return replace(loop, times=times, y_ref=y_ref, u_ref=u_ref, gains=gains, estimator=est)
 
 
 def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps: int, seed: int | None = 0,
@@ -342,13 +327,12 @@ def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps
                        imperfections=None) -> ComponentLoopResult:
     """Run a controller component against the rig's truth plant for ``steps`` control steps.
 
-    The loop of :func:`ballctl.simulate_closed_loop` (integrator ``"rk4"``)
-    with the component in place of the controller: at step k the truth is
-    sensed (the estimator's signals, sampling pattern, bias and noise, the same
-    ``seed`` giving the same draws), the readings of step ``k - latency_steps``
-    are delivered (``component.measure``), the command is asked for
-    (``component.step``), shaped by the rig (quantum, tilt, then slew and
-    actuation latency, :mod:`ballctl.simulation.loop_step`) and held on the plant.
+    The one Python driver (:func:`ballctl.simulation.component.run_loop`) with the rig's sensors,
+    limits and truth plant: at step k the truth is sensed (the estimator's signals, sampling
+    pattern, bias and noise, the same ``seed`` giving the same draws as
+    :func:`ballctl.simulate_closed_loop`), the readings of step ``k - latency_steps`` are
+    delivered (``component.measure``), the command is asked for (``component.step``), shaped by
+    the rig (quantum, tilt, then slew and actuation latency) and held on the plant.
 
     Parameters
     ----------
@@ -370,15 +354,15 @@ def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps
         Baumgarte gains of the truth plant in 1/s.
     received : ndarray of bool, shape (steps, ny), optional
         False where a sample is lost (a dropped frame); default all arrive.
-    imperfections : LoopImperfections, optional
-        The loop's share of a rig's imperfections (``rig.imperfections``): lost frames, timing
-        jitter and the servo dead band, drawn as :func:`ballctl.simulate_closed_loop` draws them
-        (``imperfection_draws``: over the design's horizon the same seed gives the same lost frames
-        and jitter as there; the steps after it draw from a stream of their own).
     divergence_error : float, optional
         Stop when the contact point is farther than this from its reference (m).
     truth : ConstrainedSystem, optional
         The plant (default ``rig.truth_plant()``).
+    imperfections : LoopImperfections, optional
+        The loop's share of a rig's imperfections (``rig.imperfections.loop``): lost frames, timing
+        jitter and the servo dead band, drawn as :func:`ballctl.simulate_closed_loop` draws them
+        (over the design's horizon the same seed gives the same lost frames and jitter as there;
+        the steps after it draw from a stream of their own).
 
     Returns
     -------
@@ -386,9 +370,8 @@ def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps
     """
     if not isinstance(rig, RigProfile):
         raise ParameterError(f"rig must be a RigProfile, got {type(rig).__name__}")
-    for name in ("reset", "measure", "step"):
-        if not callable(getattr(component, name, None)):
-            raise ParameterError(f"component has no {name}(): it must implement ControllerComponent")
+    if not isinstance(component, ControllerComponent):
+        raise ParameterError("component must implement ControllerComponent (reset, measure, step)")
     steps = check_integer(steps, "steps", minimum=1)
     substeps = check_integer(substeps, "substeps", minimum=1)
     est = controller.estimator
@@ -402,124 +385,41 @@ def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps
         raise ParameterError(f"x0 and xd0 must have shape ({n},) (the truth plant's coordinates)")
     if divergence_error is not None:
         divergence_error = check_positive(divergence_error, "divergence_error", "m")
-    dt = float(controller.dt)
     ny = est.n_signals
-    sig_idx = np.array([plant.coordinate_names.index(s) for s in est.signal_names])
-    periods = [s.period_steps(dt) for s in est.sensors]
-    S = math.lcm(*periods)
-    pattern = np.zeros((S, ny), dtype=bool)
-    col = 0
-    for s, every in zip(est.sensors, periods):
-        pattern[::every, col:col + len(s.signals)] = True
-        col += len(s.signals)
     if received is not None:
         received = np.asarray(received, dtype=bool)
         if received.shape != (steps, ny):
             raise ParameterError(f"received must have shape ({steps}, {ny}), got {received.shape}")
-    lat = int(est.latency_steps)
+    loop = _component_loop(controller, plant, steps, rig, imperfections, substeps, stabilization,
+                           divergence_error)
     K = steps + 1
-    shift = np.zeros(K)
-    lost = np.ones((K, ny), dtype=bool)
-    deadband = 0.0
+    Kd = min(K, len(controller.times) + 1)
+    runs = draw_runs(loop, [seed], np.asarray(getattr(plant, "kernel_parameters", np.zeros(1)), dtype=float)[None],
+                     x[None], xd[None], imperfections=None)
+    lost, shift = runs.received[0], runs.sample_shift[0]
     if imperfections is not None:
-        from ..simulation.closed_loop import imperfection_draws
-
         # the design's horizon draws what simulate_closed_loop draws over it; the steps after it their own
-        Kd = min(K, int(np.shape(controller.samples.t)[0]))
-        lost[:Kd], shift[:Kd] = imperfection_draws(seed, Kd, est, imperfections)
+        widths = loop.estimator.sensor_widths
+        lost[:Kd], shift[:Kd] = imperfection_draws(seed, Kd, widths, imperfections)
         if K > Kd:
             root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
             after = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (2,))
-            lost[Kd:], shift[Kd:] = imperfection_draws(after, K - Kd, est, imperfections)
-        deadband = float(imperfections.actuator_deadband)
-    ref_at, _ = _reference_xy(controller)
-    cmap = [plant.coordinate_names.index(nm) for nm in controller.system.coordinate_names
-            if nm in ("contact_x", "contact_y")]
-    t0 = float(controller.samples.t[0])
-    limits = rig.limits
-    lim = (limits.max_angle, limits.max_rate, limits.quantum)
-    d_int, d_frac = delay_segments(limits.delay, dt)
-    u_ff0 = np.asarray(controller.samples.u[0], dtype=float)
-    u_start, _ = shape_command(u_ff0, u_ff0, 0.0, lim[0], None, lim[2])
-    rng = np.random.default_rng(seed)
-    bias, noise_std = est.bias, est.noise_std
-    T = t0 + dt * np.arange(K)
-    out_x = np.full((K, n), np.nan)
-    out_xd = np.full((K, n), np.nan)
-    out_u = np.full((K, plant.n_inputs), np.nan)
-    out_y = np.full((K, ny), np.nan)
-    out_cmd = np.full((steps, plant.n_inputs), np.nan)
-    out_err = np.full(K, np.nan)
-    out_health = np.zeros(steps, dtype=np.int64)
-    out_status = np.zeros(steps, dtype=np.int64)
-    pending: dict[int, np.ndarray] = {}
-    commands: list[np.ndarray] = []
-    u_applied = u_start.copy()
-    u_plant = u_start.copy()   # what the servos receive (after a dead band)
-
-    def rhs_for(u_const):
-        def rhs(t, yy):
-            xdd, _ = plant.accelerations(yy[:n], yy[n:], u_const, stabilization=stabilization)
-            return np.concatenate([yy[n:], xdd])
-        return rhs
-
-    component.reset()
+            lost[Kd:], shift[Kd:] = imperfection_draws(after, K - Kd, widths, imperfections)
+    if received is not None:
+        lost[:steps] &= received
     start = time.perf_counter()
-    t_ctl = 0.0
-    diverged_at, last = None, K - 1
-    for k in range(K):
-        out_x[k], out_xd[k] = x, xd
-        out_err[k] = float(np.hypot(*(x[cmap] - ref_at(k))))
-        finite = bool(np.all(np.isfinite(x)) and np.all(np.isfinite(xd)))
-        if k > 0 and (not finite or (divergence_error is not None and out_err[k] > divergence_error)):
-            diverged_at, last = float(T[k]), k
-            out_u[k] = u_applied
-            break
-        if k == steps:
-            out_u[k] = u_applied
-            break
-        # 1: sense (the same draws as simulate_closed_loop), deliver what has arrived
-        z = rng.standard_normal(ny)
-        reading = measure(x[sig_idx] + shift[k] * xd[sig_idx], bias, noise_std, z)
-        got = pattern[k % S] & lost[k] & (True if received is None else received[k])
-        y_k = np.where(got, reading, np.nan)
-        out_y[k] = y_k
-        pending[k] = y_k
-        c0 = time.perf_counter()
-        j = k - lat
-        y_j = pending.pop(j, None)
-        if y_j is not None and np.any(np.isfinite(y_j)):   # nothing received: no call (no update)
-            out_status[k] = component.measure(j, y_j)
-        # 2-3: the component's command
-        cmd = np.asarray(component.step(), dtype=float)
-        t_ctl += time.perf_counter() - c0
-        out_health[k] = int(getattr(component, "health", 0))
-        out_cmd[k] = cmd
-        # 4: the rig: quantum and tilt (idempotent on a command already shaped), latency, slew
-        qcmd, _ = shape_command(cmd, u_applied, 0.0, lim[0], None, lim[2])
-        commands.append(qcmd)
-        first = commands[k - d_int - 1] if k - d_int - 1 >= 0 else u_start
-        second = commands[k - d_int] if k - d_int >= 0 else u_start
-        held = []
-        yy = np.concatenate([x, xd])
-        try:
-            for t_a, t_b, target in ((T[k], T[k] + d_frac, first), (T[k] + d_frac, T[k + 1], second)):
-                if t_b <= t_a:
-                    held.append(u_applied)
-                    continue
-                u_applied, _ = shape_command(target, u_applied, t_b - t_a, None, lim[1], None)
-                held.append(u_applied)
-                u_plant = _steps.backlash(u_applied, u_plant, deadband) if deadband > 0 else u_applied
-                with np.errstate(all="ignore"):
-                    yy = rk4(rhs_for(u_plant), yy, t_a, t_b - t_a, substeps)
-        except (NonFiniteStateError, FloatingPointError, np.linalg.LinAlgError):
-            yy = np.full_like(yy, np.nan)
-        out_u[k] = effective_input(held[0], held[1], d_frac, dt)
-        x, xd = yy[:n], yy[n:]
+    stepper = NonlinearStepper(plant, "rk4", 1e-9, 1e-12, substeps, loop.stabilization)
+    done = run_loop(component, stepper, loop, runs, raise_on_failure=False)
+    out, status = done.output, int(done.output.status[0])
+    last = K - 1 if status < 0 else status
     keep = slice(0, last + 1)
-    return ComponentLoopResult(T[keep], out_x[keep], out_xd[keep], out_u[keep], out_cmd[:last], out_y[keep],
-                               out_err[keep], out_health[:last], out_status[:last], diverged_at,
-                               time.perf_counter() - start, t_ctl)
+    tracked = loop.tracked_index
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = np.sqrt(np.sum((out.x[0][:, tracked] - loop.y_ref[:, tracked]) ** 2, axis=1))
+    return ComponentLoopResult(loop.times[keep], out.x[0, keep], out.xd[0, keep], out.u[0, keep],
+                               done.commands[:last], out.measurements[0, keep], err[keep], done.health[:last],
+                               done.measure_status[:last], None if status < 0 else float(loop.times[status]),
+                               time.perf_counter() - start, done.controller_time_s)
 
 
 # ---------------------------------------------------------------------- the verified export

@@ -1,21 +1,20 @@
-"""Control design on linear time-varying models: LQR, Kalman filters and estimators, controllability and observability, the tracking controller."""
+"""Control design on linear time-varying models: LQR, Kalman filters and estimators, controllability and
+observability, the tracking controller."""
 
 from .lqr import bryson, riccati_sweep, LQRRollout, FiniteHorizonLQR, finite_horizon_lqr, PeriodicLQR, periodic_lqr
 from .kalman import KalmanFilterResult, PeriodicKalmanResult, finite_horizon_kalman, periodic_kalman
 from .estimator import (
     StateEstimator,
+    EstimatorSettings,
+    InputDisturbance,
     IntegralAction,
     design_estimator,
     measurement_matrices,
-    augment_input_disturbance,
-    disturbance_information,
-    DISTURBANCE_OBSERVABILITY_RTOL,
-    OBSERVABILITY_WINDOW_S,
 )
 from .observability import ObservabilityReport, observability_gramian, SensorSetRow, sensor_table
 from .controllability import (
-    GRAMIAN_METHODS,
-    GRAMIAN_RANK_RTOL,
+    RANK_RTOL,
+    gramian_rank,
     SM_RANK_RTOL,
     LTVCallables,
     GramianReport,
@@ -29,20 +28,7 @@ from .controllability import (
     monodromy,
     periodic_controllability,
 )
-from .tracking import (
-    TrackingController,
-    design_tracking_lqr,
-    FEEDFORWARD_METHODS,
-    zoh_reference,
-    RIG_DESIGNS,
-    QS_STATE_ERRORS,
-    EXACT_STATE_ERRORS,
-    design_for_rig,
-    path_integral_action,
-    PATH_INTEGRAL_LIMIT,
-    PATH_INTEGRAL_START,
-    PATH_INTEGRAL_FADE,
-)
+from .tracking import TrackingController, design_tracking_lqr, FEEDFORWARD_METHODS, zoh_reference, state_selection
 
 __all__ = [
     "bryson",
@@ -57,19 +43,17 @@ __all__ = [
     "finite_horizon_kalman",
     "periodic_kalman",
     "StateEstimator",
+    "EstimatorSettings",
+    "InputDisturbance",
     "IntegralAction",
     "design_estimator",
     "measurement_matrices",
-    "augment_input_disturbance",
-    "disturbance_information",
-    "DISTURBANCE_OBSERVABILITY_RTOL",
-    "OBSERVABILITY_WINDOW_S",
     "ObservabilityReport",
     "observability_gramian",
     "SensorSetRow",
     "sensor_table",
-    "GRAMIAN_METHODS",
-    "GRAMIAN_RANK_RTOL",
+    "RANK_RTOL",
+    "gramian_rank",
     "SM_RANK_RTOL",
     "LTVCallables",
     "GramianReport",
@@ -86,12 +70,5 @@ __all__ = [
     "design_tracking_lqr",
     "FEEDFORWARD_METHODS",
     "zoh_reference",
-    "RIG_DESIGNS",
-    "QS_STATE_ERRORS",
-    "EXACT_STATE_ERRORS",
-    "design_for_rig",
-    "path_integral_action",
-    "PATH_INTEGRAL_LIMIT",
-    "PATH_INTEGRAL_START",
-    "PATH_INTEGRAL_FADE",
+    "state_selection",
 ]

@@ -20,9 +20,9 @@ in :attr:`StateEstimator.unused_signals`.
 
 Offset-free estimation
 ----------------------
-With ``input_disturbance=True`` the filter also estimates ``nd`` disturbance
+With an :class:`InputDisturbance` the filter also estimates ``nd`` disturbance
 states ``d`` that act through given input directions ``T_k`` (``(nu, nd)``
-per step, ``disturbance_map``; default the identity: a constant disturbance
+per step, ``InputDisturbance.directions``; default the identity: a constant disturbance
 on every input, such as a plate level error), the disturbance model of
 offset-free MPC (Pannocchia & Rawlings, AIChE J. 49 (2003) 426-437):
 
@@ -34,7 +34,7 @@ offset-free MPC (Pannocchia & Rawlings, AIChE J. 49 (2003) 426-437):
     \begin{bmatrix} B_{d,k} \\ 0 \end{bmatrix} \delta u_k,
     \qquad y_k = [\,C_k \;\; 0\,] \begin{bmatrix} X \\ d \end{bmatrix}_k,
 
-with a random walk of std ``disturbance_std`` per step on ``d`` (so a slowly
+with a random walk of std ``InputDisturbance.std`` per step on ``d`` (so a slowly
 varying disturbance is followed too). A disturbance constant in a frame that
 turns with the reference (a rolling resistance opposing the motion) is a
 column of ``T_k`` that turns with it. The control law then cancels the
@@ -47,7 +47,7 @@ the measured signals): :func:`design_estimator` checks on the observability
 Gramian of the augmented pair over its first :data:`OBSERVABILITY_WINDOW_S`
 seconds (:func:`ballctl.observability_gramian`) that
 what the sensors see of the disturbances is not explained by the design's
-own states (:func:`disturbance_information`; directions the sensors never
+own states (``_disturbance_information``; directions the sensors never
 see, such as the ball's roll angle, drop out) and records the report in
 :attr:`StateEstimator.disturbance_observability`.
 
@@ -80,21 +80,74 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._errors import ParameterError
-from .._validation import check_positive
+from .._validation import check_instance, check_positive
 from ..linear.discretize import DiscreteLTVSystem
 from .kalman import KalmanFilterResult, finite_horizon_kalman
 from ..simulation.loop_step import latency_steps
 from ..linear.ltv import LTVSystem
 from ..hardware import Sensor
 
-__all__ = ["StateEstimator", "IntegralAction", "design_estimator", "measurement_matrices",
-           "augment_input_disturbance", "disturbance_information", "DISTURBANCE_OBSERVABILITY_RTOL",
-           "OBSERVABILITY_WINDOW_S"]
+__all__ = ["StateEstimator", "EstimatorSettings", "InputDisturbance", "IntegralAction", "design_estimator",
+           "measurement_matrices"]
 
 
 #: default random walk of the disturbance states per control step, and their initial std (rad)
 DISTURBANCE_STD = float(np.deg2rad(0.003))
 INITIAL_DISTURBANCE_STD = float(np.deg2rad(0.3))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EstimatorSettings:
+    """The noise model of :func:`design_estimator`'s Kalman filter.
+
+    Attributes
+    ----------
+    process_std : float
+        Input-referred process-noise std in rad (plate-angle disturbance per control step), > 0:
+        ``W_k = Bd_k Bd_k^T process_std^2 + state_std^2 I``.
+    state_std : float
+        Floor of the process noise on every state, in the state's unit (m, rad, m/s, rad/s), > 0.
+    min_noise_std : float
+        Smallest measurement-noise std used in ``V``, in the signal's unit (m or rad), > 0: a noiseless
+        sensor is still trusted only to this level.
+    initial_std : float
+        Std of the initial estimate of every state (the initial estimate is the reference itself), in the
+        state's unit, > 0.
+    """
+
+    process_std: float = float(np.deg2rad(0.5))
+    state_std: float = 1e-5
+    min_noise_std: float = 1e-4
+    initial_std: float = 0.05
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "process_std", check_positive(self.process_std, "process_std", "rad"))
+        for name in ("state_std", "min_noise_std", "initial_std"):
+            object.__setattr__(self, name, check_positive(getattr(self, name), name))
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputDisturbance:
+    """Disturbance states acting through the inputs (offset-free estimation, see the module docstring).
+
+    Attributes
+    ----------
+    directions : ndarray, shape (K, nu, nd), optional
+        Their input directions ``T_k`` per control step (default None: the identity, one constant
+        disturbance per input).
+    std : float or array_like, shape (nd,)
+        Random-walk std of the disturbance states per control step in rad, > 0: how fast the estimate may
+        follow a changing disturbance.
+    initial_std : float or array_like, shape (nd,)
+        Std of the initial disturbance estimate (0) in rad, > 0. Kept near the steady-state uncertainty on
+        purpose: a large value gives large early filter gains, and their noisy disturbance estimates,
+        cancelled at once, drive the servos into their torque limit (the estimate then winds up on the
+        saturation it cannot see).
+    """
+
+    directions: np.ndarray | None = None
+    std: float | np.ndarray = DISTURBANCE_STD
+    initial_std: float | np.ndarray = INITIAL_DISTURBANCE_STD
 
 
 @dataclass(frozen=True)
@@ -236,13 +289,13 @@ def measurement_matrices(ltv: LTVSystem, coordinate_names: Sequence[str], signal
     return np.ascontiguousarray(ltv.state_map[:, idx, :])
 
 
-#: least scaled information a disturbance state must keep beyond the design's states (see disturbance_information)
+#: least scaled information a disturbance state must keep beyond the design's states (see _disturbance_information)
 DISTURBANCE_OBSERVABILITY_RTOL = 1e-8
 #: the disturbances must be observable from this much data (s): what the filter has to learn them from
 OBSERVABILITY_WINDOW_S = 5.0
 
 
-def disturbance_information(W: np.ndarray, N: int) -> float:
+def _disturbance_information(W: np.ndarray, N: int) -> float:
     r"""How well the sensors see the disturbance states beyond the design's own: the least eigenvalue of
 
     .. math::
@@ -280,7 +333,7 @@ def disturbance_information(W: np.ndarray, N: int) -> float:
     return float(max(np.linalg.eigvalsh(0.5 * (S + S.T)).min(), 0.0))
 
 
-def augment_input_disturbance(Ad: np.ndarray, Bd: np.ndarray, disturbance_map: np.ndarray | None = None
+def _augment_input_disturbance(Ad: np.ndarray, Bd: np.ndarray, disturbance_map: np.ndarray | None = None
                               ) -> tuple[np.ndarray, np.ndarray]:
     """The model with disturbance states acting through the inputs: ``([[Ad, Bd T], [0, I]], [[Bd], [0]])``.
 
@@ -309,10 +362,8 @@ def augment_input_disturbance(Ad: np.ndarray, Bd: np.ndarray, disturbance_map: n
 
 
 def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_names: Sequence[str],
-                     sensors: Sequence[Sensor], *, process_std: float = np.deg2rad(0.5), state_std: float = 1e-5,
-                     min_noise_std: float = 1e-4, initial_std: float = 0.05, input_disturbance: bool = False,
-                     disturbance_map: np.ndarray | None = None, disturbance_std=DISTURBANCE_STD,
-                     initial_disturbance_std=INITIAL_DISTURBANCE_STD, integral: IntegralAction | None = None
+                     sensors: Sequence[Sensor], *, settings: EstimatorSettings | None = None,
+                     disturbance: InputDisturbance | None = None, integral: IntegralAction | None = None
                      ) -> StateEstimator:
     """The finite-horizon Kalman filter of a design for a set of sensors.
 
@@ -326,31 +377,11 @@ def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_nam
         The design plant's coordinates.
     sensors : sequence of Sensor
         The rig's sensors (periods must be whole numbers of ``discrete.dt``).
-    process_std : float
-        Input-referred process-noise std in rad (plate-angle disturbance per step).
-    state_std : float
-        Floor of the process noise on every state (state units).
-    min_noise_std : float
-        Smallest measurement-noise std used in ``V`` (m or rad): a noiseless
-        sensor is still trusted only to this level.
-    initial_std : float
-        Std of the initial estimate of every state (the initial estimate is
-        the reference itself).
-    input_disturbance : bool
-        Also estimate disturbance states acting through the inputs (offset-free
-        tracking, see the module docstring).
-    disturbance_map : ndarray, shape (K, nu, nd), optional
-        Their input directions ``T_k`` (default: the identity, one constant
-        disturbance per input).
-    disturbance_std : float or array_like, shape (nd,)
-        Random-walk std of the disturbance states per control step in rad:
-        how fast the estimate may follow a changing disturbance.
-    initial_disturbance_std : float or array_like, shape (nd,)
-        Std of the initial disturbance estimate (0) in rad. Kept near the
-        steady-state uncertainty on purpose: a large value gives large
-        early filter gains, and their noisy disturbance estimates, cancelled
-        at once, drive the servos into their torque limit (the estimate then
-        winds up on the saturation it cannot see).
+    settings : EstimatorSettings, optional
+        Process, floor, measurement and initial noise (default ``EstimatorSettings()``).
+    disturbance : InputDisturbance, optional
+        Also estimate disturbance states acting through the inputs (offset-free tracking, see the module
+        docstring); None (default) estimates none.
     integral : IntegralAction, optional
         Integrators of the measured error appended to the filter's state.
 
@@ -365,10 +396,11 @@ def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_nam
     ParameterError
         If the disturbance-augmented pair is not observable from the sensors.
     """
-    process_std = check_positive(process_std, "process_std", "rad")
-    state_std = check_positive(state_std, "state_std")
-    min_noise_std = check_positive(min_noise_std, "min_noise_std")
-    initial_std = check_positive(initial_std, "initial_std")
+    settings = EstimatorSettings() if settings is None else check_instance(settings, "settings", EstimatorSettings)
+    if disturbance is not None:
+        check_instance(disturbance, "disturbance", InputDisturbance)
+    process_std, state_std = settings.process_std, settings.state_std
+    min_noise_std, initial_std = settings.min_noise_std, settings.initial_std
     coords = tuple(coordinate_names)
     dt = discrete.dt
     kept, unused = [], []
@@ -401,22 +433,23 @@ def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_nam
     T = np.zeros((Kt, Bd.shape[2], 0))
     sigma_w = sigma_0 = np.zeros(0)
     report = None
-    if input_disturbance:
+    if disturbance is not None:
         nu = Bd.shape[2]
+        disturbance_map = disturbance.directions
         T = np.broadcast_to(np.eye(nu), (Kt, nu, nu)) if disturbance_map is None else np.asarray(disturbance_map,
                                                                                                  dtype=float)
         if T.ndim != 3 or T.shape[0] < Kt or T.shape[1] != nu or T.shape[2] < 1 or not np.all(np.isfinite(T)):
-            raise ParameterError(f"disturbance_map must be a finite array of shape (K >= {Kt}, {nu}, nd >= 1), "
-                                 f"got shape {np.shape(disturbance_map)}")
+            raise ParameterError(f"disturbance directions must be a finite array of shape (K >= {Kt}, {nu}, "
+                                 f"nd >= 1), got shape {np.shape(disturbance_map)}")
         T = np.ascontiguousarray(T[:Kt])
         nd = T.shape[2]
-        sigma_w = np.broadcast_to(np.asarray(disturbance_std, dtype=float), (nd,)).copy()
-        sigma_0 = np.broadcast_to(np.asarray(initial_disturbance_std, dtype=float), (nd,)).copy()
-        for label, values in (("disturbance_std", sigma_w), ("initial_disturbance_std", sigma_0)):
+        sigma_w = np.broadcast_to(np.asarray(disturbance.std, dtype=float), (nd,)).copy()
+        sigma_0 = np.broadcast_to(np.asarray(disturbance.initial_std, dtype=float), (nd,)).copy()
+        for label, values in (("InputDisturbance.std", sigma_w), ("InputDisturbance.initial_std", sigma_0)):
             if not (np.all(np.isfinite(values)) and np.all(values > 0)):
                 raise ParameterError(f"{label} must be > 0 rad (one value or one per disturbance state), "
                                      f"got {values}")
-        Ad, Bd = augment_input_disturbance(Ad, Bd, T)
+        Ad, Bd = _augment_input_disturbance(Ad, Bd, T)
         C = np.concatenate([C, np.zeros((Kt, C.shape[1], nd))], axis=2)
         W_aug = np.zeros((Kt, N + nd, N + nd))
         W_aug[:, :N, :N] = W
@@ -428,15 +461,16 @@ def design_estimator(ltv: LTVSystem, discrete: DiscreteLTVSystem, coordinate_nam
         names = tuple(ltv.state_names) + tuple(f"disturbance_{i}" for i in range(nd))
         # over the first seconds: the open-loop Gramian of a long horizon is dominated by the ball's growing modes
         window = max(1, min(Kt, int(np.ceil(OBSERVABILITY_WINDOW_S / dt))))
-        report = observability_gramian(Ad[:window], C[:window], state_names=names)
-        weakest = disturbance_information(report.W, N)
+        report = observability_gramian(DiscreteLTVSystem.from_arrays(Ad[:window], Bd[:window], dt=dt,
+                                                                     state_names=names), C[:window])
+        weakest = _disturbance_information(report.W, N)
         if not weakest > DISTURBANCE_OBSERVABILITY_RTOL:
             raise ParameterError(f"the disturbance states are not observable from the signals {signals} along "
                                  f"this reference: what the sensors see of them is explained by the design's own "
                                  f"states (scaled information {weakest:.1e} <= {DISTURBANCE_OBSERVABILITY_RTOL:g}); "
-                                 f"estimate fewer disturbances (input_disturbance=False or another disturbance_map) "
+                                 f"estimate fewer disturbances (disturbance=None or other directions) "
                                  f"or add sensors")
-    kalman = finite_horizon_kalman(Ad, C, W, V, P0=P0)
+    kalman = finite_horizon_kalman(DiscreteLTVSystem.from_arrays(Ad, Bd, dt=dt), C, W, V, P0=P0)
     n_int, H = 0, np.zeros((Kt, 0, N))
     if integral is not None:
         kalman, Ad, Bd, H = _with_integrators(kalman, Ad, Bd, C_full, signals, integral, dt, N)

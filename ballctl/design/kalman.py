@@ -30,7 +30,12 @@ split form (filterpy's ``update``/``predict``):
 :math:`\hat X_{k+1|k} = A_k \hat X_{k|k} + B_k \delta u_k`. A step without a
 measurement of some signal has a zero row in ``C_k`` (its gain column is then zero).
 
-Results unpack as ``L, P, E = finite_horizon_kalman(...)`` like ``control.dlqe``.
+Both take the discrete system first, like the LQR: ``finite_horizon_lqr(sys, Q, R)`` and
+``finite_horizon_kalman(sys, C, W, V, P0=...)`` with ``sys`` a :class:`~ballctl.DiscreteLTVSystem`
+(:meth:`~ballctl.DiscreteLTVSystem.from_arrays` wraps plain arrays), then the measurement matrices and the
+noise covariances in python-control's ``dlqe(sys, QN, RN)`` order (``W`` is ``QN``, ``V`` is ``RN``; the
+time-varying ``C_k`` are not part of a ``DiscreteLTVSystem``, so they come right after it). Results unpack
+as ``L, P, E = finite_horizon_kalman(...)`` like ``control.dlqe``.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import ParameterError, ShapeError
+from .._errors import ParameterError, ParameterTypeError, ShapeError
 from ..linear.discretize import DiscreteLTVSystem
 from .lqr import finite_horizon_lqr, periodic_lqr
 
@@ -119,12 +124,11 @@ class PeriodicKalmanResult:
         return iter((self.gains, self.covariance, self.eigenvalues))
 
 
-def _arrays(Ad, C, W, V):
-    if isinstance(Ad, DiscreteLTVSystem):
-        Ad = Ad.Ad
-    Ad = np.asarray(Ad, dtype=float)
-    if Ad.ndim != 3 or Ad.shape[1] != Ad.shape[2] or Ad.shape[0] < 1:
-        raise ShapeError(f"Ad must have shape (K, N, N), got {Ad.shape}")
+def _arrays(sys, C, W, V):
+    if not isinstance(sys, DiscreteLTVSystem):
+        raise ParameterTypeError("sys must be a DiscreteLTVSystem (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps "
+                                 f"arrays), got {type(sys).__name__}")
+    Ad = np.asarray(sys.Ad, dtype=float)
     K, N = Ad.shape[:2]
     C = np.asarray(C, dtype=float)
     if C.ndim == 2:
@@ -158,13 +162,14 @@ def _posterior(P, C, V):
     return M, 0.5 * (Pp + np.swapaxes(Pp, -1, -2)), np.linalg.cond(S)
 
 
-def finite_horizon_kalman(Ad, C, W, V, *, P0) -> KalmanFilterResult:
+def finite_horizon_kalman(sys: DiscreteLTVSystem, C, W, V, *, P0) -> KalmanFilterResult:
     r"""Time-varying discrete Kalman filter over a finite horizon (dual of :func:`~ballctl.finite_horizon_lqr`).
 
     Parameters
     ----------
-    Ad : ndarray, shape (K, N, N), or DiscreteLTVSystem
-        Discrete state matrices (the input matrices do not enter the covariances).
+    sys : DiscreteLTVSystem
+        The discrete system, ``Ad (K, N, N)`` (its input matrices do not enter the covariances);
+        :meth:`DiscreteLTVSystem.from_arrays` wraps plain arrays.
     C : ndarray, shape (ny, N) or (K, ny, N)
         Measurement matrices; a zero row at step k means that signal is not
         measured at step k.
@@ -195,11 +200,12 @@ def finite_horizon_kalman(Ad, C, W, V, *, P0) -> KalmanFilterResult:
     Examples
     --------
     >>> import numpy as np
-    >>> L, P, E = finite_horizon_kalman(np.ones((50, 1, 1)), np.ones((1, 1)), np.eye(1), np.eye(1), P0=np.eye(1))
+    >>> sys = DiscreteLTVSystem.from_arrays(np.ones((50, 1, 1)), np.zeros((50, 1, 1)))
+    >>> L, P, E = finite_horizon_kalman(sys, np.ones((1, 1)), np.eye(1), np.eye(1), P0=np.eye(1))
     >>> round(float(P[-1, 0, 0]), 6)  # the scalar DARE p = p + 1 - p^2/(1 + p): p = (1 + sqrt 5)/2
     1.618034
     """
-    Ad, C, W, V = _arrays(Ad, C, W, V)
+    Ad, C, W, V = _arrays(sys, C, W, V)
     K, N = Ad.shape[:2]
     P0 = np.asarray(P0, dtype=float)
     if P0.shape != (N, N):
@@ -217,13 +223,14 @@ def finite_horizon_kalman(Ad, C, W, V, *, P0) -> KalmanFilterResult:
     return KalmanFilterResult(L, M, P, Ppost, E, C, cond)
 
 
-def periodic_kalman(Ad, C, W, V, *, tol: float = 1e-12, max_periods: int = 10_000) -> PeriodicKalmanResult:
+def periodic_kalman(sys: DiscreteLTVSystem, C, W, V, *, tol: float = 1e-12,
+                    max_periods: int = 10_000) -> PeriodicKalmanResult:
     r"""Periodic discrete Kalman filter (dual of :func:`~ballctl.periodic_lqr`).
 
     Parameters
     ----------
-    Ad : ndarray, shape (T, N, N), or DiscreteLTVSystem
-        One period of state matrices.
+    sys : DiscreteLTVSystem
+        One period of the discrete system, ``Ad (T, N, N)``.
     C : ndarray, shape (ny, N) or (T, ny, N)
         One period of measurement matrices.
     W : ndarray, shape (N, N) or (T, N, N)
@@ -247,11 +254,12 @@ def periodic_kalman(Ad, C, W, V, *, tol: float = 1e-12, max_periods: int = 10_00
     Examples
     --------
     >>> import numpy as np
-    >>> L, P, E = periodic_kalman(np.ones((1, 1, 1)), np.ones((1, 1)), np.eye(1), np.eye(1))
+    >>> sys = DiscreteLTVSystem.from_arrays(np.ones((1, 1, 1)), np.zeros((1, 1, 1)))
+    >>> L, P, E = periodic_kalman(sys, np.ones((1, 1)), np.eye(1), np.eye(1))
     >>> round(float(P[0, 0, 0]), 6)
     1.618034
     """
-    Ad, C, W, V = _arrays(Ad, C, W, V)
+    Ad, C, W, V = _arrays(sys, C, W, V)
     T = Ad.shape[0]
     dual_sys = DiscreteLTVSystem.from_arrays(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2))
     dual = periodic_lqr(dual_sys, W[::-1], V[::-1], tol=tol, max_periods=max_periods)

@@ -13,9 +13,11 @@ is the reachability Gramian of the *transposed, time-reversed* system
 along an eigenvector of :math:`W_o` with eigenvalue :math:`\lambda` produces
 measured output energy :math:`\lambda |X_0|^2`; a zero eigenvalue is a
 direction the sensors cannot see. Because the states mix units (m, rad, m/s),
-the rank test is made on the Jacobi-scaled Gramian
-:math:`D^{-1/2} W_o D^{-1/2}`, :math:`D = \mathrm{diag}(W_o)` (a state with
-:math:`D_{ii} \le 10^{-12} \max D` is unobservable outright).
+the verdict is the one rank test of controllability,
+:func:`~ballctl.design.controllability.gramian_rank`: the rank of the
+Jacobi-scaled Gramian :math:`D^{-1/2} W_o D^{-1/2}`, :math:`D = \mathrm{diag}(W_o)`
+(a state with no output energy at all is unobservable outright), with the one
+default tolerance :data:`~ballctl.design.controllability.RANK_RTOL`.
 
 :func:`sensor_table` tabulates, for one design model and several sensor sets
 (e.g. "contact point", "contact point + plate angles"), the rank and the least
@@ -29,17 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._errors import ShapeError
-from .controllability import GramianReport, discrete_gramian
+from .._errors import ParameterTypeError, ShapeError
+from .controllability import RANK_RTOL, GramianReport, discrete_gramian, gramian_rank
+from .controllability.gramians import gramian_report, jacobi_scaled
 from ..linear.discretize import DiscreteLTVSystem
 from .estimator import measurement_matrices
 
 __all__ = ["ObservabilityReport", "observability_gramian", "SensorSetRow", "sensor_table"]
-
-#: relative tolerance on the eigenvalues of the scaled Gramian
-OBSERVABILITY_RANK_RTOL = 1e-8
-#: a state whose diagonal Gramian entry is below this times the largest one is not seen at all
-_UNSEEN_RTOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -56,7 +54,7 @@ class ObservabilityReport:
     unseen_states : tuple of str
         States with a zero diagonal entry (no output energy at all).
     rank : int
-        Rank of the scaled Gramian, minus the unseen states.
+        :func:`~ballctl.design.controllability.gramian_rank` of ``W`` (the unseen states count as missing).
     state_names : tuple of str
     steps : int
         Number of steps K of the window.
@@ -102,19 +100,22 @@ class ObservabilityReport:
                 f"(scaled eigenvalue {self.gramian.eigenvalues[0]:.3g})")
 
 
-def observability_gramian(Ad, C, *, state_names: Sequence[str] | None = None,
-                          rank_rtol: float = OBSERVABILITY_RANK_RTOL) -> ObservabilityReport:
-    r"""Observability Gramian of ``X[k+1] = Ad[k] X[k]``, ``y[k] = C[k] X[k]`` over the steps given.
+def observability_gramian(sys: DiscreteLTVSystem, C, *, state_names: Sequence[str] | None = None,
+                          rank_rtol: float = RANK_RTOL) -> ObservabilityReport:
+    r"""Observability Gramian of ``X[k+1] = Ad[k] X[k]``, ``y[k] = C[k] X[k]`` over the steps of ``sys``.
 
     Parameters
     ----------
-    Ad : ndarray, shape (K, N, N), or DiscreteLTVSystem
-        Discrete state matrices (a system also gives ``state_names``).
+    sys : DiscreteLTVSystem
+        The discrete system (its ``Bd`` does not enter); :meth:`DiscreteLTVSystem.from_arrays` wraps plain
+        arrays. It also gives the default ``state_names``.
     C : ndarray, shape (ny, N) or (K, ny, N)
         Measurement matrices.
     state_names : sequence of str, optional
     rank_rtol : float
-        Relative tolerance on the eigenvalues of the scaled Gramian.
+        Relative tolerance of the rank test
+        (:func:`~ballctl.design.controllability.gramian_rank`, default
+        :data:`~ballctl.design.controllability.RANK_RTOL`).
 
     Returns
     -------
@@ -123,47 +124,36 @@ def observability_gramian(Ad, C, *, state_names: Sequence[str] | None = None,
     Examples
     --------
     >>> import numpy as np
-    >>> Ad = np.broadcast_to(np.array([[1.0, 0.1], [0.0, 1.0]]), (10, 2, 2))  # position and velocity
-    >>> observability_gramian(Ad, np.array([[1.0, 0.0]])).observable    # position seen: velocity too
+    >>> from ballctl.linear.discretize import DiscreteLTVSystem
+    >>> sys = DiscreteLTVSystem.from_arrays(np.broadcast_to([[1.0, 0.1], [0.0, 1.0]], (10, 2, 2)),
+    ...                                     np.zeros((10, 2, 1)))          # position and velocity
+    >>> observability_gramian(sys, np.array([[1.0, 0.0]])).observable    # position seen: velocity too
     True
-    >>> observability_gramian(Ad, np.array([[0.0, 1.0]])).observable    # velocity only: position not
+    >>> observability_gramian(sys, np.array([[0.0, 1.0]])).observable    # velocity only: position not
     False
     """
-    if hasattr(Ad, "Ad"):
-        if state_names is None:
-            state_names = getattr(Ad, "state_names", None)
-        Ad = Ad.Ad
-    Ad = np.asarray(Ad, dtype=float)
-    if Ad.ndim != 3 or Ad.shape[1] != Ad.shape[2]:
-        raise ShapeError(f"Ad must have shape (K, N, N), got {Ad.shape}")
+    if not isinstance(sys, DiscreteLTVSystem):
+        raise ParameterTypeError("sys must be a DiscreteLTVSystem (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps "
+                                 f"arrays), got {type(sys).__name__}")
+    Ad = sys.Ad
     K, N = Ad.shape[:2]
     C = np.asarray(C, dtype=float)
     if C.ndim == 2:
         C = np.broadcast_to(C, (K,) + C.shape)
     if C.ndim != 3 or C.shape[0] != K or C.shape[2] != N:
         raise ShapeError(f"C must have shape (ny, N) or (K, ny, N) with K = {K}, N = {N}; got {C.shape}")
-    names = tuple(state_names) if state_names is not None else tuple(f"x{i}" for i in range(N))
+    names = tuple(state_names) if state_names is not None else tuple(sys.state_names)
     # W_o = sum Phi(k,0)^T C_k^T C_k Phi(k,0): the dual system's reachability Gramian
     dual = discrete_gramian(DiscreteLTVSystem.from_arrays(np.swapaxes(Ad[::-1], -1, -2), np.swapaxes(C[::-1], -1, -2),
                                                           state_names=names), rank_rtol=rank_rtol)
     W = np.array(dual.W)
-    d = np.diag(W).copy()
-    seen = d > _UNSEEN_RTOL * max(float(d.max()), 0.0)
-    scale = np.where(seen, 1.0 / np.sqrt(np.where(seen, d, 1.0)), 0.0)
-    Ws = W * scale[:, None] * scale[None, :]
-    # eigen-analysis of the scaled Gramian through the same report (one step with B = Ws^(1/2))
-    one_step = DiscreteLTVSystem.from_arrays(np.zeros((1, N, N)), _sqrt_psd(Ws)[None], state_names=names)
-    scaled = discrete_gramian(one_step, rank_rtol=rank_rtol)
+    Ws, seen = jacobi_scaled(W)
+    # eigen-analysis of the scaled Gramian (directions in scaled states, least observable first)
+    scaled = gramian_report(Ws, names, 0.0, float(K), "discrete observability (scaled)", rank_rtol)
     unseen = tuple(n for n, s in zip(names, seen) if not s)
-    rank = int(min(scaled.rank, N - len(unseen)))
+    rank = gramian_rank(W, rank_rtol=rank_rtol)
     W.setflags(write=False)
     return ObservabilityReport(scaled, W, unseen, rank, names, K)
-
-
-def _sqrt_psd(M: np.ndarray) -> np.ndarray:
-    """A square root ``S`` with ``S S^T = M`` of a symmetric positive semidefinite matrix."""
-    lam, V = np.linalg.eigh(0.5 * (M + M.T))
-    return V * np.sqrt(np.clip(lam, 0.0, None))
 
 
 @dataclass(frozen=True)
@@ -216,7 +206,8 @@ def sensor_table(models: Mapping[str, tuple], sensor_sets: Mapping[str, Sequence
                              f"{[s for s in signals if s not in coords]}) | |")
                 continue
             C = measurement_matrices(ltv, coords, signals)[:K]
-            rep = observability_gramian(disc.Ad[:K], C, state_names=disc.state_names)
+            rep = observability_gramian(DiscreteLTVSystem.from_arrays(disc.Ad[:K], disc.Bd[:K], dt=disc.dt,
+                                                                      state_names=disc.state_names), C)
             rows.append(SensorSetRow(design, set_name, signals, rep))
             lines.append(f"| {design} | {set_name} | {rep.rank} of {rep.n_states} | "
                          f"{'all observable; weakest: ' if rep.observable else ''}{rep.least_observable()} |")

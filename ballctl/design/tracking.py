@@ -46,27 +46,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scipy.integrate import solve_ivp
 
 from .._errors import IntegrationError, ParameterError
-from .._validation import check_positive, guard_rhs
+from .._validation import check_positive
 from ..linear.discretize import DiscreteLTVSystem, discretize
+from ..simulation.arrays import LoopArrays, draw_runs
+from ..simulation.component import LQGComponent, NonlinearStepper, run_loop
 from ..simulation.engine import kernel_code, run_closed_loop
 from .estimator import IntegralAction, StateEstimator, design_estimator
 from ..linear.linearize import linearize_samples
-from ..simulation.loop_step import control_law
 from .lqr import FiniteHorizonLQR, bryson, finite_horizon_lqr, periodic_lqr
 from ..linear.ltv import LTVSystem
 from ..linear.partition import Partition
 from ..references.base import Reference, ReferenceSample
 from ..hardware import Sensor
 from ..schedule import GainSchedule
-from ..simulate import rk4
 from ..system import ConstrainedSystem
 
-__all__ = ["TrackingController", "design_tracking_lqr", "FEEDFORWARD_METHODS", "zoh_reference", "RIG_DESIGNS",
-           "QS_STATE_ERRORS", "EXACT_STATE_ERRORS", "design_for_rig", "path_integral_action", "PATH_INTEGRAL_LIMIT",
-           "PATH_INTEGRAL_START", "PATH_INTEGRAL_FADE"]
+__all__ = ["TrackingController", "design_tracking_lqr", "FEEDFORWARD_METHODS", "zoh_reference", "state_selection"]
 
 #: how the held feedforward is chosen (see the module docstring)
 FEEDFORWARD_METHODS = ("zoh", "sample")
@@ -308,7 +305,7 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
     if feedforward == "zoh":
         samples = zoh_reference(system, ltv, lqr.gains, samples, integrator=integrator, substeps=substeps)
         names = system.coordinate_names
-        idx = [names.index(nm) for nm in ("contact_x", "contact_y") if nm in names] or list(range(len(names)))
+        idx = [names.index(nm) for nm in system.tracked_coordinates] or list(range(len(names)))
         deviation = float(np.max(np.linalg.norm(samples.x[:, idx] - continuous.x[:, idx], axis=1)))
     estimator = None
     if sensors is not None:
@@ -403,22 +400,26 @@ def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, 
     code = kernel_code(system)
     if backend not in ("auto", "python"):
         raise ParameterError(f"backend must be 'auto' or 'python', got {backend!r}")
-    if integrator == "rk4" and code is not None and backend == "auto":
-        # the loop below, step for step, compiled (ballctl.simulation.engine)
-        out = run_closed_loop(code, np.asarray(system.kernel_parameters, dtype=float)[None], samples.x[:1],
-                              samples.xd[:1], dt=float(samples.t[1] - samples.t[0]), times=samples.t[:Kt + 1],
-                              x_ref=samples.x[:Kt + 1], xd_ref=samples.xd[:Kt + 1], u_ref=samples.u[:Kt + 1],
-                              gains=gains, selection=_reduced_selection(ltv, n), substeps=substeps,
-                              stabilization=(10.0, 10.0), n_constraints=system.n_constraints)
-        if out.status[0] >= 0:
-            raise IntegrationError(f"zero-order-hold reference left the finite numbers at t = "
-                                   f"{samples.t[out.status[0]]:.6g} s")
-        X, XD = out.x[0], out.xd[0]
-        U[:Kt] = out.u[0, :Kt]
+    # a state-feedback closed loop without noise or limits: the loop of ballctl.simulation, compiled or not
+    loop = LoopArrays.build(kernel_code=code, n_constraints=system.n_constraints,
+                            dt=float(samples.t[1] - samples.t[0]), times=samples.t[:Kt + 1], x_ref=samples.x[:Kt + 1],
+                            xd_ref=samples.xd[:Kt + 1], u_ref=samples.u[:Kt + 1], gains=gains,
+                            selection=state_selection(ltv.partition, ltv.state_names, n),
+                            tracked_index=np.zeros(0, dtype=np.int64), substeps=substeps)
+    runs = draw_runs(loop, [0], np.asarray(getattr(system, "kernel_parameters", np.zeros(1)), dtype=float)[None],
+                     samples.x[:1], samples.xd[:1])
+    if integrator == "rk4" and code >= 0 and backend == "auto":
+        out = run_closed_loop(loop, runs)
     else:
-        X, XD = _zoh_python(system, ltv, gains, samples, U, integrator, substeps)
+        stepper = NonlinearStepper(system, integrator, 1e-10, 1e-13, substeps, loop.stabilization)
+        out = run_loop(LQGComponent(loop), stepper, loop, runs, raise_on_failure=True).output
+    if out.status[0] >= 0:
+        raise IntegrationError(f"zero-order-hold reference left the finite numbers at t = "
+                               f"{samples.t[out.status[0]]:.6g} s")
+    X, XD = out.x[0], out.xd[0]
+    U[:Kt] = out.u[0, :Kt]
     U[Kt] = U[Kt - 1]
-    if code is not None:  # the plant's kernels take the whole stack
+    if code >= 0:  # the plant's kernels take the whole stack
         XDD, LAM = system.accelerations(X, XD, U)
     else:
         XDD = np.zeros_like(X)
@@ -428,42 +429,23 @@ def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, 
     return ReferenceSample(samples.t, X, XD, XDD, U, np.zeros_like(U), LAM)
 
 
-def _zoh_python(system, ltv, gains, samples, U, integrator, substeps):
-    """The Python loop of :func:`zoh_reference`: states ``(Kt + 1, n)`` twice; writes the held inputs into ``U``."""
-    n = system.n_coordinates
-    Kt = gains.shape[0]
-    x, xd = samples.x[0].copy(), samples.xd[0].copy()
-    X = np.zeros((Kt + 1, n))
-    XD = np.zeros((Kt + 1, n))
-    for k in range(Kt + 1):
-        X[k], XD[k] = x, xd
-        if k == Kt:
-            break
-        u = control_law(samples.u[k], gains[k], ltv.reduce(x - samples.x[k], xd - samples.xd[k]))
-        U[k] = u
+def state_selection(partition: Partition, state_names, n: int) -> np.ndarray:
+    """Index of each reduced state in the stacked deviation ``(dx, dxd)`` (length 2n), shape (N,).
 
-        def rhs(t, yy, u=u):
-            xdd, _ = system.accelerations(yy[:n], yy[n:], u, stabilization=(10.0, 10.0))
-            return np.concatenate([yy[n:], xdd])
+    The reduced state is a selection of the full deviation (see
+    :meth:`ballctl.LTVSystem.reduce`); this is that selection as indices.
 
-        y0 = np.concatenate([x, xd])
-        if integrator == "rk4":
-            y = rk4(rhs, y0, samples.t[k], samples.t[k + 1] - samples.t[k], substeps)
-        else:
-            sol = solve_ivp(guard_rhs(rhs, context="zero-order-hold reference"), (samples.t[k], samples.t[k + 1]), y0,
-                            method=integrator, rtol=1e-10, atol=1e-13)
-            if not sol.success:
-                raise IntegrationError(f"zero-order-hold reference failed at t = {sol.t[-1]:.6g} s: {sol.message}")
-            y = sol.y[:, -1]
-        x, xd = y[:n], y[n:]
-    return X, XD
-
-
-def _reduced_selection(ltv: LTVSystem, n: int) -> np.ndarray:
-    """Index of each reduced state of ``ltv`` in the stacked ``(dx, dxd)`` (length 2n): what ``ltv.reduce`` selects."""
-    p = ltv.partition
+    Parameters
+    ----------
+    partition : Partition
+    state_names : sequence of str
+        The reduced states, in order (a subset of ``partition.state_names``).
+    n : int
+        Coordinates of the plant.
+    """
+    p = partition
     full = list(p.independent) + [n + i for i in p.independent] + list(p.admissible_dependent)
-    return np.array([full[p.state_names.index(name)] for name in ltv.state_names], dtype=np.int64)
+    return np.array([full[p.state_names.index(name)] for name in state_names], dtype=np.int64)
 
 
 def _periodic_terminal_weight(system, reference, partition, states, dt, t0, steps, Q, R, input_shift
@@ -486,173 +468,3 @@ def _periodic_terminal_weight(system, reference, partition, states, dt, t0, step
         ltv = ltv.select_states(list(states))
     per = periodic_lqr(discretize(ltv, dt), Q, R)
     return per.riccati[steps % per_steps]
-
-
-# ------------------------------------------------------------------ designs for a rig
-#: the designs a user can choose for a rig, with what they are
-RIG_DESIGNS: Mapping[str, str] = {
-    "exact": "exact servo-plate model along the exact inversion: contact point, yaw, plate angles and rates, "
-             "lean, roll (12 states); commanded angles as inputs",
-    "qs-contact": "quasi-static plate, contact point and rates only (4 states); no yaw feedback",
-    "qs-paper": "the paper's quasi-static design: contact point, yaw and rates (6 states)",
-}
-
-#: Bryson limits of the quasi-static designs (m, rad, m/s, rad/s)
-QS_STATE_ERRORS: Mapping[str, float] = {"contact_x": 0.01, "contact_y": 0.01, "yaw": 0.5, "contact_x_rate": 0.1,
-                                        "contact_y_rate": 0.1, "yaw_rate": 5.0}
-#: the exact design adds the plate angles and rates, and lean/roll (loosely weighted)
-EXACT_STATE_ERRORS: Mapping[str, float] = {**QS_STATE_ERRORS, "alpha": float(np.deg2rad(3.0)),
-                                           "beta": float(np.deg2rad(3.0)), "alpha_rate": 1.0, "beta_rate": 1.0,
-                                           "lean": 1.0, "roll": 1e3}
-
-
-def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0: float = 0.0,
-                   output_feedback: bool = True, max_input_error: float = float(np.deg2rad(3.0)),
-                   weight_scale: float = 1.0, process_std: float | None = None,
-                   offset_free: bool = False) -> TrackingController:
-    """One of :data:`RIG_DESIGNS` for a :class:`~ballctl.RigProfile`, at the rig's control period.
-
-    Parameters
-    ----------
-    rig : RigProfile
-        Its ``dt`` is the control period, its sensors feed the Kalman filter.
-    reference : Reference
-        For ``"exact"`` a reference of the rig's servo plate
-        (:class:`~ballctl.MovingPlateMotion`, :func:`~ballctl.exact_circular_motion`);
-        for the quasi-static designs one of the quasi-static
-        :class:`~ballctl.BallPlate` (:class:`~ballctl.CircularMotion`, :class:`~ballctl.PathMotion`).
-    design : {"exact", "qs-contact", "qs-paper"}
-    horizon : float
-        In s, a whole number of control periods.
-    t0 : float
-        Start time in s.
-    output_feedback : bool
-        Add the LTV Kalman filter of the rig's sensors (default), else state feedback.
-    max_input_error : float
-        Bryson limit on the plate-angle corrections in rad.
-    weight_scale : float
-        Multiplies the Bryson state weights.
-    process_std : float, optional
-        Kalman filter's input-referred process noise in rad. Default 0.2 deg
-        for an offset-free design (its disturbance states and integrators carry
-        the slow model error that the process noise must cover otherwise; on
-        the tabletop rig the noise-driven RMS error drops from about 2.3 to 1.2 mm)
-        and 0.5 deg otherwise.
-    offset_free : bool
-        With output feedback: estimate and cancel a constant
-        disturbance on each plate angle (a level error), and integrate the
-        contact error along and across the path
-        (:func:`path_integral_action`: a rolling resistance, a softer servo),
-        so that neither leaves a steady error (``ballctl track`` designs
-        this way and verifies over the rig's uncertainty; off by default, as
-        the extra states cost stability margin: check the design on the
-        truth). Ignored for state feedback.
-
-    Returns
-    -------
-    TrackingController
-    """
-    from ..plants.ball_plate import BallPlate
-    from ..plants.ball_plate_moving import ServoPlateBallPlate
-
-    if design not in RIG_DESIGNS:
-        raise ParameterError(f"design must be one of {tuple(RIG_DESIGNS)}, got {design!r}")
-    plant = reference.system
-    weight_scale = check_positive(weight_scale, "weight_scale")
-    if design == "exact":
-        if not isinstance(plant, ServoPlateBallPlate):
-            raise ParameterError("design 'exact' needs a reference of the servo plate (exact_circular_motion or "
-                             f"MovingPlateMotion on ServoPlateBallPlate), got one of {type(plant).__name__}")
-        part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw", "alpha", "beta"],
-                                          ["lean", "roll"])
-        states, errors = None, EXACT_STATE_ERRORS
-        substeps = max(2, int(np.ceil(rig.dt / 0.01 - 1e-9)))  # RK4 steps <= 10 ms: |h lambda| <= 0.6 for the servo
-    else:
-        if not isinstance(plant, BallPlate):
-            raise ParameterError(f"design {design!r} needs a reference of the quasi-static BallPlate, got one of "
-                             f"{type(plant).__name__}")
-        part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-        states = [nm for nm in part.state_names if nm.startswith("contact")] if design == "qs-contact" \
-            else list(part.state_names[:6])
-        errors = QS_STATE_ERRORS
-        substeps = 4
-    in_names = plant.input_names
-    kept = part.state_names if states is None else states
-    offset_free = bool(offset_free and output_feedback)
-    if process_std is None:
-        process_std = float(np.deg2rad(0.2 if offset_free else 0.5))
-    steps = int(round(check_positive(horizon, "horizon", "s") / rig.dt))
-    integral = dmap = None
-    if offset_free:
-        times = t0 + rig.dt * np.arange(steps + 1)
-        integral = path_integral_action(plant, reference(times), times - t0)
-        # the level-error states act from the same moment (a large initial transient that saturates the
-        # servos is not taken for a disturbance: no wind-up)
-        dmap = np.eye(len(in_names))[None] * _fade_in(times - t0, DISTURBANCE_START, DISTURBANCE_FADE)[:, None, None]
-    return design_tracking_lqr(
-        plant, reference, part, dt=rig.dt, horizon=horizon, t0=t0, states=states,
-        max_state_errors={k: v / np.sqrt(weight_scale) for k, v in errors.items() if k in kept},
-        max_input_errors={nm: max_input_error for nm in in_names}, integrator="rk4", substeps=substeps,
-        sensors=rig.sensors if output_feedback else None, process_std=process_std,
-        input_disturbance=offset_free, disturbance_map=dmap, integral=integral)
-
-
-#: integrators of the path-frame error: Bryson limit (m s), start and fade-in (s) after the start of the run
-#: (tuned on the tabletop rig: 6-8 mm s give the same 95th percentile over its uncertainty, 8 the lower nominal error)
-PATH_INTEGRAL_LIMIT = 0.008
-PATH_INTEGRAL_START = 1.0
-PATH_INTEGRAL_FADE = 1.0
-#: the level-error states of an offset-free rig design start and fade in (s) after the start of the run
-DISTURBANCE_START = 0.25
-DISTURBANCE_FADE = 0.25
-
-
-def path_integral_action(plant, samples: ReferenceSample, elapsed) -> IntegralAction:
-    r"""Integral action on the contact error along and across the reference path (a ball-plate's rig designs).
-
-    The two integrators (m s) integrate the measured contact-point error
-    projected on the path's unit tangent and normal,
-    ``zeta += dt [t_hat; n_hat] (y - y_ref)``. An error that is constant in the
-    path's frame -- the lag a rolling resistance leaves, the outward drift of
-    a plate that sags under the ball when the servos are softer than designed
-    -- is rotating in the plate's frame on a curved path, so no constant
-    disturbance state can take it up; its integral grows until the LQR
-    removes it. Bryson limit :data:`PATH_INTEGRAL_LIMIT` (8 mm held for 1 s
-    weighs as much as a 1 cm error). The integrators start after
-    :data:`PATH_INTEGRAL_START` s and fade in over :data:`PATH_INTEGRAL_FADE` s
-    (a raised cosine), so the transient from a large initial offset is not
-    integrated (the classic wind-up). Where the ball stands the tangent fades
-    out (5 % of the largest reference speed).
-
-    Parameters
-    ----------
-    plant : ConstrainedSystem
-        The design plant (coordinates ``contact_x``, ``contact_y``).
-    samples : ReferenceSample
-        The reference at the control times.
-    elapsed : ndarray, shape (K,)
-        Time since the start of the run at each control time, s.
-
-    Returns
-    -------
-    IntegralAction
-    """
-    tangent = _path_tangent(plant, samples)
-    directions = np.stack([tangent, np.stack([-tangent[:, 1], tangent[:, 0]], axis=1)], axis=1)
-    directions = directions * _fade_in(elapsed, PATH_INTEGRAL_START, PATH_INTEGRAL_FADE)[:, None, None]
-    return IntegralAction(("contact_x", "contact_y"), directions, max_integral_error=PATH_INTEGRAL_LIMIT)
-
-
-def _fade_in(elapsed, start: float, fade: float) -> np.ndarray:
-    """0 before ``start`` s, then a raised cosine to 1 over ``fade`` s."""
-    ramp = np.clip((np.asarray(elapsed, dtype=float) - start) / fade, 0.0, 1.0)
-    return 0.5 - 0.5 * np.cos(np.pi * ramp)
-
-
-def _path_tangent(plant, samples: ReferenceSample) -> np.ndarray:
-    """Unit tangent of the reference path on the plate, faded out where the ball stands, shape (K, 2)."""
-    names = plant.coordinate_names
-    v = samples.xd[:, [names.index("contact_x"), names.index("contact_y")]]
-    speed = np.linalg.norm(v, axis=1)
-    v_eps = 0.05 * max(float(speed.max()), 1e-9)
-    return v / np.sqrt(speed ** 2 + v_eps ** 2)[:, None]

@@ -31,7 +31,7 @@ from matplotlib.lines import Line2D
 
 from .._errors import ParameterError
 from .._io import atomic_path
-from .._validation import check_output_path
+from .._paths import check_output_path
 
 __all__ = ["REFERENCE_STYLE", "RUN_COLORS", "OPEN_LOOP_COLOR", "run_styles", "label_for", "save_figure",
            "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs", "plot_error",

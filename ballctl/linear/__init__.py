@@ -1,4 +1,5 @@
-"""Linear models along a reference: coordinate partitions, the reduced linearization, LTV systems, ZOH discretization."""
+"""Linear models along a reference: coordinate partitions, the reduced linearization, LTV systems, ZOH
+discretization."""
 
 from .ltv import LTVSystem, StateReduction
 from .partition import Partition

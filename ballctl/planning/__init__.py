@@ -5,46 +5,37 @@ plants' equations (written symbolically once in :mod:`~ballctl.planning.symbolic
 solved by IPOPT through CasADi with exact derivatives (:mod:`~ballctl.planning.maneuver`),
 and the plan turned into a reference for the LQR tracking chain
 (:mod:`~ballctl.planning.follow`); minimum-time and minimum-effort ball-plate motions
-through waypoints within a rig's tilt and slew limits (:mod:`~ballctl.planning.ball_plate`).
+through waypoints within a rig's tilt and slew limits (:mod:`~ballctl.planning.ball_plate`),
+tracked on a rig by :mod:`~ballctl.ball_plate.plan_tracking`. Both planners take
+:class:`~ballctl.planning.transcription.SolverOptions` and report a
+:class:`~ballctl.planning.transcription.SolverReport`; both trackings return a
+:class:`~ballctl.planning.follow.PlanTracking`.
 CasADi is the optional extra ``ballctl[optimal]``;
 it is imported only when a planner is built. See ``docs/planning.md``.
 """
 
-from .ball_plate import (
-                         PLATE_OBJECTIVES,
-                         PlateMotionPlan,
-                         PlateMotionProblem,
-                         PlateTracking,
-                         plan_plate_motion,
-                         track_plate_plan,
-)
+from .ball_plate import PLATE_OBJECTIVES, PlateMotionPlan, PlateMotionProblem, plan_plate_motion
 from .follow import PlanTracking, plan_chart_rotation, plan_reference, track_plan
-from .maneuver import (
-                       CircularObstacle,
-                       ManeuverPlan,
-                       ManeuverProblem,
-                       SolverReport,
-                       plan_maneuver,
-                       refine_plan,
-                       resimulate,
-)
+from .maneuver import CircularObstacle, ManeuverPlan, ManeuverProblem, plan_maneuver, refine_plan, resimulate
+from .transcription import SolverOptions, SolverReport
+from ..ball_plate.plan_tracking import track_plate_plan
 
 __all__ = [
-                       "CircularObstacle",
-                       "PLATE_OBJECTIVES",
-                       "PlateMotionPlan",
-                       "PlateMotionProblem",
-                       "PlateTracking",
-                       "plan_plate_motion",
-                       "track_plate_plan",
-                       "ManeuverPlan",
-                       "ManeuverProblem",
-                       "PlanTracking",
-                       "SolverReport",
-                       "plan_chart_rotation",
-                       "plan_maneuver",
-                       "plan_reference",
-                       "refine_plan",
-                       "resimulate",
-                       "track_plan",
+    "CircularObstacle",
+    "PLATE_OBJECTIVES",
+    "PlateMotionPlan",
+    "PlateMotionProblem",
+    "plan_plate_motion",
+    "track_plate_plan",
+    "ManeuverPlan",
+    "ManeuverProblem",
+    "PlanTracking",
+    "SolverOptions",
+    "SolverReport",
+    "plan_chart_rotation",
+    "plan_maneuver",
+    "plan_reference",
+    "refine_plan",
+    "resimulate",
+    "track_plan",
 ]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from .._errors import MissingExtraError
 
-__all__ = ["require_casadi"]
-
 
 def require_casadi():
     """Return the ``casadi`` module, or raise :class:`MissingExtraError` naming ``ballctl[optimal]``."""

@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -88,6 +87,7 @@ from .._errors import ChartSingularityError, InfeasiblePlanError, ParameterError
 from .._validation import as_array, as_vector, check_bool, check_choice, check_instance, check_integer
 from ..plants.ball_plate import LEAN_LIMIT, BallPlate
 from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate
+from ..ode import IntegrationOptions
 from ..references.rolling import IntegratedReference
 from ..ball_plate.rig import RigLimits, RigProfile
 from ._casadi import require_casadi
@@ -102,12 +102,11 @@ from .contact import (
     contact_summary_text,
     update_contact_backoffs,
 )
-from .maneuver import SolverReport
 from .symbolic import ball_plate_equations, moving_plate_contact_force_function, moving_plate_contact_function
-from .transcription import collocation_times, hermite_simpson, hermite_state, most_violated, quadratic_input
+from .transcription import (NLPConstraints, SolverOptions, SolverReport, collocation_times, dense_times,
+                            hermite_simpson, hermite_state, most_violated, quadratic_input, run_ipopt)
 
-__all__ = ["PlateMotionProblem", "PlateMotionPlan", "PlateTracking", "plan_plate_motion", "track_plate_plan",
-           "plan_contact_path", "PLATE_OBJECTIVES"]
+__all__ = ["PlateMotionProblem", "PlateMotionPlan", "plan_plate_motion", "PLATE_OBJECTIVES"]
 
 #: what :func:`plan_plate_motion` minimizes
 PLATE_OBJECTIVES = ("time", "effort")
@@ -601,15 +600,15 @@ class PlateMotionPlan:
         breaks = list(self.nodes[1:-1]) + ([float(self.nodes[-1])] if hold_s > 0 else [])
         if not self.exact:
             ref = IntegratedReference(self.plant, x0, xd0, self.plate_angles, (0.0, end), breakpoints=breaks,
-                                      rtol=rtol, atol=atol)
+                                      options=IntegrationOptions(rtol=rtol, atol=atol))
         else:
             prescribed = IntegratedReference(MovingPlateBallPlate(self.plant.params), x0, xd0,
                                              self.plate_accelerations, (0.0, end), breakpoints=breaks,
-                                             rtol=rtol, atol=atol)
+                                             options=IntegrationOptions(rtol=rtol, atol=atol))
             ref = prescribed
             if isinstance(self.plant, ServoPlateBallPlate):
                 ref = IntegratedReference(self.plant, x0, xd0, _servo_commands(self.plant, prescribed), (0.0, end),
-                                          breakpoints=breaks, rtol=rtol, atol=atol)
+                                          breakpoints=breaks, options=IntegrationOptions(rtol=rtol, atol=atol))
         probe = ref(np.linspace(0.0, end, max(200, 20 * self.nodes.size)))
         lean = np.abs(probe.x[:, 3])
         if lean.max() >= LEAN_LIMIT:
@@ -694,7 +693,7 @@ class _PlateNLP:
     """The multi-phase transcription (built once per problem and mesh)."""
 
     def __init__(self, plant: BallPlate, problem: PlateMotionProblem, limits: RigLimits, n_int: int,
-                 ipopt_options: dict) -> None:
+                 solver: SolverOptions) -> None:
         ca = require_casadi()
         start = time.perf_counter()
         accel = problem.rates_are_states
@@ -798,14 +797,6 @@ class _PlateNLP:
             groups.append((f"total time duration_s = {problem.duration_s} s", total - problem.duration_s, 0.0, 0.0))
         self.groups = groups
         g = ca.vertcat(*[grp[1] for grp in groups])
-        self.sizes = [int(grp[1].numel()) for grp in groups]
-        self.lbg = np.concatenate([np.broadcast_to(grp[2], (n,)) for grp, n in zip(groups, self.sizes)])
-        self.ubg = np.concatenate([np.broadcast_to(grp[3], (n,)) for grp, n in zip(groups, self.sizes)])
-        # the same bounds without the contact constraints (the diagnosis of an infeasible plan)
-        contact_group += [False] * (len(groups) - len(contact_group))
-        rows = np.repeat(np.array(contact_group, dtype=bool), self.sizes)
-        self.has_contact = bool(rows.any())
-        self.lbg_relaxed, self.ubg_relaxed = np.where(rows, -np.inf, self.lbg), np.where(rows, np.inf, self.ubg)
         wvar = ca.vertcat(*[tr.w for tr in self.trs])
         self.g_fun = ca.Function("g", [wvar, self.param], [g])
         lbw, ubw = [], []
@@ -828,40 +819,30 @@ class _PlateNLP:
             lbw.append(tr.pack(lbX, lbU))
             ubw.append(tr.pack(ubX, ubU))
         self.lbw, self.ubw = np.concatenate(lbw), np.concatenate(ubw)
-        opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes", "ipopt.tol": 1e-9,
-                "ipopt.constr_viol_tol": 1e-9, "ipopt.max_iter": 3000, "ipopt.max_cpu_time": 300.0}
-        opts.update({f"ipopt.{k}": v for k, v in ipopt_options.items()})
-        self.solver = ca.nlpsol("plate_plan", "ipopt", {"x": wvar, "f": J, "g": g, "p": self.param}, opts)
+        self.constraints = NLPConstraints.from_groups(groups, self.lbw, self.ubw,
+                                                      "variable bounds (initial state, tilt or slew limit at a point)")
+        # the same bounds without the contact constraints (the diagnosis of an infeasible plan)
+        contact_group += [False] * (len(groups) - len(contact_group))
+        rows = np.repeat(np.array(contact_group, dtype=bool), self.constraints.sizes)
+        self.has_contact = bool(rows.any())
+        self.relaxed_constraints = self.constraints.relaxed(rows)
+        self.solver = ca.nlpsol("plate_plan", "ipopt", {"x": wvar, "f": J, "g": g, "p": self.param},
+                                solver.casadi_options(max_iterations=3000, max_cpu_time_s=300.0))
         self.n_variables, self.n_constraints = int(wvar.numel()), int(g.numel())
         self.build_time_s = time.perf_counter() - start
 
-    def bounds(self, relaxed: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """``(lbg, ubg)``; ``relaxed`` drops the contact constraints."""
-        return (self.lbg_relaxed, self.ubg_relaxed) if relaxed else (self.lbg, self.ubg)
-
     def violation(self, w, p=(0.0, 0.0), relaxed: bool = False) -> tuple[float, str]:
         g = np.asarray(self.g_fun(w, p), dtype=float).ravel()
-        lbg, ubg = self.bounds(relaxed)
-        return most_violated(g, lbg, ubg, [grp[0] for grp in self.groups], self.sizes, w, self.lbw,
-                             self.ubw, "variable bounds (initial state, tilt or slew limit at a point)")
+        return most_violated(g, w, self.relaxed_constraints if relaxed else self.constraints)
 
     def solve(self, w0, p=(0.0, 0.0), relaxed: bool = False) -> dict:
-        """One IPOPT solve from ``w0``; returns ``w``, the objective, the statistics and the wall time."""
-        lbg, ubg = self.bounds(relaxed)
-        t_start = time.perf_counter()
-        sol = self.solver(x0=w0, lbx=self.lbw, ubx=self.ubw, lbg=lbg, ubg=ubg, p=list(p))
-        wall = time.perf_counter() - t_start
-        stats = self.solver.stats()
-        its = stats.get("iterations", {})
-        return {"w": np.asarray(sol["x"], dtype=float).ravel(), "objective": float(sol["f"]), "wall": wall,
-                "iterations": int(stats.get("iter_count", 0)), "status": str(stats.get("return_status", "")),
-                "success": bool(stats.get("success", False)),
-                "inf_du": float(its["inf_du"][-1]) if its and its.get("inf_du") else float("nan")}
+        """One IPOPT solve from ``w0`` (:func:`~ballctl.planning.transcription.run_ipopt`)."""
+        return run_ipopt(self.solver, w0, self.relaxed_constraints if relaxed else self.constraints, list(p))
 
 
 def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits | None = None,
-                      rig: RigProfile | None = None, intervals: int = 20, contact_rounds: int = 4,
-                      ipopt_options: dict | None = None) -> PlateMotionPlan:
+                      rig: RigProfile | None = None, intervals: int = 20,
+                      solver: SolverOptions | None = None) -> PlateMotionPlan:
     """Plan a minimum-time or minimum-effort ball-plate motion through waypoints within a rig's limits.
 
     Parameters
@@ -880,8 +861,12 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
         Instead of ``limits``: the rig whose ``limits`` apply (its ball must be the plant's).
     intervals : int
         Hermite-Simpson intervals per leg (>= 2).
-    contact_rounds : int
-        With ``problem.friction_coefficient`` or ``min_normal_force_N`` the
+    solver : SolverOptions, optional
+        IPOPT's limits and tolerances (default: 3000 iterations and 300 s per
+        solve, tolerances 1e-9) and the re-solve rounds
+        (:class:`~ballctl.planning.transcription.SolverOptions`; ``clearance_rounds``
+        does not apply). ``contact_rounds``: with
+        ``problem.friction_coefficient`` or ``min_normal_force_N`` the
         problem is solved first without them (kept when it meets them), then
         with them. On the quasi-static plate they are imposed at the Bernstein
         control points of the plate angles, which makes them hold at every
@@ -894,8 +879,6 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
         (:func:`~ballctl.planning.contact.update_contact_backoffs`). The cheapest
         plan that keeps them between the points is returned; if none does,
         ``converged`` is False and the message says so.
-    ipopt_options : dict, optional
-        Extra IPOPT options without the ``ipopt.`` prefix.
 
     Returns
     -------
@@ -947,11 +930,12 @@ def plan_plate_motion(plant, problem: PlateMotionProblem, *, limits: RigLimits |
         raise InfeasiblePlanError(f"initial_plate_angles_rad {problem.initial_plate_angles_rad.tolist()} rad exceed "
                                   f"the usable tilt limit (1 - limit_margin) * max_angle = "
                                   f"{margin * limits.max_angle:.4g} rad")
-    nlp = _PlateNLP(plant, problem, limits, n_int, dict(ipopt_options or {}))
+    solver = SolverOptions() if solver is None else check_instance(solver, "solver", SolverOptions)
+    nlp = _PlateNLP(plant, problem, limits, n_int, solver)
     p = _ball_parameters(plant)
     guess = _initial_guess(problem, p.rolling_gain * p.gravity, nlp.angle_bound, nlp.rate_bound, n_int, exact)
     w0 = np.concatenate([tr.pack(X, U) for tr, (X, U) in zip(nlp.trs, guess)])
-    rounds_max = check_integer(contact_rounds, "contact_rounds", minimum=0)
+    rounds_max = solver.contact_rounds
     backoffs = (0.0, 0.0)
     # with contact constraints: first without them (a feasible optimum of that problem is one of this one, and
     # an infeasible request is diagnosed by it), then with them, warm-started
@@ -1029,9 +1013,7 @@ def _assemble(plant, problem, limits, nlp, n_int, runs, backoffs, *, relaxed: bo
         *contact_summary(*plan.contact_forces()), friction_coefficient=None if mu is None else (1.0 - backoffs[0]) * mu,
         min_normal_force_N=None if n_min is None else n_min + backoffs[1], weight_N=nlp.weight_N)
     # the plan's numbers: 20 samples per interval on its polynomials (the collocation points among them)
-    s = np.linspace(0.0, 1.0, 21)[:-1]
-    peak, least = contact_summary(*plan.contact_forces(
-        np.append((nodes[:-1, None] + np.diff(nodes)[:, None] * s).ravel(), nodes[-1])))
+    peak, least = contact_summary(*plan.contact_forces(dense_times(nodes)))
     if converged:
         message = f"converged ({status}) in {n_its} iterations, max constraint violation {viol:.2e}"
         if nlp.has_contact and not relaxed:
@@ -1060,179 +1042,3 @@ def _contact_failure(problem, nlp, plan, free, w) -> PlateMotionPlan:
     message = (f"infeasible: {why} (IPOPT status {plan.report.status}; most violated constraint at the returned "
                f"point: {worst}, violation {viol:.3g})")
     return replace(plan, report=replace(plan.report, message=message))
-
-
-def plan_contact_path(plan: PlateMotionPlan, reference: IntegratedReference):
-    """The planned contact motion as a path callable ``path(t) -> (p, v, a, jerk)`` (for exact inversion).
-
-    Position, velocity and acceleration come from the plan's reference on the
-    full plant (DAE-consistent); the jerk is ``k_b g`` times the derivative of
-    ``(cos(alpha) sin(beta), -sin(alpha))`` along the planned plate angles and rates.
-
-    Parameters
-    ----------
-    plan : PlateMotionPlan
-    reference : IntegratedReference
-        From :meth:`PlateMotionPlan.reference`.
-
-    Returns
-    -------
-    callable
-        ``path(t (K,)) -> (p, v, a, jerk)``, each of shape (K, 2) in m, m/s, m/s^2, m/s^3.
-    """
-    kg = plan.plant.params.rolling_gain * plan.plant.params.gravity
-    lo, hi = reference.t_range
-
-    def path(t):
-        t = np.atleast_1d(np.asarray(t, dtype=float))
-        s = reference(np.clip(t, lo, hi))
-        u, ud = plan.plate_angles(t), plan.plate_rates(t)
-        ca, sa, cb, sb = np.cos(u[:, 0]), np.sin(u[:, 0]), np.cos(u[:, 1]), np.sin(u[:, 1])
-        jerk = kg * np.column_stack([-sa * sb * ud[:, 0] + ca * cb * ud[:, 1], -ca * ud[:, 0]])
-        return s.x[:, :2], s.xd[:, :2], s.xdd[:, :2], jerk
-
-    return path
-
-
-@dataclass(frozen=True)
-class PlateTracking:
-    """A plate plan tracked by the LQR in closed loop on the nonlinear plant (or the rig's truth plant).
-
-    Attributes
-    ----------
-    reference : IntegratedReference or MovingPlateMotion
-        The plan on the full quasi-static plant (:meth:`PlateMotionPlan.reference`), or
-        with ``truth`` its exact inversion on the servo plate.
-    controller : TrackingController
-        From :func:`ballctl.design_for_rig`.
-    closed_loop : ClosedLoopResult
-        From the perturbed start, with the rig's limits shaping every command.
-    rms_error_m : float
-        RMS contact-point error over the run, m.
-    final_error_m : float
-        Contact-point error at the last sample, m.
-    peak_angle_rad : float
-        Largest applied ``|alpha|, |beta|`` in rad.
-    peak_rate_rad_s : float
-        Largest applied ``|Delta u| / dt`` in rad/s.
-    limit_steps : dict
-        Control steps at which the rig's limits changed a command (by limit).
-    truth : str
-        ``"quasi-static"`` (the design plant) or ``"servo plate"`` (the rig's exact truth plant).
-    inversion_residuals : dict or None
-        With ``truth``: the exact inversion's residuals
-        (:attr:`~ballctl.references.moving_plate.MovingPlateMotion.residuals`).
-    """
-
-    reference: object
-    controller: object
-    closed_loop: object
-    rms_error_m: float
-    final_error_m: float
-    peak_angle_rad: float
-    peak_rate_rad_s: float
-    limit_steps: dict
-    truth: str
-    inversion_residuals: dict | None = None
-
-
-def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "qs-contact",
-                     contact_offset_m: Sequence[float] = (0.01, -0.01), hold_s: float = 1.0,
-                     truth: bool = False, output_feedback: bool = False,
-                     n_collocation: int = 64) -> PlateTracking:
-    """Track a plate plan with :func:`ballctl.design_for_rig` and :func:`ballctl.simulate_closed_loop`.
-
-    Parameters
-    ----------
-    plan : PlateMotionPlan
-        A converged plan on the rig's quasi-static plant, or on its servo plate
-        (``rig.design_plant()``): then its reference (:meth:`PlateMotionPlan.reference`)
-        is tracked by the rig's ``"exact"`` design on the servo plate; leave
-        headroom (``limit_margin`` about 0.5): the servo commands lead the plate.
-    rig : RigProfile
-        Control period, limits (applied to every command), sensors and truth plant.
-    design : {"qs-paper", "qs-contact"}
-        The quasi-static design of :data:`ballctl.design.tracking.RIG_DESIGNS` (without ``truth``).
-    contact_offset_m : (float, float)
-        Initial contact-point offset from the plan in m.
-    hold_s : float
-        Time in s after the plan, plate held (the reference at rest at the goal).
-    truth : bool
-        Run on the rig's exact servo plate with its imperfections (``rig.truth_plant()``,
-        ``rig.imperfections``) instead of the
-        quasi-static plant. The planned contact motion is then inverted on the
-        servo plate (:class:`~ballctl.references.moving_plate.MovingPlateMotion`,
-        Chebyshev collocation) and tracked by the rig's ``"exact"`` design; the
-        plan needs ``max_plate_acceleration_rad_s2`` (the servo's torque limit
-        cannot follow plate rates that jump).
-    output_feedback : bool
-        Use the rig's sensors and the Kalman filter (else state feedback).
-    n_collocation : int
-        Chebyshev collocation points of the exact inversion (``truth`` only).
-
-    Returns
-    -------
-    PlateTracking
-    """
-    from ..simulation.closed_loop import simulate_closed_loop
-    from ..design.tracking import design_for_rig
-
-    check_instance(rig, "rig", RigProfile)
-    check_choice(design, "design", ("qs-paper", "qs-contact"))
-    truth = check_bool(truth, "truth")
-    off = as_vector(contact_offset_m, "contact_offset_m", 2, unit="m")
-    if plan.exact and not isinstance(plan.plant, ServoPlateBallPlate):
-        raise ParameterError("track_plate_plan needs a plan on the quasi-static BallPlate or on the servo plate "
-                             f"(rig.design_plant()), got one on {type(plan.plant).__name__}")
-    if truth and not plan.rates_are_states:
-        servo = rig.servo
-        hint = "" if servo.max_torque is None else (
-            f" (this rig: max_torque / plate inertia = {servo.max_torque / max(servo.plate_inertia[:2]):.3g} rad/s^2)")
-        raise ParameterError("truth=True needs a plan with max_plate_acceleration_rad_s2 (rad/s^2): the servo's "
-                             f"torque limit cannot follow plate rates that jump{hint}")
-    ref = plan.reference(hold_s=hold_s)
-    dt = rig.dt
-    steps = int(np.floor((ref.t_range[1] - 1e-9) / dt))
-    if steps < 2:
-        raise ParameterError(f"the plan ({ref.t_range[1]:.4g} s with hold_s) is shorter than two control periods "
-                             f"dt = {dt} s")
-    sim = dict(limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))))
-    residuals = None
-    if plan.exact:      # the servo-plate reference of the plan, the rig's exact design, on the servo plate
-        ctrl = design_for_rig(rig, ref, "exact", horizon=steps * dt, output_feedback=output_feedback)
-        s0 = ref(0.0)
-        x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
-        x0[:2] += off
-        if truth:
-            run = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
-                                       imperfections=rig.imperfections.loop, **sim)
-        else:
-            run = simulate_closed_loop(ctrl, x0, xd0, **sim)
-    elif truth:
-        from ..references.moving_plate import MovingPlateMotion
-
-        plant = rig.design_plant()
-        x_start, _ = plan.initial_coordinates()
-        ref = MovingPlateMotion(plant, plan_contact_path(plan, ref), spin=plan.problem.spin_rad_s,
-                                duration=ref.t_range[1], initial_orientation=x_start[2:5],
-                                n_collocation=check_integer(n_collocation, "n_collocation", minimum=8))
-        residuals = dict(ref.residuals)
-        ctrl = design_for_rig(rig, ref, "exact", horizon=steps * dt, output_feedback=output_feedback)
-        s0 = ref(0.0)
-        x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
-        x0[:2] += off
-        run = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
-                                   imperfections=rig.imperfections.loop, **sim)
-    else:
-        ctrl = design_for_rig(rig, ref, design, horizon=steps * dt, output_feedback=output_feedback)
-        s0 = ref(0.0)
-        x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
-        x0[:2] += off
-        run = simulate_closed_loop(ctrl, x0, xd0, **sim)
-    err = run.position_error
-    rates = np.abs(np.diff(run.u, axis=0)).max() / dt if run.u.shape[0] > 1 else 0.0
-    return PlateTracking(reference=ref, controller=ctrl, closed_loop=run, rms_error_m=float(np.sqrt(np.mean(err ** 2))),
-                         final_error_m=float(err[-1]), peak_angle_rad=float(np.abs(run.u).max()),
-                         peak_rate_rad_s=float(rates), limit_steps=dict(run.limit_events),
-                         truth="servo plate" if (truth or plan.exact) else "quasi-static",
-                         inversion_residuals=residuals)

@@ -255,7 +255,8 @@ def between_nodes_message(peak_friction: float, least_normal_N: float, *, fricti
     return (f"not converged: {' and '.join(given)} met at the collocation points but not between them after "
             f"{rounds} re-solves with tightened bounds: the plan needs a peak |F_t|/N of {peak_friction:.4g} "
             f"with a least normal force of {least_normal_N:.4g} N on 20 samples per interval. Use more "
-            f"intervals (or contact_rounds), or relax the contact constraints: the request may be infeasible.")
+            f"intervals (or SolverOptions.contact_rounds), or relax the contact constraints: the request may be "
+            f"infeasible.")
 
 
 def contact_summary(normal, tangential) -> tuple[float, float]:

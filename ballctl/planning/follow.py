@@ -25,7 +25,7 @@ import numpy as np
 from .._errors import ParameterError
 from ..simulation.closed_loop import ClosedLoopResult, simulate_closed_loop
 from ..linear.partition import Partition
-from ..plants.rolling_ball import RollingBall, RollingBallSystem
+from ..plants.rolling_ball import RollingBall
 from ..references.rolling import IntegratedReference
 from ..design.tracking import TrackingController, design_tracking_lqr
 from .maneuver import ManeuverPlan
@@ -100,31 +100,79 @@ def plan_reference(plan: ManeuverPlan, *, chart_rotation="auto") -> IntegratedRe
                                breakpoints=plan.nodes[1:-1])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlanTracking:
-    """A plan tracked in closed loop.
+    """A plan tracked by the LQR in closed loop on the nonlinear plant (the one result of every plan tracking).
+
+    Returned by :func:`track_plan` (a rolling-ball maneuver) and by
+    :func:`~ballctl.ball_plate.plan_tracking.track_plate_plan` (a ball-plate motion).
 
     Attributes
     ----------
-    system : RollingBallSystem
-    reference : IntegratedReference
+    reference : IntegratedReference or MovingPlateMotion
+        The plan as a reference of the tracked system.
     controller : TrackingController
+        The finite-horizon LQR tracking it (its ``system`` and ``dt``).
     closed_loop : ClosedLoopResult
         From the perturbed start, with feedback.
-    open_loop : ClosedLoopResult
-        Same start, planned inputs only.
-    contact_error_m : ndarray, shape (K,)
-        Closed-loop contact-point distance from the reference, m.
-    open_loop_contact_error_m : ndarray, shape (K,)
+    open_loop : ClosedLoopResult or None
+        Same start, planned inputs only (:func:`track_plan`; ``None`` when not run).
+    truth : str
+        What the loop ran on: ``"design plant"`` (the controller's own system:
+        :func:`track_plan`), ``"quasi-static"`` (the ball-plate design plant) or
+        ``"servo plate"`` (the rig's exact truth plant).
+    inversion_residuals : dict or None
+        With an exact inversion on the servo plate: its residuals
+        (:attr:`~ballctl.references.moving_plate.MovingPlateMotion.residuals`).
     """
 
-    system: RollingBallSystem
-    reference: IntegratedReference
+    reference: object
     controller: TrackingController
     closed_loop: ClosedLoopResult
-    open_loop: ClosedLoopResult
-    contact_error_m: np.ndarray
-    open_loop_contact_error_m: np.ndarray
+    open_loop: ClosedLoopResult | None = None
+    truth: str = "design plant"
+    inversion_residuals: dict | None = None
+
+    @property
+    def system(self):
+        """The system the controller was designed on (a ``RollingBallSystem`` for a ball plan)."""
+        return self.controller.system
+
+    @property
+    def contact_error_m(self) -> np.ndarray:
+        """Closed-loop contact-point distance from the reference in m, shape (K,)."""
+        return self.closed_loop.position_error
+
+    @property
+    def open_loop_contact_error_m(self) -> np.ndarray | None:
+        """Open-loop contact-point distance from the reference in m, shape (K,) (``None`` without ``open_loop``)."""
+        return None if self.open_loop is None else self.open_loop.position_error
+
+    @property
+    def rms_error_m(self) -> float:
+        """RMS closed-loop contact-point error over the run, m."""
+        return float(np.sqrt(np.mean(self.contact_error_m ** 2)))
+
+    @property
+    def final_error_m(self) -> float:
+        """Closed-loop contact-point error at the last sample, m."""
+        return float(self.contact_error_m[-1])
+
+    @property
+    def peak_angle_rad(self) -> float:
+        """Largest applied input component ``|u|``: the plate angles ``|alpha|, |beta|`` in rad on the ball-plate."""
+        return float(np.abs(self.closed_loop.u).max())
+
+    @property
+    def peak_rate_rad_s(self) -> float:
+        """Largest applied ``|Delta u| / dt`` between control steps: the plate's slew in rad/s on the ball-plate."""
+        u = self.closed_loop.u
+        return float(np.abs(np.diff(u, axis=0)).max() / self.controller.dt) if u.shape[0] > 1 else 0.0
+
+    @property
+    def limit_steps(self) -> dict:
+        """Control steps at which a rig limit changed a command, by limit (empty without limits)."""
+        return dict(self.closed_loop.limit_events)
 
 
 def track_plan(plan: ManeuverPlan, *, dt: float = 0.1, contact_offset_m: Sequence[float] = (0.05, -0.05),
@@ -185,9 +233,4 @@ def track_plan(plan: ManeuverPlan, *, dt: float = 0.1, contact_offset_m: Sequenc
     x0[5:] += angle_offset_rad
     closed = simulate_closed_loop(ctrl, x0, xd0)
     opened = simulate_closed_loop(ctrl, x0, xd0, feedback=False)
-
-    def err(r):
-        return np.hypot(r.x[:, 0] - r.x_ref[:, 0], r.x[:, 1] - r.x_ref[:, 1])
-
-    return PlanTracking(system=system, reference=ref, controller=ctrl, closed_loop=closed, open_loop=opened,
-                        contact_error_m=err(closed), open_loop_contact_error_m=err(opened))
+    return PlanTracking(reference=ref, controller=ctrl, closed_loop=closed, open_loop=opened)

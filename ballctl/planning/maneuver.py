@@ -34,7 +34,7 @@ interpolating the previous plan. Obstacle clearance is checked on the
 re-simulated path between the collocation points; when it dips below the
 margin the constraint is tightened by the deficit and the problem re-solved.
 
-Every result carries a :class:`SolverReport` (IPOPT status, iterations,
+Every result carries a :class:`~ballctl.planning.transcription.SolverReport` (IPOPT status, iterations,
 constraint violation, dual infeasibility = KKT stationarity residual, solve
 time). A failed solve returns ``converged=False`` with a message that names the
 most violated constraint; :meth:`ManeuverPlan.raise_if_failed` turns it into
@@ -64,8 +64,9 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._errors import InfeasiblePlanError, IntegrationError, ParameterError, ShapeError
+from ..ode import IntegrationOptions
 from .._quaternion import quat_multiply, quat_to_matrix
-from .._validation import as_vector, check_integer, check_positive
+from .._validation import as_vector, check_instance, check_positive
 from ..plants.rolling_ball import RollingBall
 from ..plants.rolling_disk import RollingDisk
 from ._casadi import require_casadi
@@ -88,19 +89,23 @@ from .symbolic import (
     quat_to_matrix_casadi,
 )
 from .transcription import (
+    NLPConstraints,
+    SolverOptions,
+    SolverReport,
     Transcription,
     collocation_times,
+    dense_times,
     hermite_simpson,
     hermite_state,
     most_violated,
     quadratic_input,
+    run_ipopt,
 )
 
 __all__ = [
     "CircularObstacle",
     "ManeuverPlan",
     "ManeuverProblem",
-    "SolverReport",
     "plan_maneuver",
     "refine_plan",
     "resimulate",
@@ -261,66 +266,6 @@ class ManeuverProblem:
             if not isinstance(ob, CircularObstacle):
                 raise ParameterError(f"obstacles[{k}] must be a CircularObstacle, got {type(ob).__name__}")
         object.__setattr__(self, "obstacles", obstacles)
-
-
-@dataclass(frozen=True)
-class SolverReport:
-    """Convergence report of an NLP solve (summed over continuation stages and clearance rounds).
-
-    Attributes
-    ----------
-    converged : bool
-        IPOPT reported success and the final constraint violation is below tolerance.
-    status : str
-        IPOPT's return status.
-    message : str
-        Human-readable outcome; names the most violated constraint when not converged.
-    iterations : int
-        IPOPT iterations, all stages.
-    stage_iterations : tuple of int
-        Iterations of each solve (continuation stages, clearance rounds).
-    solve_time_s : float
-        Wall time in IPOPT (all stages), s.
-    build_time_s : float
-        Time to build the NLP and its derivatives, s.
-    objective : float
-        Final cost.
-    max_constraint_violation : float
-        Largest violation of any constraint or bound at the returned point (defects in state units).
-    dual_infeasibility : float
-        IPOPT's final scaled dual infeasibility: the stationarity (KKT) residual.
-    quaternion_norm_error : float
-        ``max | |q| - 1 |`` over the collocation points before renormalization (ball only; 0 otherwise).
-    n_variables, n_constraints : int
-        NLP size.
-    peak_friction_coefficient_required : float
-        ``max |F_t| / N`` of the returned plan (dimensionless; ``inf`` where
-        ``N <= 0``): the least friction coefficient it needs to roll without
-        slipping, sampled at 20 points per mesh interval (the collocation
-        points included) on the plan's collocation polynomials. ``nan`` when not computed.
-    least_normal_force_N : float
-        ``min N`` on the same samples, N (<= 0: the plan lifts off).
-    binding_contact_constraints : tuple of str
-        The contact constraints active at the returned plan: ``"friction_coefficient"``,
-        ``"min_normal_force_N"``.
-    """
-
-    converged: bool
-    status: str
-    message: str
-    iterations: int
-    stage_iterations: tuple[int, ...]
-    solve_time_s: float
-    build_time_s: float
-    objective: float
-    max_constraint_violation: float
-    dual_infeasibility: float
-    quaternion_norm_error: float
-    n_variables: int
-    n_constraints: int
-    peak_friction_coefficient_required: float = float("nan")
-    least_normal_force_N: float = float("nan")
-    binding_contact_constraints: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -636,8 +581,8 @@ def resimulate(plan: ManeuverPlan, t_eval=None, *, rtol: float = 1e-12, atol: fl
     if t_eval is None:
         t_eval = np.unique(np.concatenate([np.linspace(a, b, 21) for a, b in zip(plan.nodes[:-1], plan.nodes[1:])]))
     run = plan.plant.simulate(plan.problem.initial_state, (plan.nodes[0], plan.nodes[-1]), plan.input,
-                              breakpoints=plan.nodes[1:-1], t_eval=np.asarray(t_eval, dtype=float), rtol=rtol,
-                              atol=atol, use_jacobian=False)
+                              breakpoints=plan.nodes[1:-1], t_eval=np.asarray(t_eval, dtype=float),
+                              options=IntegrationOptions(rtol=rtol, atol=atol), use_jacobian=False)
     return run.t, run.x
 
 
@@ -689,7 +634,7 @@ def _precheck(model, problem: ManeuverProblem, x0: np.ndarray) -> None:
 class _NLP:
     """The transcribed problem, built once for a mesh and solved for several parameter values."""
 
-    def __init__(self, model, problem: ManeuverProblem, nodes, *, ipopt_options: dict, symbolic: str) -> None:
+    def __init__(self, model, problem: ManeuverProblem, nodes, *, solver: SolverOptions, symbolic: str) -> None:
         ca = require_casadi()
         start = time.perf_counter()
         self.model, self.problem = model, problem
@@ -751,13 +696,6 @@ class _NLP:
                                                 normal_backoff_N=self.param[3])
         self.groups = groups
         g = ca.vertcat(*[grp[1] for grp in groups])
-        self.lbg = np.concatenate([np.broadcast_to(grp[2], (grp[1].numel(),)) for grp in groups])
-        self.ubg = np.concatenate([np.broadcast_to(grp[3], (grp[1].numel(),)) for grp in groups])
-        self.sizes = [grp[1].numel() for grp in groups]
-        # the same bounds without the contact constraints (the diagnosis of an infeasible plan)
-        self.has_contact = n_before_contact < self.lbg.size
-        self.lbg_relaxed, self.ubg_relaxed = self.lbg.copy(), self.ubg.copy()
-        self.lbg_relaxed[n_before_contact:], self.ubg_relaxed[n_before_contact:] = -np.inf, np.inf
         # simple bounds
         lbX, ubX = np.full((P, model.n_x), -np.inf), np.full((P, model.n_x), np.inf)
         lbX[0] = ubX[0] = x0
@@ -775,34 +713,24 @@ class _NLP:
         lbZ, ubZ = np.full((P, n_z), -np.inf), np.full((P, n_z), np.inf)
         lbZ[0] = ubZ[0] = 0.0   # the initial state is consistent: no multiplier needed there
         self.lbw, self.ubw = tr.pack(lbX, lbU, lbZ), tr.pack(ubX, ubU, ubZ)
+        self.constraints = NLPConstraints.from_groups(
+            groups, self.lbw, self.ubw, "variable bounds (initial state, rail ends, rail speed or input limits)")
+        # the same bounds without the contact constraints (the diagnosis of an infeasible plan)
+        self.has_contact = n_before_contact < self.constraints.lbg.size
+        self.relaxed_constraints = self.constraints.relaxed(np.arange(self.constraints.lbg.size) >= n_before_contact)
         self.g_fun = ca.Function("g", [tr.w, self.param], [g])
-        opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes", "ipopt.tol": 1e-9,
-                "ipopt.constr_viol_tol": 1e-9, "ipopt.max_iter": 1000, "ipopt.max_cpu_time": 600.0}
-        opts.update({f"ipopt.{k}": v for k, v in ipopt_options.items()})
-        self.solver = ca.nlpsol("plan", "ipopt", {"x": tr.w, "f": J, "g": g, "p": self.param}, opts)
+        self.solver = ca.nlpsol("plan", "ipopt", {"x": tr.w, "f": J, "g": g, "p": self.param},
+                                solver.casadi_options(max_iterations=1000, max_cpu_time_s=600.0))
         self.build_time_s = time.perf_counter() - start
         self.T = T
 
-    def bounds(self, relaxed: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """``(lbg, ubg)``; ``relaxed`` drops the contact constraints."""
-        return (self.lbg_relaxed, self.ubg_relaxed) if relaxed else (self.lbg, self.ubg)
-
     def violation(self, w, p, relaxed: bool = False) -> tuple[float, str]:
         g = np.asarray(self.g_fun(w, p), dtype=float).ravel()
-        lbg, ubg = self.bounds(relaxed)
-        return most_violated(g, lbg, ubg, [grp[0] for grp in self.groups], self.sizes, w, self.lbw,
-                             self.ubw, "variable bounds (initial state, rail ends, rail speed or input limits)")
+        return most_violated(g, w, self.relaxed_constraints if relaxed else self.constraints)
 
-    def solve(self, w0, p, relaxed: bool = False):
-        start = time.perf_counter()
-        lbg, ubg = self.bounds(relaxed)
-        sol = self.solver(x0=w0, lbx=self.lbw, ubx=self.ubw, lbg=lbg, ubg=ubg, p=p)
-        wall = time.perf_counter() - start
-        stats = dict(self.solver.stats(), t_wall_solve=wall)
-        w = np.asarray(sol["x"], dtype=float).ravel()
-        its = stats.get("iterations", {})
-        inf_du = float(its["inf_du"][-1]) if its and its.get("inf_du") else float("nan")
-        return w, float(sol["f"]), stats, inf_du
+    def solve(self, w0, p, relaxed: bool = False) -> dict:
+        """One IPOPT solve from ``w0`` (:func:`~ballctl.planning.transcription.run_ipopt`)."""
+        return run_ipopt(self.solver, w0, self.relaxed_constraints if relaxed else self.constraints, p)
 
 
 def _default_nodes(duration_s: float, intervals: int) -> np.ndarray:
@@ -811,9 +739,8 @@ def _default_nodes(duration_s: float, intervals: int) -> np.ndarray:
     return np.linspace(0.0, duration_s, int(intervals) + 1)
 
 
-def _solve(model, problem, nodes, w0, *, continuation, ipopt_options, clearance_rounds, contact_rounds, backoff0,
-           symbolic):
-    nlp = _NLP(model, problem, nodes, ipopt_options=ipopt_options, symbolic=symbolic)
+def _solve(model, problem, nodes, w0, *, continuation, solver: SolverOptions, backoff0, symbolic):
+    nlp = _NLP(model, problem, nodes, solver=solver, symbolic=symbolic)
     stage_its, solve_time, inf_du, status, success, obj = [], 0.0, float("nan"), "", False, float("nan")
     w = w0
     factors = tuple(continuation) if problem.obstacles else (1.0,)
@@ -821,11 +748,12 @@ def _solve(model, problem, nodes, w0, *, continuation, ipopt_options, clearance_
 
     def run(factor, w, relaxed=False):
         nonlocal solve_time, inf_du, status, success, obj
-        w, obj, stats, inf_du = nlp.solve(w, [factor, backoff, b_mu, b_n], relaxed=relaxed)
-        stage_its.append(int(stats.get("iter_count", 0)))
-        solve_time += float(stats["t_wall_solve"])
-        status, success = str(stats.get("return_status", "")), bool(stats.get("success", False))
-        return w
+        out = nlp.solve(w, [factor, backoff, b_mu, b_n], relaxed=relaxed)
+        obj, inf_du = out["objective"], out["inf_du"]
+        stage_its.append(out["iterations"])
+        solve_time += out["wall"]
+        status, success = out["status"], out["success"]
+        return out["w"]
 
     def make(w, relaxed=False):
         return _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, status, success,
@@ -857,7 +785,7 @@ def _solve(model, problem, nodes, w0, *, continuation, ipopt_options, clearance_
             if not plan.converged and free.converged:
                 return _contact_failure(problem, nlp, plan, free)
     # obstacle clearance between the collocation points (re-simulated), then the contact constraints there
-    for _ in range(clearance_rounds if problem.obstacles else 0):
+    for _ in range(solver.clearance_rounds if problem.obstacles else 0):
         if not plan.converged:
             break
         t_r, x_r = resimulate(plan)
@@ -875,7 +803,7 @@ def _solve(model, problem, nodes, w0, *, continuation, ipopt_options, clearance_
         new_mu, new_n, keeps, changed = contact_round(plan)
         if keeps and (best is None or plan.report.objective < best.report.objective):
             best = plan
-        if not changed or rounds >= contact_rounds:
+        if not changed or rounds >= solver.contact_rounds:
             break
         rounds += 1
         b_mu, b_n = new_mu, new_n
@@ -891,12 +819,6 @@ def _solve(model, problem, nodes, w0, *, continuation, ipopt_options, clearance_
                                     friction_coefficient=problem.friction_coefficient,
                                     min_normal_force_N=problem.min_normal_force_N, rounds=rounds)
     return replace(plan, report=replace(r, converged=False, message=message, binding_contact_constraints=()))
-
-
-def _dense_times(nodes, per_interval: int = 20) -> np.ndarray:
-    """``per_interval`` samples on every mesh interval (ends included once), s."""
-    s = np.linspace(0.0, 1.0, per_interval + 1)[:-1]
-    return np.append((nodes[:-1, None] + np.diff(nodes)[:, None] * s).ravel(), nodes[-1])
 
 
 def _contact_failure(problem, nlp, plan, free):
@@ -927,7 +849,7 @@ def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, statu
                                           friction_coefficient=None if mu is None else (1 - b_mu) * mu,
                                           min_normal_force_N=None if n_min is None else n_min + b_n,
                                           weight_N=model.weight_N)
-    peak, least = contact_summary(*plan.contact_forces(_dense_times(tr.nodes)))
+    peak, least = contact_summary(*plan.contact_forces(dense_times(tr.nodes)))
     if converged:
         message = f"converged ({status}) in {sum(stage_its)} iterations, max constraint violation {viol:.2e}"
         if nlp.has_contact and not relaxed:
@@ -939,7 +861,8 @@ def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, statu
     report = SolverReport(converged=bool(converged), status=status, message=message, iterations=int(sum(stage_its)),
                           stage_iterations=tuple(stage_its), solve_time_s=solve_time, build_time_s=nlp.build_time_s,
                           objective=obj, max_constraint_violation=viol, dual_infeasibility=inf_du,
-                          quaternion_norm_error=qerr, n_variables=int(tr.w.numel()), n_constraints=int(nlp.lbg.size),
+                          quaternion_norm_error=qerr, n_variables=int(tr.w.numel()),
+                          n_constraints=int(nlp.constraints.lbg.size),
                           peak_friction_coefficient_required=peak, least_normal_force_N=least,
                           binding_contact_constraints=binding if converged else ())
     return replace(plan, report=report)
@@ -947,9 +870,8 @@ def _make_plan(model, problem, nlp, w, obj, stage_its, solve_time, inf_du, statu
 
 def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes=None,
                   warm_start: ManeuverPlan | None = None,
-                  obstacle_continuation: Sequence[float] = (0.25, 0.5, 0.75, 1.0),
-                  clearance_rounds: int = 3, contact_rounds: int = 4, ipopt_options: dict | None = None,
-                  symbolic: str = "MX") -> ManeuverPlan:
+                  obstacle_continuation: Sequence[float] = (0.25, 0.5, 0.75, 1.0), symbolic: str = "MX",
+                  solver: SolverOptions | None = None) -> ManeuverPlan:
     """Plan an optimal maneuver by Hermite-Simpson collocation and IPOPT.
 
     Parameters
@@ -968,14 +890,21 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
     obstacle_continuation : sequence of float
         Obstacle radius factors solved in turn, each seeded by the previous
         solution (the last must be 1).
-    clearance_rounds : int
-        Re-simulate and tighten the obstacle constraints at most this many
-        times when the path between collocation points dips below the margin.
-    contact_rounds : int
-        With ``friction_coefficient`` or ``min_normal_force_N`` the problem is
-        solved first without them (kept when it meets them), then with them.
-        The plan's contact force is then sampled between the collocation points
-        (20 per interval, on the collocation polynomials); when it needs more than
+    symbolic : {"MX", "SX"}
+        CasADi graph of the transcription (:func:`~ballctl.planning.transcription.hermite_simpson`):
+        ``"MX"`` builds in a fraction of the time (3-mass ball, 40 intervals: 0.5 s vs 5.6 s) and
+        solves ~1.4x slower per iteration.
+    solver : SolverOptions, optional
+        IPOPT's limits and tolerances (default: 1000 iterations and 600 s per
+        solve, tolerances 1e-9) and the re-solve rounds
+        (:class:`~ballctl.planning.transcription.SolverOptions`):
+        ``clearance_rounds``: re-simulate and tighten the obstacle constraints
+        at most this many times when the path between collocation points dips
+        below the margin. ``contact_rounds``: with ``friction_coefficient`` or
+        ``min_normal_force_N`` the problem is solved first without them (kept
+        when it meets them), then with them. The plan's contact force is then
+        sampled between the collocation points (20 per interval, on the
+        collocation polynomials); when it needs more than
         ``(1 + 1e-3) friction_coefficient`` or falls below
         ``min_normal_force_N - 1e-3 M g``, the bounds at the points are tightened
         by the excess (and loosened again when too conservative) and the problem
@@ -983,12 +912,6 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
         (:func:`~ballctl.planning.contact.update_contact_backoffs`). The cheapest
         plan that keeps the constraints between the points is returned; if
         none does, ``converged`` is False and the message says so.
-    ipopt_options : dict, optional
-        Extra IPOPT options (without the ``ipopt.`` prefix), e.g. ``{"tol": 1e-10}``.
-    symbolic : {"MX", "SX"}
-        CasADi graph of the transcription (:func:`~ballctl.planning.transcription.hermite_simpson`):
-        ``"MX"`` builds in a fraction of the time (3-mass ball, 40 intervals: 0.5 s vs 5.6 s) and
-        solves ~1.4x slower per iteration.
 
     Returns
     -------
@@ -1036,9 +959,8 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
             raise ParameterError(f"nodes must increase strictly from 0 to duration_s = {T} s")
     times = collocation_times(nodes)
     w0 = _initial_guess(model, problem, x0, nodes, times, warm_start)
-    return _solve(model, problem, nodes, w0, continuation=factors, ipopt_options=dict(ipopt_options or {}),
-                  clearance_rounds=int(clearance_rounds),
-                  contact_rounds=check_integer(contact_rounds, "contact_rounds", minimum=0),
+    solver = SolverOptions() if solver is None else check_instance(solver, "solver", SolverOptions)
+    return _solve(model, problem, nodes, w0, continuation=factors, solver=solver,
                   backoff0=(0.0, 0.0, 0.0) if warm_start is None else
                   (warm_start.obstacle_backoff_m, *warm_start.contact_backoffs), symbolic=symbolic)
 
@@ -1077,7 +999,7 @@ def _interval_errors(plan: ManeuverPlan) -> np.ndarray:
 
 
 def refine_plan(plant, problem: ManeuverProblem, plan: ManeuverPlan, *, tolerance: float, max_rounds: int = 3,
-                ipopt_options: dict | None = None) -> tuple[ManeuverPlan, tuple[int, ...]]:
+                solver: SolverOptions | None = None) -> tuple[ManeuverPlan, tuple[int, ...]]:
     """Mesh refinement: split the intervals whose local error exceeds ``tolerance`` and re-solve, warm-started.
 
     The local error of interval k is the largest state difference between the
@@ -1095,7 +1017,8 @@ def refine_plan(plant, problem: ManeuverProblem, plan: ManeuverPlan, *, toleranc
         Target local error per interval (state units), > 0.
     max_rounds : int
         Largest number of refinement rounds.
-    ipopt_options : dict, optional
+    solver : SolverOptions, optional
+        IPOPT settings and re-solve rounds of every solve (see :func:`plan_maneuver`).
 
     Returns
     -------
@@ -1114,7 +1037,7 @@ def refine_plan(plant, problem: ManeuverProblem, plan: ManeuverPlan, *, toleranc
         mids = 0.5 * (plan.nodes[:-1] + plan.nodes[1:])
         nodes = np.sort(np.concatenate([plan.nodes, mids[split]]))
         plan = plan_maneuver(plant, problem, nodes=nodes, warm_start=plan, obstacle_continuation=(1.0,),
-                             ipopt_options=ipopt_options)
+                             solver=solver)
         sizes.append(nodes.size - 1)
         if not plan.converged:
             break

@@ -11,7 +11,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
 
-from .ball_plate import PlateMotionPlan, PlateTracking
+from .ball_plate import PlateMotionPlan
+from .follow import PlanTracking
 from .maneuver import ManeuverPlan
 
 __all__ = ["plot_plan", "plot_plan_tracking", "plot_plate_plan"]
@@ -126,7 +127,7 @@ def plot_plan_tracking(plan: ManeuverPlan, tracking) -> Figure:
     return fig
 
 
-def plot_plate_plan(plan: PlateMotionPlan, tracking: PlateTracking | None = None) -> Figure:
+def plot_plate_plan(plan: PlateMotionPlan, tracking: PlanTracking | None = None) -> Figure:
     """A ball-plate plan: contact path through the waypoints, plate angles and rates against the rig limits.
 
     Black = plan, blue (C0) = closed loop (applied commands), grey dashed = the rig's limits,
@@ -135,8 +136,8 @@ def plot_plate_plan(plan: PlateMotionPlan, tracking: PlateTracking | None = None
     Parameters
     ----------
     plan : PlateMotionPlan
-    tracking : PlateTracking, optional
-        A closed-loop run (:func:`~ballctl.planning.ball_plate.track_plate_plan`).
+    tracking : PlanTracking, optional
+        A closed-loop run (:func:`~ballctl.ball_plate.plan_tracking.track_plate_plan`).
 
     Returns
     -------

@@ -21,6 +21,12 @@ the exact solution and ``O(h^4)`` for the discrete one).
 
 Integral costs use the same Simpson rule: :attr:`Transcription.quadrature_weights`.
 
+Both planners (:func:`~ballctl.planning.maneuver.plan_maneuver`,
+:func:`~ballctl.planning.ball_plate.plan_plate_motion`) solve their transcription
+with IPOPT the same way: :class:`SolverOptions` sets the solver, :func:`run_ipopt`
+runs one solve, :func:`most_violated` names the worst constraint of an
+:class:`NLPConstraints` and :class:`SolverReport` is the outcome.
+
 References
 ----------
 C.R. Hargraves, S.W. Paris, "Direct trajectory optimization using nonlinear
@@ -31,21 +37,29 @@ Nonlinear Programming*, 2nd ed., SIAM (2010), sections 4.5-4.7.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 
-from .._errors import ParameterError
+from .._errors import ParameterError, ParameterTypeError
+from .._validation import check_integer, check_positive
 from ._casadi import require_casadi
 
 __all__ = [
+    "NLPConstraints",
+    "SolverOptions",
+    "SolverReport",
     "Transcription",
     "collocation_times",
+    "dense_times",
     "hermite_simpson",
     "hermite_state",
     "most_violated",
     "quadratic_input",
+    "run_ipopt",
     "simpson_weights",
 ]
 
@@ -268,20 +282,105 @@ def quadratic_input(nodes, U_points, t) -> np.ndarray:
     return u0 * (2 * s - 1) * (s - 1) + um * 4 * s * (1 - s) + u1 * s * (2 * s - 1)
 
 
-def most_violated(g, lbg, ubg, labels: Sequence[str], sizes: Sequence[int], w, lbw, ubw,
-                  bounds_label: str) -> tuple[float, str]:
+def dense_times(nodes, per_interval: int = 20) -> np.ndarray:
+    """``per_interval`` equally spaced samples on every mesh interval (the nodes included once).
+
+    The times at which a plan's contact force is sampled between its
+    collocation points (:attr:`SolverReport.peak_friction_coefficient_required`).
+
+    Parameters
+    ----------
+    nodes : ndarray, shape (N + 1,)
+        Mesh nodes in s.
+    per_interval : int
+        Samples per interval (its start included, its end not).
+
+    Returns
+    -------
+    ndarray, shape (N per_interval + 1,)
+        Times in s.
+    """
+    nodes = np.asarray(nodes, dtype=float)
+    s = np.linspace(0.0, 1.0, per_interval + 1)[:-1]
+    return np.append((nodes[:-1, None] + np.diff(nodes)[:, None] * s).ravel(), nodes[-1])
+
+
+@dataclass(frozen=True)
+class NLPConstraints:
+    """The constraints of a transcribed NLP by named group, with the bounds of the constraints and variables.
+
+    Attributes
+    ----------
+    labels : tuple of str
+        The name of each constraint group, in the order of ``g``.
+    sizes : tuple of int
+        The length of each group.
+    lbg, ubg : ndarray, shape (n_g,)
+        Bounds of the constraints, in the units of each constraint (``-inf``/``inf`` where free).
+    lbw, ubw : ndarray, shape (n_w,)
+        Simple bounds of the decision variables, in their units.
+    bounds_label : str
+        The name :func:`most_violated` reports when a simple bound is the most violated.
+    """
+
+    labels: tuple[str, ...]
+    sizes: tuple[int, ...]
+    lbg: np.ndarray
+    ubg: np.ndarray
+    lbw: np.ndarray
+    ubw: np.ndarray
+    bounds_label: str
+
+    @classmethod
+    def from_groups(cls, groups: Sequence[tuple], lbw, ubw, bounds_label: str) -> NLPConstraints:
+        """Collect ``(label, expression, lower, upper)`` groups (bounds scalar or per row) into one layout.
+
+        Parameters
+        ----------
+        groups : sequence of (str, casadi expression, float or array_like, float or array_like)
+            The constraint groups in the order of ``g``.
+        lbw, ubw : ndarray, shape (n_w,)
+            Simple bounds of the decision variables.
+        bounds_label : str
+            Name reported when a simple bound is the most violated.
+
+        Returns
+        -------
+        NLPConstraints
+        """
+        sizes = tuple(int(grp[1].numel()) for grp in groups)
+        lbg = np.concatenate([np.broadcast_to(grp[2], (n,)) for grp, n in zip(groups, sizes)])
+        ubg = np.concatenate([np.broadcast_to(grp[3], (n,)) for grp, n in zip(groups, sizes)])
+        return cls(labels=tuple(grp[0] for grp in groups), sizes=sizes, lbg=lbg, ubg=ubg,
+                   lbw=np.asarray(lbw, dtype=float), ubw=np.asarray(ubw, dtype=float), bounds_label=bounds_label)
+
+    def relaxed(self, rows) -> NLPConstraints:
+        """The same constraints with the rows ``rows`` left free (the diagnosis of an infeasible problem).
+
+        Parameters
+        ----------
+        rows : ndarray of bool, shape (n_g,)
+            The constraint rows to drop.
+
+        Returns
+        -------
+        NLPConstraints
+        """
+        rows = np.asarray(rows, dtype=bool)
+        return replace(self, lbg=np.where(rows, -np.inf, self.lbg), ubg=np.where(rows, np.inf, self.ubg))
+
+
+def most_violated(g, w, constraints: NLPConstraints) -> tuple[float, str]:
     """Largest violation of an NLP's constraints and bounds, and the name of the group it falls in.
 
     Parameters
     ----------
-    g, lbg, ubg : ndarray, shape (n_g,)
-        Constraint values at the point and their bounds.
-    labels, sizes : sequence
-        The constraint groups in the order of ``g``: a name and a length each.
-    w, lbw, ubw : ndarray, shape (n_w,)
-        The point and its simple bounds.
-    bounds_label : str
-        Name reported when a simple bound is the most violated.
+    g : ndarray, shape (n_g,)
+        Constraint values at the point.
+    w : ndarray, shape (n_w,)
+        The point.
+    constraints : NLPConstraints
+        The constraint groups and the bounds of ``g`` and ``w``.
 
     Returns
     -------
@@ -290,14 +389,194 @@ def most_violated(g, lbg, ubg, labels: Sequence[str], sizes: Sequence[int], w, l
     name : str
         The group's label ("" when nothing is violated).
     """
-    viol = np.maximum(np.maximum(lbg - g, g - ubg), 0.0)
+    c = constraints
+    viol = np.maximum(np.maximum(c.lbg - g, g - c.ubg), 0.0)
     worst, name, start = 0.0, "", 0
-    for label, size in zip(labels, sizes):
+    for label, size in zip(c.labels, c.sizes):
         v = float(viol[start:start + size].max(initial=0.0))
         if v > worst:
             worst, name = v, label
         start += size
-    wv = np.maximum(np.maximum(lbw - w, w - ubw), 0.0)
+    wv = np.maximum(np.maximum(c.lbw - w, w - c.ubw), 0.0)
     if wv.size and wv.max() > worst:
-        worst, name = float(wv.max()), bounds_label
+        worst, name = float(wv.max()), c.bounds_label
     return worst, name
+
+
+@dataclass(frozen=True, kw_only=True)
+class SolverOptions:
+    """How a planner runs IPOPT: limits, tolerances, output and its re-solve rounds (shared by both planners).
+
+    Passed as ``solver=`` to :func:`~ballctl.planning.maneuver.plan_maneuver`,
+    :func:`~ballctl.planning.maneuver.refine_plan` and
+    :func:`~ballctl.planning.ball_plate.plan_plate_motion`.
+
+    Attributes
+    ----------
+    max_iterations : int, optional
+        IPOPT iterations per solve (``max_iter``), >= 1. ``None``: the planner's
+        default, 1000 for :func:`~ballctl.planning.maneuver.plan_maneuver`, 3000
+        for :func:`~ballctl.planning.ball_plate.plan_plate_motion`.
+    max_cpu_time_s : float, optional
+        CPU time of one solve in s (``max_cpu_time``), > 0. ``None``: the
+        planner's default, 600 s for ``plan_maneuver``, 300 s for ``plan_plate_motion``.
+    tolerance : float
+        IPOPT's convergence tolerance on the scaled NLP error (``tol``, dimensionless), > 0.
+    constraint_tolerance : float
+        Largest constraint violation IPOPT accepts at convergence
+        (``constr_viol_tol``, in the units of each constraint: m, m/s, rad...), > 0.
+    print_level : int
+        IPOPT's output, 0 (silent) to 12 (``print_level``).
+    contact_rounds : int
+        With contact constraints (``friction_coefficient``, ``min_normal_force_N``):
+        how many times at most the bounds at the collocation points are tightened
+        (or loosened) when the plan's contact force sampled between the points
+        breaks them, and the problem re-solved, >= 0
+        (:func:`~ballctl.planning.contact.update_contact_backoffs`; see the planners).
+    clearance_rounds : int
+        ``plan_maneuver`` with obstacles: how many times at most the obstacle
+        constraints are tightened and the problem re-solved when the re-simulated
+        path between the collocation points dips below the clearance margin, >= 0.
+    ipopt_options : mapping
+        Further IPOPT options by name, without the ``ipopt.`` prefix (e.g.
+        ``{"mu_strategy": "adaptive"}``); they override the settings above.
+    """
+
+    max_iterations: int | None = None
+    max_cpu_time_s: float | None = None
+    tolerance: float = 1e-9
+    constraint_tolerance: float = 1e-9
+    print_level: int = 0
+    contact_rounds: int = 4
+    clearance_rounds: int = 3
+    ipopt_options: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_iterations is not None:
+            object.__setattr__(self, "max_iterations", check_integer(self.max_iterations, "max_iterations", minimum=1))
+        if self.max_cpu_time_s is not None:
+            object.__setattr__(self, "max_cpu_time_s", check_positive(self.max_cpu_time_s, "max_cpu_time_s", "s"))
+        object.__setattr__(self, "tolerance", check_positive(self.tolerance, "tolerance"))
+        object.__setattr__(self, "constraint_tolerance", check_positive(self.constraint_tolerance,
+                                                                        "constraint_tolerance"))
+        object.__setattr__(self, "print_level", check_integer(self.print_level, "print_level", minimum=0, maximum=12))
+        object.__setattr__(self, "contact_rounds", check_integer(self.contact_rounds, "contact_rounds", minimum=0))
+        object.__setattr__(self, "clearance_rounds", check_integer(self.clearance_rounds, "clearance_rounds",
+                                                                    minimum=0))
+        if not isinstance(self.ipopt_options, Mapping) or not all(isinstance(k, str) for k in self.ipopt_options):
+            raise ParameterTypeError(f"ipopt_options must be a mapping of IPOPT option names (str) to values, got "
+                                     f"{self.ipopt_options!r}")
+        object.__setattr__(self, "ipopt_options", MappingProxyType(dict(self.ipopt_options)))
+
+    def casadi_options(self, *, max_iterations: int, max_cpu_time_s: float) -> dict:
+        """The options of ``casadi.nlpsol(..., "ipopt", ...)``, with the planner's defaults for the unset limits.
+
+        Parameters
+        ----------
+        max_iterations : int
+            Iterations per solve when :attr:`max_iterations` is None.
+        max_cpu_time_s : float
+            CPU time of one solve in s when :attr:`max_cpu_time_s` is None.
+
+        Returns
+        -------
+        dict
+        """
+        opts = {"ipopt.print_level": self.print_level, "print_time": False, "ipopt.sb": "yes",
+                "ipopt.tol": self.tolerance, "ipopt.constr_viol_tol": self.constraint_tolerance,
+                "ipopt.max_iter": max_iterations if self.max_iterations is None else self.max_iterations,
+                "ipopt.max_cpu_time": max_cpu_time_s if self.max_cpu_time_s is None else self.max_cpu_time_s}
+        opts.update({f"ipopt.{k}": v for k, v in self.ipopt_options.items()})
+        return opts
+
+
+def run_ipopt(solver, w0, constraints: NLPConstraints, p) -> dict:
+    """One IPOPT solve of a CasADi ``nlpsol`` from ``w0`` within the bounds of ``constraints``.
+
+    Parameters
+    ----------
+    solver : casadi.Function
+        From ``casadi.nlpsol`` with IPOPT.
+    w0 : ndarray, shape (n_w,)
+        Initial guess.
+    constraints : NLPConstraints
+        Bounds of the constraints and of the variables.
+    p : array_like
+        Values of the NLP's parameters.
+
+    Returns
+    -------
+    dict
+        ``w`` (the solution, shape (n_w,)), ``objective``, ``wall`` (wall time in s),
+        ``iterations``, ``status`` (IPOPT's return status), ``success`` and
+        ``inf_du`` (the final scaled dual infeasibility, ``nan`` if not reported).
+    """
+    start = time.perf_counter()
+    sol = solver(x0=w0, lbx=constraints.lbw, ubx=constraints.ubw, lbg=constraints.lbg, ubg=constraints.ubg, p=p)
+    wall = time.perf_counter() - start
+    stats = solver.stats()
+    its = stats.get("iterations", {})
+    return {"w": np.asarray(sol["x"], dtype=float).ravel(), "objective": float(sol["f"]), "wall": wall,
+            "iterations": int(stats.get("iter_count", 0)), "status": str(stats.get("return_status", "")),
+            "success": bool(stats.get("success", False)),
+            "inf_du": float(its["inf_du"][-1]) if its and its.get("inf_du") else float("nan")}
+
+
+@dataclass(frozen=True)
+class SolverReport:
+    """Convergence report of an NLP solve (summed over continuation stages and clearance rounds).
+
+    Attributes
+    ----------
+    converged : bool
+        IPOPT reported success and the final constraint violation is below tolerance.
+    status : str
+        IPOPT's return status.
+    message : str
+        Human-readable outcome; names the most violated constraint when not converged.
+    iterations : int
+        IPOPT iterations, all stages.
+    stage_iterations : tuple of int
+        Iterations of each solve (continuation stages, clearance rounds).
+    solve_time_s : float
+        Wall time in IPOPT (all stages), s.
+    build_time_s : float
+        Time to build the NLP and its derivatives, s.
+    objective : float
+        Final cost.
+    max_constraint_violation : float
+        Largest violation of any constraint or bound at the returned point (defects in state units).
+    dual_infeasibility : float
+        IPOPT's final scaled dual infeasibility: the stationarity (KKT) residual.
+    quaternion_norm_error : float
+        ``max | |q| - 1 |`` over the collocation points before renormalization (ball only; 0 otherwise).
+    n_variables, n_constraints : int
+        NLP size.
+    peak_friction_coefficient_required : float
+        ``max |F_t| / N`` of the returned plan (dimensionless; ``inf`` where
+        ``N <= 0``): the least friction coefficient it needs to roll without
+        slipping, sampled at 20 points per mesh interval (the collocation
+        points included) on the plan's collocation polynomials. ``nan`` when not computed.
+    least_normal_force_N : float
+        ``min N`` on the same samples, N (<= 0: the plan lifts off).
+    binding_contact_constraints : tuple of str
+        The contact constraints active at the returned plan: ``"friction_coefficient"``,
+        ``"min_normal_force_N"``.
+    """
+
+    converged: bool
+    status: str
+    message: str
+    iterations: int
+    stage_iterations: tuple[int, ...]
+    solve_time_s: float
+    build_time_s: float
+    objective: float
+    max_constraint_violation: float
+    dual_infeasibility: float
+    quaternion_norm_error: float
+    n_variables: int
+    n_constraints: int
+    peak_friction_coefficient_required: float = float("nan")
+    least_normal_force_N: float = float("nan")
+    binding_contact_constraints: tuple[str, ...] = ()

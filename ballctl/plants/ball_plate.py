@@ -73,7 +73,7 @@ stays conserved. See :mod:`ballctl.plants.kernels.ball_plate`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace, dataclass, field
 
 import numpy as np
 
@@ -304,6 +304,24 @@ class BallPlate(ConstrainedSystem):
     # every equation below is evaluated by the compiled kernels of
     # ballctl.plants.kernels.ball_plate (one source of truth)
     kernels = _kernels
+    tracked_coordinates = ("contact_x", "contact_y")
+
+    @property
+    def physical_parameters(self) -> dict[str, float]:
+        """The ball's parameters a Monte Carlo run may draw: ``mass`` (kg), ``radius`` (m), ``inertia`` (kg m^2)."""
+        p = self.params
+        return {"mass": p.mass, "radius": p.radius, "inertia": p.ball_inertia}
+
+    def with_parameters(self, **changes: float) -> "BallPlate":
+        """The same plant with some of :attr:`physical_parameters` replaced.
+
+        Parameters
+        ----------
+        **changes : float
+            ``mass`` in kg, ``radius`` in m, ``inertia`` in kg m^2 (omitted: the
+            plant's rule, e.g. the solid sphere's ``2/5 m R^2`` of the new values).
+        """
+        return type(self)(replace(self.params, **changes)) if changes else self
 
     @property
     def kernel_parameters(self) -> np.ndarray:

@@ -116,7 +116,7 @@ A.G. Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, sec. 3.1 and appendi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace, dataclass, field
 
 import numpy as np
 
@@ -389,6 +389,26 @@ class _MovingPlateBase(ConstrainedSystem):
 
     # ------------------------------------------------------------ interface
     kernels = _kernels
+    tracked_coordinates = ("contact_x", "contact_y")
+
+    @property
+    def physical_parameters(self) -> dict[str, float]:
+        """The ball's parameters a Monte Carlo run may draw: ``mass`` (kg), ``radius`` (m), ``inertia`` (kg m^2)."""
+        b = self.params.ball
+        return {"mass": b.mass, "radius": b.radius, "inertia": b.ball_inertia}
+
+    def with_parameters(self, **changes: float):
+        """The same plant (plate and servos kept) with some of the ball's :attr:`physical_parameters` replaced.
+
+        Parameters
+        ----------
+        **changes : float
+            ``mass`` in kg, ``radius`` in m, ``inertia`` in kg m^2.
+        """
+        if not changes:
+            return self
+        params = replace(self.params, ball=replace(self.params.ball, **changes))
+        return type(self)(params, self.servo) if hasattr(self, "servo") else type(self)(params)
 
     @property
     def kernel_parameters(self) -> np.ndarray:

@@ -45,9 +45,9 @@ from scipy.sparse import block_diag
 
 from .._derivatives import COMPLEX_STEP, jacobian
 from .._errors import ParameterError, ParameterTypeError, ShapeError
-from .._validation import (as_vector, check_bool, check_callable, check_choice, check_finite_at, check_instance,
-                           check_positive, checked_input)
-from ..ode import ODETrajectory, integrate_piecewise
+from .._guards import check_finite_at, checked_input
+from .._validation import as_vector, check_bool, check_callable, check_choice, check_instance, check_positive
+from ..ode import IntegrationOptions, ODETrajectory, as_integration_options, integrate_piecewise
 from ..system import ConstrainedSystem
 from .kernels import rails as _rail_kernels
 from .kernels.batching import as_stacks, restore
@@ -302,14 +302,6 @@ class InternalMassesPlant:
         return F[..., -1].copy(), F[..., :-1].copy()
 
     @property
-    def parameters(self):
-        """Deprecated spelling of :attr:`params` (removed in the next release)."""
-        import warnings
-        warnings.warn(f"{type(self).__name__}.parameters is deprecated; use params", DeprecationWarning,
-                      stacklevel=2)
-        return self.params
-
-    @property
     def n_masses(self) -> int:
         """Number n of moving masses."""
         return self._n
@@ -369,9 +361,8 @@ class InternalMassesPlant:
             return np.ascontiguousarray(F.imag.T) / COMPLEX_STEP
         return jacobian(lambda z: self.rhs(t, z, u), x)[0]
 
-    def simulate(self, x0, t_span, rail_input: Callable[[float], Sequence[float]], *, method: str = "DOP853",
-                 rtol: float | None = None, atol: float | None = None,
-                 breakpoints: Sequence[float] | None = None, t_eval=None,
+    def simulate(self, x0, t_span, rail_input: Callable[[float], Sequence[float]], *,
+                 options: IntegrationOptions | None = None, breakpoints: Sequence[float] | None = None, t_eval=None,
                  use_jacobian: bool = True, check_rails: bool = True) -> ODETrajectory:
         """Integrate the ODE with ``solve_ivp``, restarting at each kink of the input.
 
@@ -387,10 +378,10 @@ class InternalMassesPlant:
         rail_input : callable
             ``u(t) -> (n,)``: rail accelerations or forces (per ``inputs``);
             for a batch ``(n,)`` (the same for every run) or ``(B, n)``.
-        method : str
-            Any ``solve_ivp`` method (``"DOP853"``, ``"Radau"``, ``"BDF"``, ...).
-        rtol, atol : float, optional
-            Tolerances; default :attr:`default_tolerance`.
+        options : IntegrationOptions, optional
+            Method (any ``solve_ivp`` method: ``"DOP853"``, ``"Radau"``, ``"BDF"``, ...), tolerances and
+            largest step; default DOP853 with ``rtol = atol =`` :attr:`default_tolerance`
+            (:meth:`integration_options`).
         breakpoints : sequence of float, optional
             Times (s) where ``rail_input`` is not smooth; the integration is
             restarted there so no step straddles a kink. Defaults to
@@ -420,11 +411,10 @@ class InternalMassesPlant:
             When ``solve_ivp`` fails.
         """
         if np.ndim(x0) == 2:
-            return self._simulate_batch(x0, t_span, rail_input, method=method, rtol=rtol, atol=atol,
-                                        breakpoints=breakpoints, t_eval=t_eval, use_jacobian=use_jacobian,
-                                        check_rails=check_rails)
+            return self._simulate_batch(x0, t_span, rail_input, options=options, breakpoints=breakpoints,
+                                        t_eval=t_eval, use_jacobian=use_jacobian, check_rails=check_rails)
         x0 = self.validate_state(x0)
-        tol = self.default_tolerance
+        options = as_integration_options(options, self.integration_options())
         if breakpoints is None:
             breakpoints = self.default_breakpoints
         u = checked_input(rail_input, "rail_input", self._n, context="simulate")
@@ -435,12 +425,16 @@ class InternalMassesPlant:
         jac = (lambda t, x: self.rhs_jacobian(t, x, u(t))) if check_bool(use_jacobian, "use_jacobian") else None
         event = rail_exit_event(self.params.point_masses, self.params.radius_m) \
             if check_bool(check_rails, "check_rails") else None
-        return integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, method=method,
-                                   rtol=tol if rtol is None else rtol, atol=tol if atol is None else atol,
-                                   t_eval=t_eval, jac=jac, event=event,
-                                   event_error=None if event is None else event.describe)
+        return integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, t_eval=t_eval, options=options,
+                                   jac=jac, event=event)
 
-    def _simulate_batch(self, x0, t_span, rail_input, *, method, rtol, atol, breakpoints, t_eval, use_jacobian,
+    def integration_options(self) -> IntegrationOptions:
+        """The default options of :meth:`simulate`: DOP853 with ``rtol = atol =`` :attr:`default_tolerance`
+        (change a field with ``dataclasses.replace(plant.integration_options(), method="Radau")``)."""
+        tol = self.default_tolerance
+        return IntegrationOptions(rtol=tol, atol=tol)
+
+    def _simulate_batch(self, x0, t_span, rail_input, *, options, breakpoints, t_eval, use_jacobian,
                         check_rails) -> ODETrajectory:
         """:meth:`simulate` of a stack of initial states ``(B, n_states)`` as one ODE of size ``B n_states``."""
         x0 = np.asarray(x0, dtype=float)
@@ -449,7 +443,7 @@ class InternalMassesPlant:
             raise ShapeError(f"x0 must hold at least one initial state, got shape {x0.shape}")
         X0 = np.array([self.validate_state(x, f"x0[{b}]") for b, x in enumerate(x0)])
         check_callable(rail_input, "rail_input", f"u(t) -> ({n},) or ({B}, {n})")
-        tol = self.default_tolerance
+        options = as_integration_options(options, self.integration_options())
         if breakpoints is None:
             breakpoints = self.default_breakpoints
 
@@ -495,10 +489,8 @@ class InternalMassesPlant:
                 return f"run {b} of the batch: " + single.describe(t, Y[b])
 
             event.describe = describe
-        traj = integrate_piecewise(fun, X0.ravel(), t_span, breakpoints=breakpoints, method=method,
-                                   rtol=tol if rtol is None else rtol, atol=tol if atol is None else atol,
-                                   t_eval=t_eval, jac=jac if check_bool(use_jacobian, "use_jacobian") else None,
-                                   event=event, event_error=None if event is None else event.describe)
+        traj = integrate_piecewise(fun, X0.ravel(), t_span, breakpoints=breakpoints, t_eval=t_eval, options=options,
+                                   jac=jac if check_bool(use_jacobian, "use_jacobian") else None, event=event)
         x = np.ascontiguousarray(traj.x.reshape(traj.x.shape[0], B, nx).swapaxes(0, 1))
         return replace(traj, x=x)
 
@@ -540,6 +532,8 @@ class InternalMassesSystem(ConstrainedSystem):
                          n_inputs=n, coordinate_names=tuple(body_coordinate_names)
                          + tuple(f"theta_{i + 1}" for i in range(n)),
                          input_names=tuple(f"{prefix}_{i + 1}" for i in range(n)))
+        # the contact point is what a closed loop tracks
+        self.tracked_coordinates = tuple(c for c in ("contact_x", "contact_y") if c in body_coordinate_names)
 
     @property
     def name(self) -> str:

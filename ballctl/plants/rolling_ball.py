@@ -54,7 +54,6 @@ internal point masses", Meccanica 53 (2018) 3839-3868, eqs. (5.23)-(5.28),
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -71,23 +70,6 @@ __all__ = ["PointMass", "RollingBallParameters", "RollingBall", "RollingBallSyst
 
 _QUAT_TOL = 1e-9
 _NO_FORCE = np.zeros(3)  # writable like a user's force (one numba specialization); never written
-
-#: names that moved in 0.2: old spelling here -> (module, new name); importable for one release with a warning
-_MOVED = {"RollingBallTrajectory": ("ballctl.ode", "ODETrajectory"),
-          "paper_rail_acceleration": ("ballctl.plants.paper", "paper_rail_acceleration"),
-          "paper_ball_parameters": ("ballctl.plants.paper", "paper_ball_parameters"),
-          "paper_ball_initial_state": ("ballctl.plants.paper", "paper_ball_initial_state"),
-          "PAPER_KINK_TIMES": ("ballctl.plants.paper", "PAPER_KINK_TIMES")}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
-        module, new = _MOVED[name]
-        warnings.warn(f"ballctl.plants.rolling_ball.{name} moved to {module}.{new}", DeprecationWarning,
-                      stacklevel=2)
-        return getattr(importlib.import_module(module), new)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, kw_only=True)

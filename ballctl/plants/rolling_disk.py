@@ -34,7 +34,6 @@ internal point masses", Meccanica 53 (2018) 3839-3868, eqs. (5.29)-(5.46), (6.1)
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -45,20 +44,9 @@ from .._validation import ProblemCollector, as_vector, check_positive
 from .internal_masses import InternalMassesPlant, InternalMassesSystem, PointMass
 from .kernels import rolling_disk as _kernels
 from .kernels.batching import restore
+from .rails import CircleRail
 
-__all__ = ["RollingDiskParameters", "RollingDisk", "newton_single_mass_angular_acceleration", "RollingDiskSystem"]
-
-#: names that moved in 0.2: old spelling here -> new name in ballctl.plants.paper (one release with a warning)
-_MOVED = ("paper_disk_parameters", "paper_disk_initial_state", "paper_disk_rail_accelerations")
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        from . import paper
-        warnings.warn(f"ballctl.plants.rolling_disk.{name} moved to ballctl.plants.paper.{name}",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(paper, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["RollingDiskParameters", "RollingDisk", "RollingDiskSystem"]
 
 _PLANAR_TOL = 1e-12
 
@@ -140,10 +128,8 @@ class RollingDiskParameters:
                 "external_force": None if self.external_force is None else repr(self.external_force)}
 
 
-def newton_single_mass_angular_acceleration(phi, phi_dot, theta, theta_dot, theta_ddot, *, mass_kg: float,
-                                            point_mass_kg: float, radius_m: float, rail_radius_m: float,
-                                            inertia_kgm2: float, gravity_mps2: float,
-                                            external_force_1: float = 0.0):
+def newton_single_mass_angular_acceleration(phi, phi_dot, theta, theta_dot, theta_ddot,
+                                            params: RollingDiskParameters, *, t: float = 0.0):
     r"""``phi_ddot`` of a disk (CM at GC) with one mass on a centred circle, by Newton's laws, eq. (5.46).
 
     An independent derivation used to validate eq. (5.40).
@@ -153,28 +139,34 @@ def newton_single_mass_angular_acceleration(phi, phi_dot, theta, theta_dot, thet
     phi, phi_dot : float or ndarray
         Disk angle (rad) and rate (rad/s).
     theta, theta_dot, theta_ddot : float or ndarray
-        Rail angle, rate and acceleration of the mass.
-    mass_kg, point_mass_kg : float
-        m0 and m1 in kg.
-    radius_m, rail_radius_m : float
-        r and r1 in m.
-    inertia_kgm2 : float
-        d2 in kg m^2.
-    gravity_mps2 : float
-        g in m/s^2.
-    external_force_1 : float
-        F_e1 in N.
+        Rail angle (rad), rate (rad/s) and acceleration (rad/s^2) of the mass.
+    params : RollingDiskParameters
+        The disk: ``mass_kg`` (m0, kg), ``radius_m`` (r, m), ``inertia_kgm2`` (d2, kg m^2),
+        ``gravity_mps2`` (g, m/s^2), ``cm_offset_m`` zero, and one point mass (m1, kg) on a
+        :class:`~ballctl.plants.rails.CircleRail` of radius r1 (m) centred at the GC in the
+        ``E1``-``E3`` plane; ``external_force`` (F_e1 in N, or None for 0).
+    t : float
+        Time in s at which ``external_force`` is evaluated.
 
     Returns
     -------
     float or ndarray
         ``phi_ddot`` in rad/s^2.
     """
-    r, r1, m0, m1 = radius_m, rail_radius_m, mass_kg, point_mass_kg
+    if not isinstance(params, RollingDiskParameters):
+        raise ParameterTypeError(f"params must be RollingDiskParameters, got {type(params).__name__}")
+    rail = params.point_masses[0].rail if len(params.point_masses) == 1 else None
+    if (not isinstance(rail, CircleRail) or np.any(rail.center_m != 0.0) or np.any(rail.rotation != np.eye(3))
+            or np.any(params.cm_offset_m != 0.0)):
+        raise ParameterError("eq. (5.46) holds for one point mass on a CircleRail centred at the GC in the E1-E3 "
+                             "plane and the disk's CM at the GC (cm_offset_m = 0)")
+    r, r1 = params.radius_m, rail.radius_m
+    m0, m1 = params.mass_kg, params.point_masses[0].mass_kg
+    g = params.gravity_mps2
+    force = 0.0 if params.external_force is None else float(params.external_force(t))
     a = phi + theta
-    num = r * external_force_1 + m1 * r1 * (np.cos(a) * (r * (phi_dot + theta_dot) ** 2 + gravity_mps2)
-                                            + (r1 + r * np.sin(a)) * theta_ddot)
-    den = inertia_kgm2 + (m0 + m1) * r ** 2 + m1 * r1 * (r1 + 2 * r * np.sin(a))
+    num = r * force + m1 * r1 * (np.cos(a) * (r * (phi_dot + theta_dot) ** 2 + g) + (r1 + r * np.sin(a)) * theta_ddot)
+    den = params.inertia_kgm2 + (m0 + m1) * r ** 2 + m1 * r1 * (r1 + 2 * r * np.sin(a))
     return -num / den
 
 

@@ -39,23 +39,52 @@ the servo law is inverted (:meth:`ServoPlateBallPlate.commands_for_torque`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._derivatives import directional_derivative
 from .._errors import ChartSingularityError, InfeasibleReferenceError, ParameterError, ParameterTypeError
-from .._validation import check_finite_scalar, check_instance, check_positive
+from .._validation import check_finite_scalar, check_instance, check_integer, check_positive
 from .._quaternion import cross
 from ..plants.ball_plate_moving import MovingPlateBallPlate, ServoPlateBallPlate, plate_kinematics
 from ..plants.kernels import moving_plate as _plate_kernels
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT, CircularMotion
 from .inversion import plate_angles_for_acceleration, require_ideal_rolling
-from .paths import CirclePath, evaluate_path, initial_ball_orientation
+from .paths import LissajousPath, evaluate_path, initial_ball_orientation
 
-__all__ = ["MovingPlateMotion", "exact_circular_motion", "spectral_derivative_matrices",
+__all__ = ["CollocationOptions", "MovingPlateMotion", "exact_circular_motion", "spectral_derivative_matrices",
            "chebyshev_derivative_matrices"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollocationOptions:
+    """How :class:`MovingPlateMotion` solves for the plate angles.
+
+    Attributes
+    ----------
+    n_collocation : int
+        Collocation points per period of a periodic path (Fourier), or Chebyshev intervals of any other path
+        (``n_collocation + 1`` Gauss-Lobatto nodes); even, >= 8.
+    tol : float
+        Gauss-Newton stops when the largest residual is below ``tol`` (m/s^2 and rad/s^2), > 0.
+    max_iter : int
+        Gauss-Newton iterations allowed, >= 1.
+    """
+
+    n_collocation: int = 64
+    tol: float = 1e-11
+    max_iter: int = 30
+
+    def __post_init__(self) -> None:
+        n = self.n_collocation
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 8 or n % 2:
+            raise ParameterError(f"n_collocation must be an even integer >= 8, got {n!r}")
+        object.__setattr__(self, "n_collocation", int(n))
+        object.__setattr__(self, "tol", check_positive(self.tol, "tol"))
+        object.__setattr__(self, "max_iter", check_integer(self.max_iter, "max_iter", minimum=1))
 
 
 def spectral_derivative_matrices(n_points: int, period: float) -> tuple[np.ndarray, np.ndarray]:
@@ -215,7 +244,7 @@ class MovingPlateMotion(Reference):
         plant they are the commanded plate angles.
     path : callable
         ``path(t) -> (p, v, a[, jerk])`` with a ``period`` attribute in s
-        (e.g. :func:`~ballctl.CirclePath`, :class:`~ballctl.references.paths.LissajousPath`), or any
+        (e.g. :meth:`LissajousPath.circle <ballctl.LissajousPath.circle>`, any :class:`~ballctl.LissajousPath`), or any
         other path defined on ``[t0, t0 + duration]``.
     spin : float
         Periodic path: the mean over a period; other paths: the value at ``t0``; of the ball's spin about the
@@ -229,12 +258,8 @@ class MovingPlateMotion(Reference):
         Start time in s.
     initial_orientation : (yaw, lean, roll), optional
         Ball angles at ``t0`` in rad (default: yaw along the velocity, lean and roll 0).
-    n_collocation : int
-        Collocation points per period (even, >= 8).
-    tol : float
-        Gauss-Newton stops when the largest residual is below ``tol`` (m/s^2 and rad/s^2).
-    max_iter : int
-        Gauss-Newton iterations allowed.
+    collocation : CollocationOptions, optional
+        Collocation points, Gauss-Newton tolerance and iterations (default ``CollocationOptions()``).
 
     Attributes
     ----------
@@ -263,7 +288,7 @@ class MovingPlateMotion(Reference):
 
     def __init__(self, plant: MovingPlateBallPlate | ServoPlateBallPlate, path: Callable, *, spin: float,
                  duration: float, t0: float = 0.0, initial_orientation: Sequence[float] | None = None,
-                 n_collocation: int = 64, tol: float = 1e-11, max_iter: int = 30) -> None:
+                 collocation: CollocationOptions | None = None) -> None:
         if not isinstance(plant, (MovingPlateBallPlate, ServoPlateBallPlate)):
             raise ParameterTypeError(
                 f"plant must be a MovingPlateBallPlate or ServoPlateBallPlate, got {type(plant).__name__}")
@@ -274,9 +299,9 @@ class MovingPlateMotion(Reference):
         if not callable(path):
             raise ParameterTypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
         period = getattr(path, "period", None)
-        n_col = int(n_collocation)
-        if n_col < 8 or n_col % 2:
-            raise ParameterError(f"n_collocation must be an even integer >= 8, got {n_collocation!r}")
+        collocation = CollocationOptions() if collocation is None else check_instance(
+            collocation, "collocation", CollocationOptions)
+        n_col = collocation.n_collocation
         self.system = plant
         self.path = path
         self.periodic = period is not None
@@ -287,7 +312,7 @@ class MovingPlateMotion(Reference):
         self.t_range = (self.t0, self.t0 + self.duration)
         self.n_collocation = n_col
         self._prescribed = MovingPlateBallPlate(plant.params)
-        self._solve(check_positive(tol, "tol"), int(max_iter))
+        self._solve(collocation.tol, collocation.max_iter)
         _, v, _, _ = evaluate_path(path, np.array([self.t0]))
         self.initial_orientation = initial_ball_orientation(initial_orientation, v[0])
         self._orientation = self._integrate_orientation()
@@ -543,20 +568,23 @@ class MovingPlateMotion(Reference):
         return out
 
 
-def exact_circular_motion(plant: MovingPlateBallPlate | ServoPlateBallPlate, radius: float, omega: float,
-                          roll_rate: float, *, center=(0.0, 0.0), phase: float = 0.0, roll0: float = 0.0,
-                          duration: float | None = None, n_collocation: int = 64) -> MovingPlateMotion:
+def exact_circular_motion(plant: MovingPlateBallPlate | ServoPlateBallPlate, path: LissajousPath,
+                          roll_rate: float, *, roll0: float = 0.0, duration: float | None = None,
+                          collocation: CollocationOptions | None = None) -> MovingPlateMotion:
     """The circular steady motion of :class:`~ballctl.CircularMotion` on the exact moving plate.
 
     Parameters
     ----------
     plant : MovingPlateBallPlate or ServoPlateBallPlate
-    radius, omega, roll_rate, center, phase, roll0
-        As for :class:`~ballctl.CircularMotion` (m, rad/s, rad/s, m, rad, rad).
+    path : LissajousPath
+        The circle of the contact point, :meth:`LissajousPath.circle(radius, omega, center=..., phase=...)
+        <ballctl.LissajousPath.circle>` (m, rad/s, m, rad).
+    roll_rate, roll0
+        As for :class:`~ballctl.CircularMotion` (rad/s, rad).
     duration : float, optional
         Interval in s on which the reference is defined (default: one period).
-    n_collocation : int
-        Fourier collocation points per period of the plate-angle solve.
+    collocation : CollocationOptions, optional
+        Fourier collocation of the plate-angle solve (default ``CollocationOptions()``).
 
     Returns
     -------
@@ -570,8 +598,21 @@ def exact_circular_motion(plant: MovingPlateBallPlate | ServoPlateBallPlate, rad
     """
     check_instance(plant, "plant", (MovingPlateBallPlate, ServoPlateBallPlate),
                    "MovingPlateBallPlate or ServoPlateBallPlate (for a BallPlate use CircularMotion)")
+    radius, omega, center, phase = _circle_of(path)
     qs = CircularMotion(plant.quasi_static(), radius, omega, roll_rate, center=center, phase=phase, roll0=roll0)
     s0 = qs(0.0)
-    path = CirclePath(radius, omega, center=center, phase=phase)
     return MovingPlateMotion(plant, path, spin=float(qs.spin), duration=duration or qs.period,
-                             initial_orientation=tuple(s0.x[0, 2:5]), n_collocation=n_collocation)
+                             initial_orientation=tuple(s0.x[2:5]), collocation=collocation)
+
+
+def _circle_of(path) -> tuple[float, float, tuple[float, float], float]:
+    """``(radius, omega, center, phase)`` of a circle built by :meth:`LissajousPath.circle` (rotation adds to the
+    phase), or a ParameterError."""
+    check_instance(path, "path", LissajousPath, "LissajousPath (LissajousPath.circle(radius, omega))")
+    gap = (path.phase_x - path.phase_y - np.pi / 2) % (2 * np.pi)
+    if not (path.amplitude_x == path.amplitude_y > 0 and path.omega_x == path.omega_y
+            and min(gap, 2 * np.pi - gap) < 1e-12):
+        raise ParameterError(f"path must be a circle, LissajousPath.circle(radius, omega, center=..., phase=...), "
+                             f"got {path!r}")
+    center = tuple(float(c) for c in path.center)
+    return float(path.amplitude_x), float(path.omega_x), center, float(path.phase_y + path.rotation)

@@ -38,15 +38,15 @@ from scipy.interpolate import make_interp_spline
 from .._derivatives import directional_derivative
 from .._errors import (BallctlError, ChartSingularityError, IntegrationError, ParameterError, ParameterTypeError,
                        ShapeError)
+from .._guards import guard_rhs
 from .._validation import (as_array, as_vector, check_bool, check_finite_scalar, check_integer, check_nonnegative,
-                           check_positive, guard_rhs)
+                           check_positive)
 from ..plants.ball_plate import BallPlate
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT
 from .inversion import plate_angles_for_acceleration, require_ideal_rolling, rolling_multipliers, warn_large_tilt
 
-__all__ = ["CirclePath", "EllipsePath", "FigureEightPath", "LissajousPath", "WaypointPath", "PathMotion",
-           "evaluate_path"]
+__all__ = ["LissajousPath", "WaypointPath", "PathMotion"]
 
 
 def _rot(angle: float) -> np.ndarray:
@@ -120,66 +120,73 @@ class LissajousPath:
         j = (-amp * w ** 3 * c) @ R.T
         return p, v, a, j
 
+    @classmethod
+    def circle(cls, radius: float, omega: float, *, center=(0.0, 0.0), phase: float = 0.0) -> "LissajousPath":
+        """A circle.
 
-def CirclePath(radius: float, omega: float, *, center=(0.0, 0.0), phase: float = 0.0) -> LissajousPath:
-    """Circle as a :class:`LissajousPath`.
+        Parameters
+        ----------
+        radius : float
+            Radius in m (> 0).
+        omega : float
+            Angular rate in rad/s (negative: clockwise).
+        center : (float, float)
+            Centre in m.
+        phase : float
+            Angle of the start point in rad.
 
-    Parameters
-    ----------
-    radius : float
-        Radius in m (> 0).
-    omega : float
-        Angular rate in rad/s (negative: clockwise).
-    center : (float, float)
-        Centre in m.
-    phase : float
-        Angle of the start point in rad.
-    """
-    radius = check_positive(radius, "radius", "m")
-    return LissajousPath(amplitude_x=radius, amplitude_y=radius, omega_x=omega, omega_y=omega,
-                         phase_x=phase + np.pi / 2, phase_y=phase, center=tuple(center))
+        Examples
+        --------
+        >>> p, v, a, j = LissajousPath.circle(0.5, 1.0)(0.0)
+        >>> p.round(12).tolist()
+        [[0.5, 0.0]]
+        """
+        radius = check_positive(radius, "radius", "m")
+        return cls(amplitude_x=radius, amplitude_y=radius, omega_x=omega, omega_y=omega,
+                   phase_x=phase + np.pi / 2, phase_y=phase, center=tuple(center))
 
+    @classmethod
+    def ellipse(cls, semi_major: float, semi_minor: float, omega: float, *, center=(0.0, 0.0),
+                phase: float = 0.0, rotation: float = 0.0) -> "LissajousPath":
+        """An ellipse.
 
-def EllipsePath(semi_major: float, semi_minor: float, omega: float, *, center=(0.0, 0.0),
-                phase: float = 0.0, rotation: float = 0.0) -> LissajousPath:
-    """Ellipse as a :class:`LissajousPath`.
+        Parameters
+        ----------
+        semi_major, semi_minor : float
+            Semi-axes in m (> 0).
+        omega : float
+            Angular rate of the parametrisation in rad/s.
+        center : (float, float)
+            Centre in m.
+        phase : float
+            Start parameter in rad.
+        rotation : float
+            Angle of the major axis in rad.
+        """
+        a = check_positive(semi_major, "semi_major", "m")
+        b = check_positive(semi_minor, "semi_minor", "m")
+        return cls(amplitude_x=a, amplitude_y=b, omega_x=omega, omega_y=omega,
+                   phase_x=phase + np.pi / 2, phase_y=phase, center=tuple(center), rotation=rotation)
 
-    Parameters
-    ----------
-    semi_major, semi_minor : float
-        Semi-axes in m (> 0).
-    omega : float
-        Angular rate of the parametrisation in rad/s.
-    center : (float, float)
-        Centre in m.
-    phase : float
-        Start parameter in rad.
-    rotation : float
-        Angle of the major axis in rad.
-    """
-    a = check_positive(semi_major, "semi_major", "m")
-    b = check_positive(semi_minor, "semi_minor", "m")
-    return LissajousPath(amplitude_x=a, amplitude_y=b, omega_x=omega, omega_y=omega,
-                         phase_x=phase + np.pi / 2, phase_y=phase, center=tuple(center), rotation=rotation)
+    @classmethod
+    def figure_eight(cls, size: float, omega: float, *, center=(0.0, 0.0), rotation: float = 0.0
+                     ) -> "LissajousPath":
+        """A figure-eight (lemniscate of Gerono) ``(A sin wt, A/2 sin 2wt)``.
 
-
-def FigureEightPath(size: float, omega: float, *, center=(0.0, 0.0), rotation: float = 0.0) -> LissajousPath:
-    """Figure-eight (lemniscate of Gerono) ``(A sin wt, A/2 sin 2wt)``.
-
-    Parameters
-    ----------
-    size : float
-        Half-width A in m (> 0).
-    omega : float
-        Rate w in rad/s; one loop of the eight takes ``2 pi / w`` s.
-    center : (float, float)
-        Centre in m.
-    rotation : float
-        Rotation of the figure in rad.
-    """
-    A = check_positive(size, "size", "m")
-    return LissajousPath(amplitude_x=A, amplitude_y=A / 2, omega_x=omega, omega_y=2 * omega,
-                         center=tuple(center), rotation=rotation)
+        Parameters
+        ----------
+        size : float
+            Half-width A in m (> 0).
+        omega : float
+            Rate w in rad/s; one loop of the eight takes ``2 pi / w`` s.
+        center : (float, float)
+            Centre in m.
+        rotation : float
+            Rotation of the figure in rad.
+        """
+        A = check_positive(size, "size", "m")
+        return cls(amplitude_x=A, amplitude_y=A / 2, omega_x=omega, omega_y=2 * omega,
+                   center=tuple(center), rotation=rotation)
 
 
 class WaypointPath:

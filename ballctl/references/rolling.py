@@ -53,12 +53,14 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
 from .._errors import InfeasibleReferenceError, IntegrationError, ParameterError, ParameterTypeError
-from .._validation import (as_time_span, as_times, as_vector, check_finite_at, check_instance, check_ivp_method,
-                           check_positive, check_stabilization, check_tolerances, guard_rhs)
+from .._guards import check_finite_at, guard_rhs
+from .._validation import as_time_span, as_times, as_vector, check_instance, check_positive
+from ..ode import IntegrationOptions
 from ..plants.paper import PAPER_KINK_TIMES, paper_ball_initial_state, paper_rail_acceleration
 from ..plants.rolling_ball import RollingBall, RollingBallSystem
 from ..plants.rolling_disk import RollingDiskSystem
 from ..plants.rails import CircleRail
+from ..simulate import SimulationOptions, simulation_options
 from ..system import ConstrainedSystem
 from .base import Reference, ReferenceSample
 
@@ -375,12 +377,11 @@ class IntegratedReference(Reference):
         Interval in s.
     breakpoints : sequence of float
         Times (s) where ``nominal_input`` is not smooth.
-    method : str
-        ``solve_ivp`` method.
-    rtol, atol : float
-        Tolerances (defaults as the paper's ball, 1e-10, and 1e-12).
-    stabilization : (float, float) or None
-        Baumgarte gains in 1/s during the integration.
+    options : SimulationOptions or IntegrationOptions, optional
+        ``method``, ``rtol``, ``atol``, ``max_step`` and, from a
+        :class:`~ballctl.simulate.SimulationOptions`, the Baumgarte gains ``stabilization`` (1/s) used
+        during the integration (default ``SimulationOptions()``: DOP853, 1e-10, 1e-12, gains (10, 10)).
+        Projection, recharting and ``raise_on_failure=False`` are :func:`ballctl.simulate`'s alone.
 
     Examples
     --------
@@ -388,17 +389,20 @@ class IntegratedReference(Reference):
     """
 
     def __init__(self, system: ConstrainedSystem, x0, xd0, nominal_input: Callable[[float], Sequence[float]],
-                 t_span: tuple[float, float], *, breakpoints: Sequence[float] = (), method: str = "DOP853",
-                 rtol: float = 1e-10, atol: float = 1e-12,
-                 stabilization: tuple[float, float] | None = (10.0, 10.0)) -> None:
+                 t_span: tuple[float, float], *, breakpoints: Sequence[float] = (),
+                 options: SimulationOptions | IntegrationOptions | None = None) -> None:
         check_instance(system, "system", ConstrainedSystem)
         n, nu = system.n_coordinates, system.n_inputs
         x0 = as_vector(x0, "x0", n)
         xd0 = as_vector(xd0, "xd0", n)
         t0, t1 = as_time_span(t_span)
-        method = check_ivp_method(method)
-        rtol, atol = check_tolerances(rtol, atol)
-        stabilization = check_stabilization(stabilization)
+        options = simulation_options(options)
+        if (options.projection_interval is not None or options.project_initial or options.rechart
+                or not options.raise_on_failure):
+            raise ParameterError("IntegratedReference integrates without projection or recharting and always raises "
+                                 "on failure: leave projection_interval, project_initial, rechart and "
+                                 "raise_on_failure at their defaults")
+        method, stabilization = options.method, options.stabilization
         breakpoints = as_times(breakpoints, "breakpoints") if np.size(breakpoints) else ()
         if not callable(nominal_input):
             raise ParameterTypeError("nominal_input must be a callable u0(t) -> (n_inputs,)")
@@ -430,7 +434,7 @@ class IntegratedReference(Reference):
         y = np.concatenate([x0, xd0])
         nfev = 0
         for a, b in zip(cuts[:-1], cuts[1:]):
-            sol = solve_ivp(rhs, (a, b), y, method=method, rtol=rtol, atol=atol, dense_output=True)
+            sol = solve_ivp(rhs, (a, b), y, dense_output=True, **options.solver_arguments())
             if not sol.success:
                 raise IntegrationError(f"IntegratedReference: {method} failed on [{a}, {b}] s at "
                                        f"t = {sol.t[-1]:.6g} s: {sol.message}", time=float(sol.t[-1]))
@@ -483,8 +487,8 @@ class IntegratedReference(Reference):
         return {"t_start_s": self.t_range[0], "t_end_s": self.t_range[1], "nfev": float(self.nfev)}
 
 
-def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0, rtol: float = 1e-10,
-                         atol: float = 1e-12) -> IntegratedReference:
+def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0,
+                         options: IntegrationOptions | None = None) -> IntegratedReference:
     """The ball of section 7 under the paper's rail accelerations (7.11), as a reference.
 
     Initial state (7.12) (at rest at the origin, ``q = (1, 0, 0, 0)``), every
@@ -499,8 +503,8 @@ def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0, rt
         are those producing the paper's accelerations along the run).
     t_final : float
         End time in s.
-    rtol, atol : float
-        Integration tolerances.
+    options : IntegrationOptions, optional
+        Integrator and tolerances (default DOP853, ``rtol = 1e-10``, ``atol = 1e-12``).
 
     Returns
     -------
@@ -517,11 +521,11 @@ def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0, rt
         def nominal(t):
             return paper_rail_acceleration(t) * np.ones(3)
         return IntegratedReference(system, x0, xd0, nominal, (0.0, t_final), breakpoints=PAPER_KINK_TIMES,
-                                   rtol=rtol, atol=atol)
+                                   options=options)
     # force inputs: integrate the acceleration-input twin, convert along its dense output
     twin = RollingBall(system.ball.params).to_constrained_system(chart_rotation=system.chart_rotation)
     acc_ref = IntegratedReference(twin, x0, xd0, lambda t: paper_rail_acceleration(t) * np.ones(3),
-                                  (0.0, t_final), breakpoints=PAPER_KINK_TIMES, rtol=rtol, atol=atol)
+                                  (0.0, t_final), breakpoints=PAPER_KINK_TIMES, options=options)
 
     def forces(t):
         x, xd = acc_ref._state(t)
@@ -529,7 +533,7 @@ def paper_ball_reference(system: RollingBallSystem, *, t_final: float = 20.0, rt
         return system.ball.rail_forces(t, xo, paper_rail_acceleration(t) * np.ones(3))
 
     return IntegratedReference(system, x0, xd0, forces, (0.0, t_final), breakpoints=PAPER_KINK_TIMES,
-                               rtol=rtol, atol=atol)
+                               options=options)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,8 +1,12 @@
 """Gain schedules and the controller a rig runs.
 
 * :mod:`ballctl.schedule.data` -- :class:`GainSchedule`: the data (gains,
-  feedforward, reference, weights, partition) and its file formats
-  (``.npz``/``.json`` with checksum, CSV, a C header with the gain lookup);
+  feedforward, reference, weights, partition), its validation, the gain
+  lookup and the checksum;
+* :mod:`ballctl.schedule.formats` -- its files: ``.npz``/``.json`` with the
+  checksum (read and written) and the CSV export;
+* :mod:`ballctl.schedule.c_export` -- its C header with the gain lookup, and
+  the C literal and initializer writer both C generators use;
 * :mod:`ballctl.schedule.compact` -- :class:`ControllerData`: the controller a
   microcontroller runs forever (periodic Fourier series or a plan with a hold,
   float32, the rig's command shaping) and :func:`controller_footprint`;

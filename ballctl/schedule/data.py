@@ -5,20 +5,15 @@ A :class:`GainSchedule` holds everything a controller needs on the target,
 et al. 2024, eqs. 27 and 30), plus what is needed to reproduce it: the
 partition, the plant and its parameters, the weights (eqs. 24-26).
 
-Files
------
-``save`` writes ``.npz`` (numpy arrays plus a JSON metadata member) or
-``.json`` (every float written with ``repr``, which round-trips exactly).
-Both carry the format name, :data:`SCHEDULE_FORMAT_VERSION` and a SHA-256
-checksum over a canonical serialization (metadata as sorted compact JSON,
-then each array as its name, shape and little-endian float64 bytes), so the
-checksum does not depend on the container. ``load`` refuses, with
-:class:`~ballctl._errors.ScheduleFileError` naming the problem, files that are
-truncated, corrupted, edited or of another format version. Every write
-(``save``, ``to_csv``, ``to_c_header``) is atomic: the content is serialized
-in memory, written to a temporary file in the destination directory, flushed
-and fsync'ed, then moved over the destination with ``os.replace``; on any
-failure the temporary file is removed and an existing file is left intact.
+Checksum
+--------
+:attr:`GainSchedule.checksum` is the SHA-256 of a canonical serialization
+(:meth:`GainSchedule.canonical_parts`, :func:`canonical_checksum`: metadata as
+sorted compact JSON, then each array as its name, shape and little-endian
+float64 bytes), so it does not depend on the container. The files
+(``.npz``/``.json``, CSV) are :mod:`ballctl.schedule.formats`; the C header is
+:mod:`ballctl.schedule.c_export`. ``save``, ``load``, ``to_csv`` and
+``to_c_header`` call them.
 
 Time lookup
 -----------
@@ -30,12 +25,8 @@ with a binary search on the same doubles.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,31 +34,21 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .._errors import ParameterError, ParameterTypeError, ScheduleFileError, ShapeError
-from .._io import atomic_write
-from .._validation import check_finite_scalar, check_input_file, check_positive
+from .._errors import ParameterError, ParameterTypeError, ShapeError
+from .._validation import check_finite_scalar, check_positive
 from ..linear.discretize import DiscreteLTVSystem
 
-__all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule"]
+__all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule", "canonical_checksum"]
 
 #: Format name stored in every schedule file.
 SCHEDULE_FORMAT = "ballctl-gain-schedule"
 #: Version of the file layout and of the checksum's canonical serialization.
 SCHEDULE_FORMAT_VERSION = 2
-#: versions this ballctl reads (version 1 files have no model or estimator arrays)
-_READABLE_VERSIONS = (1, 2)
-
-_ARRAY_FIELDS = ("times", "gains", "x0", "xd0", "u0", "Q", "R", "Q_N")
+#: the arrays every schedule holds, in the order of the canonical serialization
+ARRAY_FIELDS = ("times", "gains", "x0", "xd0", "u0", "Q", "R", "Q_N")
 #: optional arrays, stored when present: the discrete model (for prediction) and the Kalman filter
-_OPTIONAL_FIELDS = ("Ad", "Bd", "estimator_gains", "measurement_matrices", "sampled", "feedback_gains")
+OPTIONAL_FIELDS = ("Ad", "Bd", "estimator_gains", "measurement_matrices", "sampled", "feedback_gains")
 _SPACING_RTOL = 1e-9  # as in ballctl.linear.discretize
-_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_C_KEYWORDS = frozenset(
-    "auto break case char const continue default do double else enum extern float for goto if inline int long "
-    "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile "
-    "while".split())
-
-
 
 
 # ---------------------------------------------------------------- validation
@@ -97,9 +78,31 @@ def _array(value, label: str, shape: tuple[int, ...] | None = None) -> np.ndarra
     return arr
 
 
-def c_float_literal(x: float) -> str:
-    """Shortest text that parses back to exactly ``x`` (Python repr, also a valid C double literal)."""
-    return repr(float(x))
+def canonical_checksum(metadata: Mapping, arrays: Mapping[str, np.ndarray]) -> str:
+    """SHA-256 (hex) of a schedule's canonical serialization (the module docstring).
+
+    Parameters
+    ----------
+    metadata : mapping
+        The metadata of :meth:`GainSchedule.canonical_parts` (JSON types only).
+    arrays : mapping of str to ndarray
+        The arrays of :meth:`GainSchedule.canonical_parts`: every one of
+        :data:`ARRAY_FIELDS` and the present ones of :data:`OPTIONAL_FIELDS`.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+    """
+    h = hashlib.sha256()
+    h.update(f"{SCHEDULE_FORMAT}\0{SCHEDULE_FORMAT_VERSION}\0".encode())
+    h.update(json.dumps(metadata, sort_keys=True, separators=(",", ":"), allow_nan=False,
+                        ensure_ascii=True).encode())
+    for f in ARRAY_FIELDS + tuple(f for f in OPTIONAL_FIELDS if f in arrays):
+        a = np.ascontiguousarray(arrays[f], dtype="<f8")
+        h.update(f"\0{f}:{','.join(str(s) for s in a.shape)}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
@@ -304,7 +307,7 @@ class GainSchedule:
         return self.gains if self.feedback_gains is None else self.feedback_gains
 
     def _present_optional(self) -> tuple[str, ...]:
-        return tuple(f for f in _OPTIONAL_FIELDS if getattr(self, f) is not None)
+        return tuple(f for f in OPTIONAL_FIELDS if getattr(self, f) is not None)
 
     # ------------------------------------------------------------- builders
     @classmethod
@@ -401,13 +404,11 @@ class GainSchedule:
         """
         if not isinstance(other, GainSchedule):
             return False
-        if self._metadata() != other._metadata():
+        (meta, arrays), (other_meta, other_arrays) = self.canonical_parts(), other.canonical_parts()
+        if meta != other_meta or tuple(arrays) != tuple(other_arrays):
             return False
-        if self._present_optional() != other._present_optional():
-            return False
-        return all(getattr(self, f).shape == getattr(other, f).shape
-                   and getattr(self, f).tobytes() == getattr(other, f).tobytes()
-                   for f in _ARRAY_FIELDS + self._present_optional())
+        return all(a.shape == other_arrays[f].shape and a.tobytes() == other_arrays[f].tobytes()
+                   for f, a in arrays.items())
 
     # -------------------------------------------------------------- lookup
     def index_at(self, t: float) -> int:
@@ -469,7 +470,17 @@ class GainSchedule:
         return -(self.gain_at(t) @ X)
 
     # ------------------------------------------------- canonical serialization
-    def _metadata(self) -> dict:
+    def canonical_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """The canonical serialization: what :attr:`checksum` covers and every file stores.
+
+        Returns
+        -------
+        metadata : dict
+            Plant, names, partition, ``dt`` (and, when present, the optional
+            arrays' names and the estimator's names and latency), JSON types only.
+        arrays : dict of str to ndarray
+            :data:`ARRAY_FIELDS`, then the present :data:`OPTIONAL_FIELDS`, in that order (read-only).
+        """
         meta = {
             "plant_name": self.plant_name,
             "plant_parameters": dict(self.plant_parameters),
@@ -488,18 +499,33 @@ class GainSchedule:
             meta["estimator"] = {"signal_names": list(self.signal_names), "latency_steps": self.latency_steps}
             if self.augmented_state_names:  # absent for a plain estimator: its checksum is unchanged
                 meta["estimator"]["augmented_state_names"] = list(self.augmented_state_names)
-        return meta
-
-    def _arrays(self) -> dict[str, np.ndarray]:
-        return {f: getattr(self, f) for f in _ARRAY_FIELDS + self._present_optional()}
+        return meta, {f: getattr(self, f) for f in ARRAY_FIELDS + optional}
 
     @property
     def checksum(self) -> str:
         """SHA-256 (hex) of the canonical serialization written into every file."""
-        return _checksum(self._metadata(), self._arrays())
+        return canonical_checksum(*self.canonical_parts())
 
     @classmethod
-    def _from_parts(cls, metadata: dict, arrays: dict[str, np.ndarray]) -> "GainSchedule":
+    def from_canonical_parts(cls, metadata: Mapping, arrays: Mapping[str, np.ndarray]) -> "GainSchedule":
+        """The schedule of a canonical serialization (the inverse of :meth:`canonical_parts`).
+
+        Parameters
+        ----------
+        metadata : mapping
+            As returned by :meth:`canonical_parts` (or read from a file).
+        arrays : mapping of str to ndarray
+            As returned by :meth:`canonical_parts`.
+
+        Returns
+        -------
+        GainSchedule
+
+        Raises
+        ------
+        ValueError, TypeError, KeyError
+            When the parts are inconsistent or incomplete.
+        """
         part = metadata["partition"]
         est = metadata.get("estimator")
         extra = {} if est is None else {"signal_names": est["signal_names"], "latency_steps": est["latency_steps"],
@@ -509,375 +535,55 @@ class GainSchedule:
                    coordinate_names=metadata["coordinate_names"], independent=part["independent"],
                    admissible_dependent=part["admissible_dependent"], dependent=part["dependent"])
 
-    # ----------------------------------------------------------- save/load
+    # --------------------------------------------- files (ballctl.schedule.formats, .c_export)
     def save(self, path) -> Path:
-        """Write the schedule to ``path`` atomically; the format follows the suffix, ``.npz`` or ``.json``.
+        """Write the schedule atomically, ``.npz`` or ``.json`` by the suffix (:func:`.formats.save_schedule`).
 
         Parameters
         ----------
         path : str or os.PathLike
-            Destination ending in ``.npz`` or ``.json``; an existing file is
-            replaced only once the new one is completely on disk.
-
-        Returns
-        -------
-        pathlib.Path
-            The path written.
+            Destination ending in ``.npz`` or ``.json``; returned as a :class:`pathlib.Path`.
         """
-        path = Path(path)
-        kind = _kind(path)
-        data = self._npz_bytes() if kind == "npz" else self._json_bytes()
-        atomic_write(path, data)
-        return path
+        from .formats import save_schedule
+
+        return save_schedule(self, path)
 
     @classmethod
     def load(cls, path) -> "GainSchedule":
-        """Read a schedule written by :meth:`save`, verifying format, version and checksum.
+        """Read a schedule file, verifying format, version and checksum (:func:`.formats.load_schedule`).
 
         Parameters
         ----------
         path : str or os.PathLike
-            A ``.npz`` or ``.json`` schedule file.
-
-        Returns
-        -------
-        GainSchedule
-            Bitwise equal to the schedule that was saved.
-
-        Raises
-        ------
-        ScheduleFileError
-            If the file is truncated or corrupted, of another format or
-            version, edited after writing (checksum mismatch) or inconsistent.
-        MissingFileError
-            If ``path`` does not exist (also a ``FileNotFoundError``).
-        FileArgumentError
-            If ``path`` is a directory.
+            A ``.npz`` or ``.json`` file written by :meth:`save`; the schedule read is bitwise equal to
+            the saved one.
         """
-        path = check_input_file(path, "path")
-        kind = _kind(path)
-        raw = path.read_bytes()
-        metadata, arrays, stored = (_read_npz if kind == "npz" else _read_json)(raw, path)
-        computed = _checksum(metadata, arrays)
-        if computed != stored:
-            raise ScheduleFileError(
-                f"{path}: checksum mismatch (stored sha256 {stored[:16]}..., computed {computed[:16]}...): "
-                f"the file was edited or corrupted after it was written")
-        try:
-            return cls._from_parts(metadata, arrays)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise ScheduleFileError(f"{path}: inconsistent schedule content: {exc}") from exc
+        from .formats import load_schedule
 
-    def _json_bytes(self) -> bytes:
-        doc = {
-            "format": SCHEDULE_FORMAT,
-            "format_version": SCHEDULE_FORMAT_VERSION,
-            "checksum": {"algorithm": "sha256", "value": self.checksum},
-            "metadata": self._metadata(),
-            "arrays": {f: {"shape": list(a.shape), "data": a.ravel().tolist()} for f, a in self._arrays().items()},
-        }
-        # json writes floats with repr, which round-trips every finite double exactly
-        return (json.dumps(doc, indent=1, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8")
+        return load_schedule(path)
 
-    def _npz_bytes(self) -> bytes:
-        buf = io.BytesIO()
-        members = {f"array_{f}": np.ascontiguousarray(a, dtype="<f8") for f, a in self._arrays().items()}
-        members["format"] = np.array(SCHEDULE_FORMAT)
-        members["format_version"] = np.array(SCHEDULE_FORMAT_VERSION, dtype="<i8")
-        members["checksum"] = np.array(self.checksum)
-        members["metadata"] = np.array(json.dumps(self._metadata(), sort_keys=True, allow_nan=False))
-        np.savez(buf, **members)
-        return buf.getvalue()
-
-    # -------------------------------------------------------------- exports
     def to_csv(self, path) -> Path:
-        """Write one row per sample (atomically): ``t``, ``u0_*``, ``x0_*``, ``xd0_*``, ``K_<input>_<state>``
-        (and with an estimator ``M_<state>_<signal>``, ``sampled_<signal>``).
-
-        Values are written with ``repr`` (exact). This is an export for
-        spreadsheets and plots; there is no CSV reader, use :meth:`save`.
+        """Write one row per sample, atomically (:func:`.formats.write_schedule_csv`).
 
         Parameters
         ----------
         path : str or os.PathLike
-            Destination file.
+            Destination file; returned as a :class:`pathlib.Path`.
         """
-        path = Path(path)
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        header = (["t"] + [f"u0_{s}" for s in self.input_names] + [f"x0_{s}" for s in self.coordinate_names]
-                  + [f"xd0_{s}" for s in self.coordinate_names]
-                  + [f"K_{i}_{j}" for i in self.input_names for j in self.state_names])
-        if self.has_estimator:
-            header += ([f"M_{i}_{j}" for i in self.state_names for j in self.signal_names]
-                       + [f"sampled_{j}" for j in self.signal_names])
-        writer.writerow(header)
-        for k in range(self.n_samples):
-            row = np.concatenate(([self.times[k]], self.u0[k], self.x0[k], self.xd0[k], self.gains[k].ravel()))
-            if self.has_estimator:
-                row = np.concatenate((row, self.estimator_gains[k].ravel(), self.sampled[k]))
-            writer.writerow([c_float_literal(v) for v in row])
-        atomic_write(path, buf.getvalue().encode("utf-8"))
-        return path
+        from .formats import write_schedule_csv
+
+        return write_schedule_csv(self, path)
 
     def to_c_header(self, path, *, name: str = "ballctl_schedule") -> Path:
-        """Write a self-contained C99 header (atomically) with the schedule as ``static const double`` arrays.
-
-        It defines ``<name>_times``, ``<name>_gains[K][NU][N]``, ``<name>_u0``,
-        ``<name>_x0``, ``<name>_xd0``, ``<name>_dt``, the sizes as macros
-        ``<NAME>_N_SAMPLES`` etc., and two functions:
-
-        * ``long <name>_index(double t)``: the gain index in force at ``t``
-          (binary search, last ``times[k] <= t``), ``-1`` outside
-          ``[times[0], times[K-1] + dt)``, the rule of :meth:`index_at`;
-        * ``long <name>_du(double t, const double X[N], double du[NU])``:
-          ``du = -K[k] X`` (eq. 27), returning ``k`` (or ``-1``, ``du``
-          untouched).
-
-        Doubles are written with ``repr``, which a correctly rounding
-        compiler (gcc, clang) reads back to the same bits.
+        """Write a C99 header with the gain lookup, atomically (:func:`.c_export.write_schedule_c_header`).
 
         Parameters
         ----------
         path : str or os.PathLike
-            Destination file.
+            Destination file; returned as a :class:`pathlib.Path`.
         name : str
-            C identifier prefix of the arrays and macros.
+            C identifier prefix of the arrays, macros and functions.
         """
-        if not isinstance(name, str) or not _C_IDENTIFIER.fullmatch(name) or name in _C_KEYWORDS:
-            raise ParameterError(f"name must be a C identifier, got {name!r}")
-        path = Path(path)
-        atomic_write(path, self._c_header_text(name).encode("ascii"))
-        return path
+        from .c_export import write_schedule_c_header
 
-    def _c_header_text(self, name: str) -> str:
-        up = name.upper()
-        Kt, nu, N = self.gains.shape
-        n = len(self.coordinate_names)
-
-        def comment(text: str) -> str:
-            return text.replace("*/", "* /").encode("ascii", "backslashreplace").decode("ascii")
-
-        def initializer(arr: np.ndarray, indent: str = "    ") -> str:
-            if arr.ndim == 1:
-                vals = [c_float_literal(v) for v in arr]
-                if len(vals) <= 6:
-                    return "{" + ", ".join(vals) + "}"
-                lines = [", ".join(vals[i:i + 6]) for i in range(0, len(vals), 6)]
-                return "{\n" + ",\n".join(indent + ln for ln in lines) + "\n" + indent[:-4] + "}"
-            inner = [initializer(sub, indent + "    ") for sub in arr]
-            return "{\n" + ",\n".join(indent + s for s in inner) + "\n" + indent[:-4] + "}"
-
-        guard = f"{up}_H_"
-        params = ", ".join(f"{k}={c_float_literal(v)}" for k, v in self.plant_parameters.items())
-        out = [
-            f"/* {comment(name)}: ballctl gain schedule, format version {SCHEDULE_FORMAT_VERSION}, "
-            f"sha256 {self.checksum}.",
-            f" * Plant {comment(self.plant_name)} ({comment(params)}).",
-            f" * {Kt} samples, dt = {c_float_literal(self.dt)} s, covering [{c_float_literal(self.times[0])}, "
-            f"{c_float_literal(self.end_time)}) s.",
-            " * Feedback (Aguendez et al. 2024, eqs. 27 and 30): du = -K[k] X, u = u0[k] + du,",
-            f" * X = ({comment(', '.join(self.state_names))}),",
-            f" * u = ({comment(', '.join(self.input_names))}),",
-            f" * x0, xd0 columns = ({comment(', '.join(self.coordinate_names))}).",
-            " * Generated file: do not edit. */",
-            f"#ifndef {guard}",
-            f"#define {guard}",
-            "",
-            f"#define {up}_N_SAMPLES {Kt}L",
-            f"#define {up}_N_STATES {N}",
-            f"#define {up}_N_INPUTS {nu}",
-            f"#define {up}_N_COORDINATES {n}",
-            "",
-            f"static const double {name}_dt = {c_float_literal(self.dt)};",
-            f"static const double {name}_times[{up}_N_SAMPLES] = {initializer(self.times)};",
-            f"static const double {name}_gains[{up}_N_SAMPLES][{up}_N_INPUTS][{up}_N_STATES] = "
-            f"{initializer(self.gains)};",
-            f"static const double {name}_u0[{up}_N_SAMPLES][{up}_N_INPUTS] = {initializer(self.u0)};",
-            f"static const double {name}_x0[{up}_N_SAMPLES][{up}_N_COORDINATES] = {initializer(self.x0)};",
-            f"static const double {name}_xd0[{up}_N_SAMPLES][{up}_N_COORDINATES] = {initializer(self.xd0)};",
-            "",
-            "/* Index of the gain in force at t: the last k with times[k] <= t (zero-order hold),",
-            " * or -1 when t is outside [times[0], times[N_SAMPLES-1] + dt) or NaN. */",
-            f"static inline long {name}_index(double t)",
-            "{",
-            "    long lo = 0;",
-            f"    long hi = {up}_N_SAMPLES - 1;",
-            f"    if (!(t >= {name}_times[0]) || !(t < {name}_times[{up}_N_SAMPLES - 1] + {name}_dt)) {{",
-            "        return -1;",
-            "    }",
-            "    while (lo < hi) {",
-            "        long mid = lo + (hi - lo + 1) / 2;",
-            f"        if ({name}_times[mid] <= t) {{",
-            "            lo = mid;",
-            "        } else {",
-            "            hi = mid - 1;",
-            "        }",
-            "    }",
-            "    return lo;",
-            "}",
-            "",
-            "/* du = -K[k] X for the gain in force at t. Returns k, or -1 (du untouched) outside the schedule. */",
-            f"static inline long {name}_du(double t, const double X[{up}_N_STATES], double du[{up}_N_INPUTS])",
-            "{",
-            f"    long k = {name}_index(t);",
-            "    int i, j;",
-            "    if (k < 0) {",
-            "        return -1;",
-            "    }",
-            f"    for (i = 0; i < {up}_N_INPUTS; ++i) {{",
-            "        double acc = 0.0;",
-            f"        for (j = 0; j < {up}_N_STATES; ++j) {{",
-            f"            acc += {name}_gains[k][i][j] * X[j];",
-            "        }",
-            "        du[i] = -acc;",
-            "    }",
-            "    return k;",
-            "}",
-            "",
-            f"#endif /* {guard} */",
-            "",
-        ]
-        return "\n".join(out)
-
-
-# ------------------------------------------------------------ file helpers
-def _kind(path: Path) -> str:
-    suffix = path.suffix.lower()
-    if suffix not in (".npz", ".json"):
-        raise ParameterError(f"path must end in .npz or .json to choose the format, got {str(path)!r}")
-    return suffix[1:]
-
-
-def _checksum(metadata: dict, arrays: Mapping[str, np.ndarray]) -> str:
-    h = hashlib.sha256()
-    h.update(f"{SCHEDULE_FORMAT}\0{SCHEDULE_FORMAT_VERSION}\0".encode())
-    h.update(json.dumps(metadata, sort_keys=True, separators=(",", ":"), allow_nan=False,
-                        ensure_ascii=True).encode())
-    for f in _ARRAY_FIELDS + tuple(f for f in _OPTIONAL_FIELDS if f in arrays):
-        a = np.ascontiguousarray(arrays[f], dtype="<f8")
-        h.update(f"\0{f}:{','.join(str(s) for s in a.shape)}\0".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
-def _check_header(fmt, version, path: Path) -> None:
-    if fmt != SCHEDULE_FORMAT:
-        raise ScheduleFileError(f"{path}: not a ballctl gain-schedule file (format {fmt!r}, "
-                                f"expected {SCHEDULE_FORMAT!r})")
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise ScheduleFileError(f"{path}: format_version must be an integer, got {version!r}")
-    if version not in _READABLE_VERSIONS:
-        raise ScheduleFileError(f"{path}: format version {version} is not supported; this ballctl reads "
-                                f"versions {', '.join(str(v) for v in _READABLE_VERSIONS)}")
-
-
-def _check_metadata(metadata, path: Path) -> dict:
-    required = ("plant_name", "plant_parameters", "dt", "state_names", "input_names", "coordinate_names",
-                "partition")
-    if not isinstance(metadata, dict):
-        raise ScheduleFileError(f"{path}: metadata must be an object, got {type(metadata).__name__}")
-    missing = [k for k in required if k not in metadata]
-    if not missing and not isinstance(metadata["partition"], dict):
-        missing = ["partition (not an object)"]
-    elif not missing:
-        missing = [f"partition.{k}" for k in ("independent", "admissible_dependent", "dependent")
-                   if k not in metadata["partition"]]
-    if missing:
-        raise ScheduleFileError(f"{path}: metadata is missing {missing}")
-    return metadata
-
-
-def _optional_listed(metadata: dict, path: Path) -> tuple[str, ...]:
-    """The optional arrays a file's metadata lists (checked against the known ones)."""
-    listed = metadata.get("optional_arrays", [])
-    if not isinstance(listed, list) or not set(listed) <= set(_OPTIONAL_FIELDS):
-        raise ScheduleFileError(f"{path}: optional_arrays must list some of {_OPTIONAL_FIELDS}, got {listed!r}")
-    if "estimator" in metadata:
-        est = metadata["estimator"]
-        if not isinstance(est, dict) or not {"signal_names", "latency_steps"} <= set(est):
-            raise ScheduleFileError(f"{path}: estimator metadata must hold signal_names and latency_steps")
-    return tuple(f for f in _OPTIONAL_FIELDS if f in listed)
-
-
-def _read_json(raw: bytes, path: Path) -> tuple[dict, dict, str]:
-    def reject_constant(token):
-        raise ParameterError(f"non-finite number {token}")
-
-    try:
-        doc = json.loads(raw.decode("utf-8"), parse_constant=reject_constant)
-    except UnicodeDecodeError as exc:
-        raise ScheduleFileError(f"{path}: not UTF-8 text (corrupted?): {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ScheduleFileError(f"{path}: not valid JSON (truncated or corrupted) at line {exc.lineno} "
-                                f"column {exc.colno}: {exc.msg}") from exc
-    except ValueError as exc:
-        raise ScheduleFileError(f"{path}: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise ScheduleFileError(f"{path}: not a ballctl gain-schedule file (top level is not an object)")
-    _check_header(doc.get("format"), doc.get("format_version"), path)
-    missing = [k for k in ("checksum", "metadata", "arrays") if k not in doc]
-    if missing:
-        raise ScheduleFileError(f"{path}: missing {missing}")
-    checksum = doc["checksum"]
-    if (not isinstance(checksum, dict) or checksum.get("algorithm") != "sha256"
-            or not isinstance(checksum.get("value"), str)):
-        raise ScheduleFileError(f"{path}: checksum must be {{'algorithm': 'sha256', 'value': hex}}, got {checksum!r}")
-    metadata = _check_metadata(doc["metadata"], path)
-    arrays_doc = doc["arrays"]
-    if not isinstance(arrays_doc, dict):
-        raise ScheduleFileError(f"{path}: arrays must be an object")
-    arrays = {}
-    for f in _ARRAY_FIELDS + _optional_listed(metadata, path):
-        entry = arrays_doc.get(f)
-        if not isinstance(entry, dict) or "shape" not in entry or "data" not in entry:
-            raise ScheduleFileError(f"{path}: array {f!r} is missing or lacks 'shape'/'data'")
-        shape, data = entry["shape"], entry["data"]
-        if (not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
-                                                   for s in shape)):
-            raise ScheduleFileError(f"{path}: array {f!r} has an invalid shape {shape!r}")
-        if not isinstance(data, list) or len(data) != math.prod(shape):
-            raise ScheduleFileError(f"{path}: array {f!r} has {len(data) if isinstance(data, list) else '?'} "
-                                    f"values, its shape {shape} needs {math.prod(shape)}")
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in data):
-            raise ScheduleFileError(f"{path}: array {f!r} contains values that are not numbers")
-        arrays[f] = np.array(data, dtype=np.float64).reshape(shape)
-    unknown = sorted(set(arrays_doc) - set(arrays))
-    if unknown:
-        raise ScheduleFileError(f"{path}: unexpected arrays {unknown}")
-    return metadata, arrays, checksum["value"]
-
-
-def _read_npz(raw: bytes, path: Path) -> tuple[dict, dict, str]:
-    try:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-            members = {k: z[k] for k in z.files}  # reading every member checks its CRC-32
-    except Exception as exc:  # zipfile, zlib, numpy header and EOF errors all mean the same here
-        raise ScheduleFileError(f"{path}: cannot read as an npz gain schedule (truncated or corrupted): "
-                                f"{type(exc).__name__}: {exc}") from exc
-    for key in ("format", "format_version"):
-        if key not in members:
-            raise ScheduleFileError(f"{path}: not a ballctl gain-schedule file (no {key!r} member)")
-    fmt, version = members["format"], members["format_version"]
-    fmt = str(fmt[()]) if fmt.dtype.kind == "U" and fmt.ndim == 0 else repr(fmt)
-    version = int(version[()]) if version.dtype.kind == "i" and version.ndim == 0 else repr(version)
-    _check_header(fmt, version, path)
-    missing = [k for k in ("checksum", "metadata") if k not in members]
-    if missing:
-        raise ScheduleFileError(f"{path}: missing members {missing}")
-    try:
-        metadata = json.loads(str(members["metadata"][()]))
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise ScheduleFileError(f"{path}: metadata member is not valid JSON: {exc}") from exc
-    metadata = _check_metadata(metadata, path)
-    fields = _ARRAY_FIELDS + _optional_listed(metadata, path)
-    missing = [f"array_{f}" for f in fields if f"array_{f}" not in members]
-    if missing:
-        raise ScheduleFileError(f"{path}: missing members {missing}")
-    arrays = {}
-    for f in fields:
-        a = members[f"array_{f}"]
-        if a.dtype != np.dtype("<f8"):
-            raise ScheduleFileError(f"{path}: array {f!r} has dtype {a.dtype}, expected float64")
-        arrays[f] = a
-    return metadata, arrays, str(members["checksum"][()])
+        return write_schedule_c_header(self, path, name=name)

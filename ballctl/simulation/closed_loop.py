@@ -29,27 +29,25 @@ from __future__ import annotations
 import sys
 import time as _time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
-from .._errors import (BallctlError, ChartSingularityError, ConstraintViolationError, IntegrationError,
-                      NonFiniteStateError, ParameterError, ParameterTypeError)
-from .._validation import (as_vector, check_bool, check_choice, check_finite_at, check_instance, check_integer,
-                          check_nonnegative, check_positive, check_stabilization, check_tolerances, guard_rhs)
-from .engine import EstimatorArrays, kernel_code, run_closed_loop, sensor_draws
-from .loop_step import (backlash, control_law, delay_segments, effective_input, kalman_predict, kalman_update,
-                        measure, shape_command)
+from .._errors import (ChartSingularityError, ConstraintViolationError, NonFiniteStateError, ParameterError,
+                      ParameterTypeError)
+from .._validation import (as_vector, check_bool, check_choice, check_instance, check_integer, check_nonnegative,
+                           check_positive, check_stabilization, check_tolerances)
+from .arrays import EstimatorArrays, LoopArrays, RunDraws, draw_runs
+from .component import LQGComponent, NonlinearStepper, run_loop
+from .engine import kernel_code, run_closed_loop
 from ..hardware import LoopImperfections, RigLimits
-from ..simulate import CONSTRAINT_TOL, MAX_STEPS, rk4
+from ..simulate import CONSTRAINT_TOL, MAX_STEPS
 from ..plants.base import friction_coefficient_required
 from ..system import ConstrainedSystem
-from ..design.tracking import TrackingController
+from ..design.tracking import TrackingController, state_selection
 
-__all__ = ["RigLimits", "ClosedLoopResult", "ClosedLoopSummary", "ClosedLoopBatchResult", "simulate_closed_loop",
-           "state_selection", "estimator_arrays", "imperfection_draws", "run_compiled_batch", "contact_forces_along",
-           "contact_extremes", "INTEGRATORS"]
+__all__ = ["ClosedLoopResult", "ClosedLoopSummary", "ClosedLoopBatchResult", "simulate_closed_loop",
+           "controller_loop", "contact_forces_along", "contact_extremes", "INTEGRATORS"]
 
 #: integrators of the truth plant between samples
 INTEGRATORS = ("DOP853", "RK45", "Radau", "rk4")
@@ -204,6 +202,8 @@ class ClosedLoopResult:
         ``contact_forces``), from the truth's state and the input that acts over the step.
     friction_force : ndarray, shape (K, 2)
         Tangential (friction) contact force in N, plate axes.
+    tracked_coordinates : tuple of str
+        The truth plant's tracked point (its ``tracked_coordinates``: the contact point of the built-in plants).
     """
 
     t: np.ndarray
@@ -230,6 +230,7 @@ class ClosedLoopResult:
     augmented_estimate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     normal_force: np.ndarray = field(default_factory=lambda: np.zeros(0))
     friction_force: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    tracked_coordinates: tuple[str, ...] = ()
 
     @property
     def X_estimate(self) -> np.ndarray:
@@ -243,14 +244,14 @@ class ClosedLoopResult:
 
     @property
     def position_error(self) -> np.ndarray:
-        """Distance in m between the contact point and its reference, shape (K,).
+        """Distance in m between the tracked point and its reference, shape (K,).
 
-        Uses the coordinates named ``contact_x`` and/or ``contact_y`` (ball-plate,
-        rolling ball, rolling disk).
+        The tracked point is the truth plant's ``tracked_coordinates`` (the
+        contact point of the ball-plate, the rolling ball and the rolling disk).
         """
-        idx = [self.coordinate_names.index(n) for n in ("contact_x", "contact_y") if n in self.coordinate_names]
+        idx = [self.coordinate_names.index(n) for n in self.tracked_coordinates]
         if not idx:
-            raise ParameterError("position_error needs coordinates named contact_x and/or contact_y")
+            raise ParameterError("position_error needs a truth plant that declares its tracked_coordinates")
         return np.linalg.norm(self.x[:, idx] - self.x_ref[:, idx], axis=1)
 
     @property
@@ -277,7 +278,7 @@ class ClosedLoopResult:
         """
         try:
             err = self.position_error
-            cidx = [self.state_names.index(n) for n in ("contact_x", "contact_y") if n in self.state_names]
+            cidx = [self.state_names.index(n) for n in self.tracked_coordinates if n in self.state_names]
         except ValueError:
             err = np.linalg.norm(self.X, axis=1)
             cidx = list(range(self.X.shape[1]))
@@ -456,281 +457,33 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
                                progress=progress, backend=backend, imperfections=imperfections)
     if truth is not None:
         check_instance(truth, "truth", ConstrainedSystem)
-    system = controller.system
-    plant = system if truth is None else truth
-    nu = system.n_inputs
+    plant = controller.system if truth is None else truth
     n = plant.n_coordinates
-    if plant.n_inputs != nu:
-        raise ParameterError(f"truth has {plant.n_inputs} inputs, the controller {nu}")
-    try:
-        cmap = np.array([plant.coordinate_names.index(nm) for nm in system.coordinate_names])
-    except ValueError:
-        raise ParameterError(f"truth coordinates {plant.coordinate_names} must include the design's "
-                         f"{system.coordinate_names}") from None
     x = as_vector(x0, "x0", n).copy()
     xd = as_vector(xd0, "xd0", n).copy()
-    check_choice(model, "model", ("nonlinear", "linear"))
-    feedback = check_bool(feedback, "feedback")
+    job = _Job.check(controller, plant, truth_given=truth is not None, duration=duration, model=model,
+                     feedback=feedback, output_feedback=output_feedback, noise_std=noise_std, limits=limits,
+                     integrator=integrator, rtol=rtol, atol=atol, substeps=substeps, stabilization=stabilization,
+                     divergence_error=divergence_error, backend=backend, imperfections=imperfections)
     progress = check_bool(progress, "progress")
-    if output_feedback is not None:
-        output_feedback = check_bool(output_feedback, "output_feedback")
-    if limits is not None:
-        check_instance(limits, "limits", RigLimits)
-    if imperfections is not None:
-        check_instance(imperfections, "imperfections", LoopImperfections)
-    check_choice(integrator, "integrator", INTEGRATORS)
-    rtol, atol = check_tolerances(rtol, atol)
-    substeps = check_integer(substeps, "substeps", minimum=1)
-    stabilization = check_stabilization(stabilization)
     if seed is not None and not isinstance(seed, np.random.SeedSequence):   # a batch hands each run its own
         seed = check_integer(seed, "seed", minimum=0)
-    if model == "nonlinear" and plant.n_holonomic:
-        pos = np.asarray(plant.holonomic(x), dtype=float).reshape(-1)
-        if np.max(np.abs(pos)) > CONSTRAINT_TOL:
-            raise ConstraintViolationError(
-                f"x0 violates the position constraints: residual {np.max(np.abs(pos)):.3g} m or rad exceeds "
-                f"{CONSTRAINT_TOL:g}; project it with system.project_positions(x0) first")
-    margin = getattr(plant, "chart_margin", None)
-    if margin is not None and float(np.real(margin(x))) <= 0.0:
-        raise ChartSingularityError("x0 lies beyond the edge of the plant's coordinate chart (for the ball-plate: "
-                                    "|lean| at or beyond the chart limit near 90 deg)")
+    job.check_initial_state(x)
     if truth is None:
-        xd = controller.partition.complete_velocities(system, x, xd)
-    if model == "linear" and truth is not None:
-        raise ParameterError("model='linear' integrates the design's linear model; it takes no truth plant")
-    limits = limits or RigLimits()
-    dt = controller.dt
-    steps_available = len(controller.times)
-    if duration is None:
-        steps = steps_available
-    else:
-        duration = check_positive(duration, "duration", "s")
-        steps = int(round(duration / dt))
-        if steps < 1:
-            raise ParameterError(f"duration must be at least one control step dt = {dt:g} s, got {duration!r} s")
-        if steps > steps_available:
-            raise ParameterError(f"duration = {duration!r} s exceeds the controller's horizon "
-                                 f"{steps_available * dt:.6g} s (allowed: dt = {dt:g} s up to the horizon)")
-    if integrator == "rk4" and steps * substeps > MAX_STEPS:
-        raise ParameterError(f"substeps = {substeps} gives more than {MAX_STEPS:.0e} RK4 steps over the run; "
-                             f"lower substeps")
-    est = controller.estimator
-    if output_feedback is None:
-        output_feedback = est is not None and feedback
-    if output_feedback and est is None:
-        raise ParameterError("output_feedback=True needs a controller designed with sensors (controller.estimator)")
-    if output_feedback and noise_std:
-        raise ParameterError("noise_std is for state feedback; with output feedback the sensors carry the noise")
-    names = controller.state_names
-    noise = np.zeros(len(names))
-    if noise_std is not None and not isinstance(noise_std, Mapping):
-        raise ParameterTypeError(f"noise_std must be a mapping of coordinate name to standard deviation "
-                                 f"(m, rad, m/s or rad/s), got {type(noise_std).__name__}")
-    if noise_std:
-        coord = set(system.coordinate_names)
-        for key, value in noise_std.items():
-            base = key[:-5] if isinstance(key, str) and key.endswith("_rate") else key
-            if base not in coord:
-                raise ParameterError(f"noise_std: unknown coordinate {key!r}; coordinates are "
-                                     f"{system.coordinate_names}")
-            value = check_nonnegative(value, f"noise_std[{key!r}]", "m, rad, m/s or rad/s")
-            if key in names:
-                noise[names.index(key)] = value
-    rng = np.random.default_rng(seed)
-    if divergence_error is not None:
-        divergence_error = check_positive(divergence_error, "divergence_error", "m")
-    if not isinstance(substeps, (int, np.integer)) or substeps < 1:
-        raise ParameterError(f"substeps must be an integer >= 1, got {substeps!r}")
-    code = _compiled_code(controller, plant, model, integrator, backend)
-    if code is not None:
-        start = _time.perf_counter()
-        K = steps + 1
-        err = (noise * rng.standard_normal((K, len(names))))[None] if noise_std else None
-        draws = sensor_draws(rng, K, steps_available, est.n_signals)[None] if output_feedback else None
-        received, shift = imperfection_draws(seed, K, est if output_feedback else None, imperfections)
-        out = run_compiled_batch(controller, code, [plant], x[None], xd[None], steps, err, limits, feedback,
-                            substeps, stabilization, draws=draws, divergence_error=divergence_error,
-                            received=received[None], sample_shift=shift[None],
-                            deadband=imperfections.actuator_deadband if imperfections else 0.0)
+        xd = controller.partition.complete_velocities(controller.system, x, xd)
+    if job.model == "linear":
+        x, xd = job.linear_initial_state(x, xd)
+    start = _time.perf_counter()
+    runs = job.draws([seed], [plant], x[None], xd[None])
+    if job.compiled:
+        out = run_closed_loop(job.loop, runs)
         if out.status[0] >= 0 and divergence_error is None:
             raise NonFiniteStateError(f"the compiled closed loop left the finite numbers at step {out.status[0]} "
                                       f"(t = {controller.samples.t[out.status[0]]:.6g} s)")
-        return _result(controller, plant, out, 0, K, model, feedback, output_feedback, limits,
-                       _time.perf_counter() - start, divergence_error is not None)
-
-    ref = controller.samples
-    ltv = controller.ltv
-    Ad, Bd = controller.discrete.Ad, controller.discrete.Bd
-    gains = controller.feedback_gains if output_feedback else controller.lqr.gains
-    K = steps + 1
-    T = ref.t[:K]
-    N = len(names)
-    out_x = np.full((K, n), np.nan)
-    out_xd = np.full((K, n), np.nan)
-    out_u = np.full((K, nu), np.nan)
-    out_X = np.full((K, N), np.nan)
-    out_Xm = np.full((K, N), np.nan)
-    out_d = np.full((K, gains.shape[2] - N), np.nan)
-    out_res = np.full((K, plant.n_constraints), np.nan)
-    events = {"quantum": 0, "max_angle": 0, "max_rate": 0}
-    d_int, d_frac = delay_segments(limits.delay, dt)
-    lim = (limits.max_angle, limits.max_rate, limits.quantum)
-    # the input before the first command: the feedforward, quantized and within the tilt limit
-    u_start, _ = shape_command(ref.u[0], ref.u[0], 0.0, lim[0], None, lim[2])
-    commands: list[np.ndarray] = []
-    u_applied = u_start.copy()
-    u_plant = u_start.copy()  # what the plate's servos receive (after a dead band)
-    deadband = imperfections.actuator_deadband if imperfections else 0.0
-    du_eff = np.zeros((steps, nu))  # input deviation that acted over each step (known to the controller)
-    X_lin = ltv.reduce(x[cmap] - ref.x[0], xd[cmap] - ref.xd[0]) if model == "linear" else None
-    # output feedback: sensors and the committed filter state
-    if output_feedback:
-        ny = est.n_signals
-        sig_idx = np.array([plant.coordinate_names.index(s) for s in est.signal_names])
-        sig_ref_idx = np.array(est.coordinate_index)
-        y_dev = np.zeros((K, ny))
-        avail = np.zeros((K, ny), dtype=bool)
-        y_out = np.full((K, ny), np.nan)
-        M, C = est.kalman.update_gains, est.kalman.C
-        Ad_f, Bd_f = est.Ad, est.Bd  # the filter's model (with the disturbance states, if any)
-        lat = est.latency_steps
-        X_c = np.zeros(est.n_states)  # committed prior at step j_c: the estimate starts on the reference
-        j_c = 0
-        received, shift = imperfection_draws(seed, K, est, imperfections)
     else:
-        ny = 0
-        y_out = np.zeros((K, 0))
-    mode = "open" if not feedback else ("output" if output_feedback else "state")
-    bar = _Progress(steps, progress, f"closed loop ({model}, {mode})")
-    diverged_at = None
-    start = _time.perf_counter()
-
-    state_names = tuple(plant.coordinate_names) + tuple(f"{c}_rate" for c in plant.coordinate_names)
-
-    def rhs_for(u_const):
-        def rhs(t, yy):
-            xdd, _ = plant.accelerations(yy[:n], yy[n:], u_const, stabilization=stabilization)
-            return np.concatenate([yy[n:], xdd])
-        # the guard turns a NaN into an error naming its time instead of an endless step loop
-        return guard_rhs(rhs, context="simulate_closed_loop", names=state_names) if integrator != "rk4" else rhs
-
-    def advance(yy, t_a, t_b, u_const):
-        if integrator == "rk4":
-            with np.errstate(all="ignore" if divergence_error is not None else "warn"):
-                try:
-                    return rk4(rhs_for(u_const), yy, t_a, t_b - t_a, substeps)
-                except NonFiniteStateError:
-                    if divergence_error is None:
-                        raise
-                    return np.full_like(yy, np.nan)  # recorded as divergence at the next sample
-        sol = solve_ivp(rhs_for(u_const), (t_a, t_b), yy, method=integrator, rtol=rtol, atol=atol)
-        if not sol.success:
-            raise IntegrationError(f"plant integration failed at t = {sol.t[-1]:.6g} s: {sol.message}")
-        return sol.y[:, -1]
-
-    last = K - 1
-    for k in range(K):
-        if model == "linear":
-            dx, dxd = ltv.expand(min(k, steps_available - 1), X_lin)
-            x, xd = ref.x[k] + dx, ref.xd[k] + dxd
-        xr, xdr = x[cmap], xd[cmap]
-        X_true = ltv.reduce(xr - ref.x[k], xdr - ref.xd[k])
-        out_x[k], out_xd[k] = x, xd
-        out_X[k] = X_true
-        out_res[k] = plant.constraint_jacobian(x) @ xd
-        if divergence_error is not None and k > 0:
-            e = np.hypot(*(xr[:2] - ref.x[k, :2]))
-            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(xd))) or e > divergence_error:
-                diverged_at, last = float(T[k]), k
-                out_Xm[k] = out_X[k]
-                out_u[k] = u_applied
-                break
-        # 1-2: sense and estimate
-        if output_feedback:
-            if k < steps_available:
-                sampled = est.sampled[k] & received[k]
-                # the sample instant is off by shift[k] s (latency error, timing jitter): first order
-                reading = measure(x[sig_idx] + shift[k] * xd[sig_idx], est.bias, est.noise_std,
-                                  rng.standard_normal(ny))
-                y_out[k] = np.where(sampled, reading, np.nan)
-                y_dev[k] = np.where(sampled, reading - ref.x[k, sig_ref_idx], 0.0)
-                avail[k] = sampled
-            while j_c <= k - lat and j_c < k:   # commit the steps whose samples have all arrived
-                X_post = kalman_update(X_c, np.where(avail[j_c], y_dev[j_c] - C[j_c] @ X_c, 0.0), M[j_c])
-                X_c = kalman_predict(X_post, Ad_f[j_c], Bd_f[j_c], du_eff[j_c])
-                j_c += 1
-            if lat == 0 and k < steps_available:
-                X_hat = kalman_update(X_c, np.where(avail[k], y_dev[k] - C[k] @ X_c, 0.0), M[k])
-            else:
-                X_hat = X_c
-                for j in range(j_c, k):  # latency compensation: predict with the inputs already sent
-                    X_hat = kalman_predict(X_hat, Ad_f[j], Bd_f[j], du_eff[j])
-        else:
-            X_hat = X_true + noise * rng.standard_normal(N) if noise_std else X_true
-        out_Xm[k] = X_hat[:N]
-        out_d[k] = X_hat[N:]
-        if k == steps:
-            out_u[k] = u_applied
-            break
-        # 3: control law
-        cmd = control_law(ref.u[k], gains[k], X_hat) if feedback else ref.u[k].copy()
-        if not np.all(np.isfinite(cmd)) and divergence_error is None:
-            check_finite_at(cmd, time=T[k], quantity="input command u", names=system.input_names,
-                            context="simulate_closed_loop")
-        qcmd, (hq, ha, _) = shape_command(cmd, u_applied, 0.0, lim[0], None, lim[2])
-        events["quantum"] += int(hq)
-        events["max_angle"] += int(ha)
-        commands.append(qcmd)
-        # 4: actuation latency splits the step; the slew limit acts on each held segment
-        first = commands[k - d_int - 1] if k - d_int - 1 >= 0 else u_start
-        second = commands[k - d_int] if k - d_int >= 0 else u_start
-        segments = [(T[k], T[k] + d_frac, first), (T[k] + d_frac, T[k + 1], second)]
-        held = []
-        y = np.concatenate([x, xd])
-        try:
-            for t_a, t_b, target in segments:
-                if t_b <= t_a:
-                    held.append(u_applied)
-                    continue
-                u_applied, (_, _, hr) = shape_command(target, u_applied, t_b - t_a, None, lim[1], None)
-                events["max_rate"] += int(hr)
-                held.append(u_applied)
-                u_plant = backlash(u_applied, u_plant, deadband) if deadband > 0 else u_applied
-                if model == "nonlinear":
-                    y = advance(y, t_a, t_b, u_plant)
-        except (IntegrationError, BallctlError, np.linalg.LinAlgError, FloatingPointError):
-            if divergence_error is None:
-                raise
-            diverged_at, last = float(T[k]), k
-            out_u[k] = u_applied
-            break
-        u_step = effective_input(held[0], held[1], d_frac, dt)
-        du_eff[k] = u_step - ref.u[k]
-        out_u[k] = u_step
-        if model == "nonlinear":
-            x, xd = y[:n], y[n:]
-            if divergence_error is None and not np.all(np.isfinite(y)):
-                check_finite_at(y, time=T[k + 1], quantity="plant state", names=state_names,
-                                context="simulate_closed_loop")
-        else:
-            kk = min(k, steps_available - 1)
-            X_lin = Ad[kk] @ X_lin + Bd[kk] @ du_eff[k]
-        bar.update(k + 1)
-    wall = _time.perf_counter() - start
-    active = {key: v for key, v in events.items() if v} if limits.active else {}
-    if limits.delay > 0:
-        active["delay_s"] = limits.delay
-    keep = slice(0, last + 1)
-    x_ref = np.full((last + 1, n), np.nan)
-    xd_ref = np.full((last + 1, n), np.nan)
-    x_ref[:, cmap] = ref.x[keep]
-    xd_ref[:, cmap] = ref.xd[keep]
-    return ClosedLoopResult(
-        T[keep], out_x[keep], out_xd[keep], x_ref, xd_ref, out_u[keep], ref.u[keep], out_X[keep],
-        out_Xm[keep], out_res[keep], names, plant.input_names, plant.coordinate_names, model, mode, active, wall,
-        y_out[keep], tuple(est.signal_names) if output_feedback else (), diverged_at,
-        getattr(controller.reference, "period", None), out_d[keep],
-        *contact_forces_along(plant, out_x[keep], out_xd[keep], out_u[keep]))
+        bar = _Progress(job.steps, progress, f"closed loop ({job.model}, {job.mode})")
+        out = run_loop(LQGComponent(job.loop), job.stepper(plant), job.loop, runs, progress=bar.update).output
+    return _result(controller, plant, out, 0, job, _time.perf_counter() - start)
 
 
 def contact_forces_along(plant: ConstrainedSystem, x, xd, u) -> tuple[np.ndarray, np.ndarray]:
@@ -775,173 +528,229 @@ def contact_extremes(normal: np.ndarray, friction: np.ndarray) -> tuple[float, f
     return (float(np.max(friction_coefficient_required(normal[ok], friction[ok]))), float(np.min(normal[ok])))
 
 
-def state_selection(controller: TrackingController) -> np.ndarray:
-    """Index of each controller state in the stacked ``(x, xd)`` (length 2n), shape (N,).
-
-    The reduced state is a selection of the full deviation (see
-    :meth:`ballctl.LTVSystem.reduce`); this is that selection as indices.
-
-    Parameters
-    ----------
-    controller : TrackingController
-    """
-    p = controller.partition
-    n = controller.system.n_coordinates
-    full = list(p.independent) + [n + i for i in p.independent] + list(p.admissible_dependent)
-    return np.array([full[p.state_names.index(name)] for name in controller.state_names], dtype=np.int64)
+def _tracked_index(plant) -> np.ndarray:
+    """Truth coordinates of the tracked point (the plant's ``tracked_coordinates``)."""
+    names = tuple(getattr(plant, "tracked_coordinates", ()) or ())
+    return np.array([plant.coordinate_names.index(c) for c in names], dtype=np.int64)
 
 
-def _compiled_code(controller, plant, model, integrator, backend):
-    """Kernel code when the compiled loop runs this request, else None (raises for backend='compiled')."""
-    code = kernel_code(plant)
-    ok = integrator == "rk4" and model == "nonlinear" and code is not None
-    if backend == "compiled" and not ok:
-        raise ParameterError("backend='compiled' needs integrator='rk4', model='nonlinear' and a truth plant with "
-                             f"compiled kernels ({type(plant).__name__})")
-    return code if ok and backend != "python" else None
-
-
-def _truth_layout(controller, plant):
-    """The design's coordinates among the truth's, the controller's states in the truth's ``(x, xd)``,
-    and the reference in the truth's coordinates (0 where the design has no coordinate), shapes
-    ``(n_design,)``, ``(N,)``, ``(Kt + 1, n)`` twice."""
-    design = controller.system
-    n = plant.n_coordinates
-    cmap = np.array([plant.coordinate_names.index(nm) for nm in design.coordinate_names], dtype=np.int64)
-    selection = np.concatenate([cmap, n + cmap])[state_selection(controller)]
-    ref = controller.samples
-    x_ref = np.zeros((ref.x.shape[0], n))
-    xd_ref = np.zeros((ref.x.shape[0], n))
-    x_ref[:, cmap] = ref.x
-    xd_ref[:, cmap] = ref.xd
-    return cmap, selection, x_ref, xd_ref
-
-
-def estimator_arrays(controller: TrackingController, truth: ConstrainedSystem, draws, *, bias=None
-                     ) -> EstimatorArrays:
-    """The controller's Kalman filter and sensors as the compiled loop takes them (``EstimatorArrays``).
+def controller_loop(controller: TrackingController, truth: ConstrainedSystem, steps: int, *, mode: str = "output",
+                    limits: RigLimits | None = None, imperfections: LoopImperfections | None = None,
+                    solver: tuple = (1, (10.0, 10.0)), divergence_error: float | None = None) -> LoopArrays:
+    """The controller on the truth plant's layout, as both loops take it (the one place that packs it).
 
     Parameters
     ----------
     controller : TrackingController
-        With an ``estimator``.
     truth : ConstrainedSystem
-        The truth plant (its coordinates locate the measured signals).
-    draws : ndarray, shape (B, K, ny)
-        Standard normal draws of the sensor noise per run (:func:`ballctl.simulation.engine.sensor_draws`).
-    bias : ndarray, shape (ny,) or (B, ny), optional
-        Sensor bias in m or rad (default: the sensors' own).
-
-    Returns
-    -------
-    EstimatorArrays
-    """
-    est = controller.estimator
-    K = np.shape(draws)[1]
-    return EstimatorArrays(
-        sampled=est.sampled, C=est.kalman.C, update_gains=est.kalman.update_gains, Ad=est.Ad, Bd=est.Bd,
-        signal_index=np.array([truth.coordinate_names.index(s) for s in est.signal_names], dtype=np.int64),
-        signal_reference=controller.samples.x[:K][:, list(est.coordinate_index)],
-        bias=est.bias if bias is None else bias, noise_std=est.noise_std, standard_normal=draws,
-        latency_steps=est.latency_steps)
-
-
-def imperfection_draws(seed, K: int, estimator, imperfections: LoopImperfections | None
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """A run's lost samples and sample-instant errors, from a stream of their own.
-
-    The stream is a child of the run's seed (``spawn_key + (1,)``), so the
-    sensor-noise draws are the same with and without imperfections, and both
-    loops (Python and compiled) draw the same values.
-
-    Parameters
-    ----------
-    seed : int, SeedSequence or None
-        The run's seed (as given to :func:`simulate_closed_loop`).
-    K : int
-        Control samples of the run.
-    estimator : StateEstimator or None
-        Its sensors group the signals (a lost frame loses every signal of its sensor).
-    imperfections : LoopImperfections or None
-        ``frame_drop`` (probability per sensor sample) and ``timing_jitter_s``
-        (std in s of the sample instant).
-
-    Returns
-    -------
-    received : ndarray of bool, shape (K, ny)
-        False where a sample is lost.
-    sample_shift : ndarray, shape (K,)
-        Error of each step's sample instant in s.
-    """
-    ny = 0 if estimator is None else estimator.n_signals
-    received = np.ones((K, ny), dtype=bool)
-    shift = np.zeros(K)
-    if imperfections is None or (imperfections.frame_drop == 0 and imperfections.timing_jitter_s == 0):
-        return received, shift
-    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (1,)))
-    if ny and imperfections.frame_drop > 0:
-        col = 0
-        for sensor in estimator.sensors:
-            width = len(sensor.signals)
-            received[:, col:col + width] = (rng.random(K) >= imperfections.frame_drop)[:, None]
-            col += width
-    if imperfections.timing_jitter_s > 0:
-        shift = imperfections.timing_jitter_s * rng.standard_normal(K)
-    return received, shift
-
-
-def run_compiled_batch(controller, code, plants, x0, xd0, steps, err, limits, feedback, substeps, stabilization,
-                       delay=None, *, draws=None, divergence_error=None, received=None, sample_shift=None,
-                       deadband=0.0):
-    """B runs of ``controller`` on the truth plants ``plants`` (one per run, one layout) in the compiled loop.
-
-    The one place that packs a controller into :func:`ballctl.simulation.engine.run_closed_loop`
-    (no validation beyond the engine's: callers check their arguments).
-
-    Parameters
-    ----------
-    controller : TrackingController
-    code : int
-        Kernel code of the truth plants (:func:`ballctl.simulation.engine.kernel_code`).
-    plants : sequence of ConstrainedSystem
-        One truth plant per run (their ``kernel_parameters`` are the runs' parameters).
-    x0, xd0 : ndarray, shape (B, n)
-        Initial truth states.
+        The truth plant; its coordinates must include the design's (by name).
     steps : int
-        Control steps to run.
-    err : ndarray, shape (B, steps + 1, N), or None
-        State feedback: measurement error added to the reduced state.
-    limits : RigLimits
-    feedback : bool
-    substeps : int
-    stabilization : (a, b) or None
-    delay : float or ndarray, shape (B,), optional
-        Actuation delay in s (default ``limits.delay``).
-    draws : ndarray, shape (B, steps + 1, ny), optional
-        Output feedback: the sensor noise's standard normals (:func:`ballctl.simulation.engine.sensor_draws`).
-    divergence_error, received, sample_shift, deadband
-        As in :func:`ballctl.simulation.engine.run_closed_loop`.
+        Control steps (at most the controller's horizon).
+    mode : {"output", "state", "open"}
+        Output feedback through the controller's estimator, state feedback, or open loop (``u = u_ff``).
+    limits : RigLimits, optional
+    imperfections : LoopImperfections, optional
+        The dead band (lost samples and jitter are drawn per run).
+    solver : (int, (float, float) or None)
+        RK4 substeps per held segment and the Baumgarte gains in 1/s.
+    divergence_error : float, optional
+        Stop a run whose tracked point is farther than this from its reference (m).
 
     Returns
     -------
-    CompiledLoopOutput
+    LoopArrays
     """
+    design = controller.system
+    n = truth.n_coordinates
+    cmap = np.array([truth.coordinate_names.index(nm) for nm in design.coordinate_names], dtype=np.int64)
+    selection = np.concatenate([cmap, n + cmap])[state_selection(controller.partition, controller.state_names,
+                                                                  design.n_coordinates)]
     ref = controller.samples
     K = steps + 1
-    cmap, selection, x_ref, xd_ref = _truth_layout(controller, plants[0])
-    params = np.stack([np.asarray(p.kernel_parameters, dtype=float) for p in plants])
-    arrays = None if draws is None else estimator_arrays(controller, plants[0], draws)
-    gains = controller.feedback_gains if arrays is not None else controller.lqr.gains
-    return run_closed_loop(code, params, x0, xd0, dt=controller.dt, times=ref.t[:K], x_ref=x_ref[:K],
-                           xd_ref=xd_ref[:K], u_ref=ref.u[:K], gains=gains[:steps],
-                           selection=selection, measurement_error=err, feedback=feedback,
-                           quantum=limits.quantum, max_angle=limits.max_angle, max_rate=limits.max_rate,
-                           delay=limits.delay if delay is None else delay, substeps=substeps,
-                           stabilization=stabilization, n_constraints=plants[0].n_constraints, estimator=arrays,
-                           divergence_error=divergence_error, divergence_index=cmap[:2],
-                           received=received if arrays is not None else None,
-                           sample_shift=sample_shift if arrays is not None else None, deadband=deadband)
+    x_ref = np.zeros((K, n))
+    xd_ref = np.zeros((K, n))
+    x_ref[:, cmap] = ref.x[:K]
+    xd_ref[:, cmap] = ref.xd[:K]
+    est = controller.estimator if mode == "output" else None
+    arrays = None
+    if est is not None:
+        arrays = EstimatorArrays(
+            sampled=est.sampled, C=est.kalman.C, update_gains=est.kalman.update_gains, Ad=est.Ad, Bd=est.Bd,
+            signal_index=np.array([truth.coordinate_names.index(s) for s in est.signal_names], dtype=np.int64),
+            signal_reference=ref.x[:K][:, list(est.coordinate_index)], bias=est.bias, noise_std=est.noise_std,
+            latency_steps=est.latency_steps, sensor_widths=tuple(len(s.signals) for s in est.sensors))
+    gains = controller.feedback_gains if est is not None else controller.lqr.gains
+    substeps, stabilization = solver
+    return LoopArrays.build(kernel_code=kernel_code(truth), n_constraints=truth.n_constraints, dt=controller.dt,
+                            times=ref.t[:K], x_ref=x_ref, xd_ref=xd_ref, u_ref=ref.u[:K], gains=gains[:steps],
+                            selection=selection, tracked_index=_tracked_index(truth), feedback=mode != "open",
+                            limits=limits, substeps=substeps, stabilization=stabilization,
+                            divergence_error=divergence_error, imperfections=imperfections, estimator=arrays)
+
+
+class _LinearStepper:
+    """The design's exact-ZOH linear model (the paper's L) in place of the truth plant."""
+
+    def __init__(self, controller: TrackingController) -> None:
+        self.controller = controller
+        self.n = controller.system.n_coordinates
+        self.X = None
+
+    def start(self, x, xd):
+        ref, ltv = self.controller.samples, self.controller.ltv
+        self.X = ltv.reduce(x - ref.x[0], xd - ref.xd[0])
+        dx, dxd = ltv.expand(0, self.X)
+        return ref.x[0] + dx, ref.xd[0] + dxd
+
+    def segment(self, y, t_a, t_b, u):
+        return y
+
+    def end_step(self, k, y, du):
+        c = self.controller
+        kk = min(k, len(c.times) - 1)
+        self.X = c.discrete.Ad[kk] @ self.X + c.discrete.Bd[kk] @ du
+        dx, dxd = c.ltv.expand(min(k + 1, len(c.times) - 1), self.X)
+        return np.concatenate([c.samples.x[k + 1] + dx, c.samples.xd[k + 1] + dxd])
+
+    def residual(self, y):
+        return self.controller.system.constraint_jacobian(y[:self.n]) @ y[self.n:]
+
+
+@dataclass
+class _Job:
+    """One request of :func:`simulate_closed_loop`, checked once (single runs and batches)."""
+
+    controller: TrackingController
+    plant: ConstrainedSystem
+    model: str
+    mode: str
+    steps: int
+    limits: RigLimits
+    noise: np.ndarray | None
+    imperfections: LoopImperfections | None
+    integrator: str
+    rtol: float
+    atol: float
+    substeps: int
+    stabilization: tuple | None
+    divergence_error: float | None
+    compiled: bool
+    loop: LoopArrays
+
+    @classmethod
+    def check(cls, controller, plant, *, truth_given, duration, model, feedback, output_feedback, noise_std, limits,
+              integrator, rtol, atol, substeps, stabilization, divergence_error, backend, imperfections) -> "_Job":
+        system = controller.system
+        if backend not in ("auto", "compiled", "python"):
+            raise ParameterError(f"backend must be 'auto', 'compiled' or 'python', got {backend!r}")
+        if plant.n_inputs != system.n_inputs:
+            raise ParameterError(f"truth has {plant.n_inputs} inputs, the controller {system.n_inputs}")
+        missing = [nm for nm in system.coordinate_names if nm not in plant.coordinate_names]
+        if missing:
+            raise ParameterError(f"truth coordinates {plant.coordinate_names} must include the design's "
+                                 f"{system.coordinate_names}")
+        check_choice(model, "model", ("nonlinear", "linear"))
+        feedback = check_bool(feedback, "feedback")
+        if output_feedback is not None:
+            output_feedback = check_bool(output_feedback, "output_feedback")
+        if limits is not None:
+            check_instance(limits, "limits", RigLimits)
+        if imperfections is not None:
+            check_instance(imperfections, "imperfections", LoopImperfections)
+        check_choice(integrator, "integrator", INTEGRATORS)
+        rtol, atol = check_tolerances(rtol, atol)
+        substeps = check_integer(substeps, "substeps", minimum=1)
+        stabilization = check_stabilization(stabilization)
+        if model == "linear" and truth_given:
+            raise ParameterError("model='linear' integrates the design's linear model; it takes no truth plant")
+        dt = controller.dt
+        steps_available = len(controller.times)
+        if duration is None:
+            steps = steps_available
+        else:
+            duration = check_positive(duration, "duration", "s")
+            steps = int(round(duration / dt))
+            if steps < 1:
+                raise ParameterError(f"duration must be at least one control step dt = {dt:g} s, got {duration!r} s")
+            if steps > steps_available:
+                raise ParameterError(f"duration = {duration!r} s exceeds the controller's horizon "
+                                     f"{steps_available * dt:.6g} s (allowed: dt = {dt:g} s up to the horizon)")
+        if integrator == "rk4" and steps * substeps > MAX_STEPS:
+            raise ParameterError(f"substeps = {substeps} gives more than {MAX_STEPS:.0e} RK4 steps over the run; "
+                                 f"lower substeps")
+        est = controller.estimator
+        if output_feedback is None:
+            output_feedback = est is not None and feedback
+        if output_feedback and est is None:
+            raise ParameterError("output_feedback=True needs a controller designed with sensors "
+                                 "(controller.estimator)")
+        if output_feedback and noise_std:
+            raise ParameterError("noise_std is for state feedback; with output feedback the sensors carry the noise")
+        noise = None
+        if noise_std is not None and not isinstance(noise_std, Mapping):
+            raise ParameterTypeError(f"noise_std must be a mapping of coordinate name to standard deviation "
+                                     f"(m, rad, m/s or rad/s), got {type(noise_std).__name__}")
+        if noise_std:
+            names = controller.state_names
+            noise = np.zeros(len(names))
+            coord = set(system.coordinate_names)
+            for key, value in noise_std.items():
+                base = key[:-5] if isinstance(key, str) and key.endswith("_rate") else key
+                if base not in coord:
+                    raise ParameterError(f"noise_std: unknown coordinate {key!r}; coordinates are "
+                                         f"{system.coordinate_names}")
+                value = check_nonnegative(value, f"noise_std[{key!r}]", "m, rad, m/s or rad/s")
+                if key in names:
+                    noise[names.index(key)] = value
+        if divergence_error is not None:
+            divergence_error = check_positive(divergence_error, "divergence_error", "m")
+        code = kernel_code(plant)
+        compiled = integrator == "rk4" and model == "nonlinear" and code >= 0
+        if backend == "compiled" and not compiled:
+            raise ParameterError("backend='compiled' needs integrator='rk4', model='nonlinear' and a truth plant "
+                                 f"with compiled kernels ({type(plant).__name__})")
+        compiled = compiled and backend != "python"
+        mode = "open" if not feedback else ("output" if output_feedback else "state")
+        limits = limits or RigLimits()
+        loop = controller_loop(controller, plant, steps, mode="output" if output_feedback else
+                               ("state" if feedback else "open"), limits=limits, imperfections=imperfections,
+                               solver=(substeps, stabilization), divergence_error=divergence_error)
+        if not feedback and output_feedback:   # open loop with the estimator running alongside
+            loop = replace(loop, feedback=False)
+        return cls(controller, plant, model, mode, steps, limits, noise, imperfections, integrator, rtol, atol,
+                   substeps, stabilization, divergence_error, compiled, loop)
+
+    @property
+    def output_feedback(self) -> bool:
+        return self.loop.estimator is not None
+
+    def check_initial_state(self, x) -> None:
+        plant = self.plant
+        if self.model == "nonlinear" and plant.n_holonomic:
+            pos = np.asarray(plant.holonomic(x), dtype=float).reshape(-1)
+            if np.max(np.abs(pos)) > CONSTRAINT_TOL:
+                raise ConstraintViolationError(
+                    f"x0 violates the position constraints: residual {np.max(np.abs(pos)):.3g} m or rad exceeds "
+                    f"{CONSTRAINT_TOL:g}; project it with system.project_positions(x0) first")
+        margin = getattr(plant, "chart_margin", None)
+        if margin is not None and float(np.real(margin(x))) <= 0.0:
+            raise ChartSingularityError("x0 lies beyond the edge of the plant's coordinate chart (its "
+                                        "chart_margin(x0) <= 0)")
+
+    def linear_initial_state(self, x, xd):
+        self._linear = _LinearStepper(self.controller)
+        return self._linear.start(x, xd)
+
+    def stepper(self, plant):
+        if self.model == "linear":
+            return self._linear
+        return NonlinearStepper(plant, self.integrator, self.rtol, self.atol, self.substeps,
+                                self.loop.stabilization)
+
+    def draws(self, seeds, plants, x0, xd0) -> RunDraws:
+        params = np.stack([np.asarray(getattr(p, "kernel_parameters", np.zeros(1)), dtype=float) for p in plants])
+        return draw_runs(self.loop, seeds, params, x0, xd0, noise_std=self.noise, imperfections=self.imperfections,
+                         steps_available=len(self.controller.times))
 
 
 def _events(limits, counts) -> dict:
@@ -952,14 +761,14 @@ def _events(limits, counts) -> dict:
     return active
 
 
-def _result(controller, plant, out, i, K, model, feedback, output_feedback, limits, wall, divergence
-            ) -> ClosedLoopResult:
-    """Run ``i`` of a compiled batch as the Python loop returns it (cut at the divergence)."""
+def _result(controller, plant, out, i, job: _Job, wall) -> ClosedLoopResult:
+    """Run ``i`` of a loop output as a :class:`ClosedLoopResult` (cut at its divergence)."""
     ref = controller.samples
+    K = job.steps + 1
     status = int(out.status[i])
     diverged_at = None
     last = K
-    if divergence and status >= 0:
+    if job.divergence_error is not None and status >= 0:
         diverged_at, last = float(ref.t[status]), status + 1
     keep = slice(0, last)
     n = plant.n_coordinates
@@ -968,15 +777,15 @@ def _result(controller, plant, out, i, K, model, feedback, output_feedback, limi
     xd_ref = np.full((last, n), np.nan)
     x_ref[:, cmap] = ref.x[keep]
     xd_ref[:, cmap] = ref.xd[keep]
-    mode = "open" if not feedback else ("output" if output_feedback else "state")
-    signals = tuple(controller.estimator.signal_names) if output_feedback else ()
+    signals = tuple(controller.estimator.signal_names) if job.output_feedback else ()
     return ClosedLoopResult(ref.t[keep], out.x[i, keep], out.xd[i, keep], x_ref, xd_ref, out.u[i, keep],
                             ref.u[keep], out.X[i, keep], out.X_measured[i, keep], out.velocity_residual[i, keep],
-                            controller.state_names, plant.input_names, plant.coordinate_names, model, mode,
-                            _events(limits, out.limit_events[i]), wall, out.measurements[i, keep], signals,
+                            controller.state_names, plant.input_names, plant.coordinate_names, job.model, job.mode,
+                            _events(job.limits, out.limit_events[i]), wall, out.measurements[i, keep], signals,
                             diverged_at, getattr(controller.reference, "period", None),
                             out.augmented_estimate[i, keep],
-                            *contact_forces_along(plant, out.x[i, keep], out.xd[i, keep], out.u[i, keep]))
+                            *contact_forces_along(plant, out.x[i, keep], out.xd[i, keep], out.u[i, keep]),
+                            tracked_coordinates=tuple(getattr(plant, "tracked_coordinates", ()) or ()))
 
 
 @dataclass(frozen=True)
@@ -1077,6 +886,8 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, ou
         plants = [truth]
     else:
         plants = list(truth)
+        for p in plants:
+            check_instance(p, "truth", ConstrainedSystem)
     n = (plants[0] if plants else design).n_coordinates
     X0 = np.array(x0, dtype=float)
     if X0.ndim != 2 or X0.shape[1] != n or X0.shape[0] < 1:
@@ -1093,53 +904,29 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, ou
     if not (np.all(np.isfinite(X0)) and np.all(np.isfinite(XD0))):
         raise ParameterError("x0 and xd0 must be finite")
     seeds = _batch_seeds(seed, B)
-    limits = limits or RigLimits()
+    truths = plants or [design] * B
+    one_layout = len({tuple(p.coordinate_names) for p in truths}) == 1 and len({kernel_code(p) for p in truths}) == 1
     kwargs = dict(duration=duration, model=model, feedback=feedback, output_feedback=output_feedback,
                   noise_std=noise_std, limits=limits, integrator=integrator, rtol=rtol, atol=atol,
                   substeps=substeps, stabilization=stabilization, divergence_error=divergence_error,
                   imperfections=imperfections)
-    truths = plants or [design] * B
-    codes = {_compiled_code(controller, p, model, integrator, backend) for p in truths}
-    if len({tuple(p.coordinate_names) for p in truths}) != 1:
-        codes.add(None)  # one layout per compiled batch
-    if len(codes) != 1 or None in codes:
+    job = _Job.check(controller, truths[0], truth_given=plants is not None, backend=backend, **kwargs)
+    if not (job.compiled and one_layout):
         if backend == "compiled":
             raise ParameterError("backend='compiled' needs truth plants of one type with compiled kernels")
         runs = []
         bar = _Progress(B, progress, "closed-loop runs")
         for i in range(B):
             runs.append(simulate_closed_loop(controller, X0[i], XD0[i], truth=None if plants is None else plants[i],
-                                             seed=seeds[i], backend=backend, **kwargs))
+                                             seed=seeds[i], backend="python" if job.compiled else backend, **kwargs))
             bar.update(i + 1)
         status = [-1 if r.diverged_at is None else len(r.t) - 1 for r in runs]
-        steps = len(controller.times) if duration is None else int(round(duration / controller.dt))
-        return _stack(runs, "python", status, _time.perf_counter() - start, controller.samples.t[:steps + 1])
-    code = codes.pop()
-    # validation of the arguments, with the first run's (one step of the Python loop)
-    probe = simulate_closed_loop(controller, X0[0], XD0[0], truth=truths[0], seed=seeds[0], backend="python",
-                                 **{**kwargs, "duration": controller.dt})
-    del probe
-    output = bool(output_feedback) if output_feedback is not None else controller.estimator is not None and feedback
-    steps = len(controller.times) if duration is None else int(round(duration / controller.dt))
-    if plants is None:
-        for i in range(B):
+        return _stack(runs, "python", status, _time.perf_counter() - start, controller.samples.t[:job.steps + 1])
+    for i in range(B):
+        job.check_initial_state(X0[i])
+        if plants is None:
             XD0[i] = controller.partition.complete_velocities(design, X0[i], XD0[i])
-    names = controller.state_names
-    K = steps + 1
-    err = draws = received = shift = None
-    if output:
-        draws = np.stack([sensor_draws(np.random.default_rng(s), K, len(controller.times),
-                                        controller.estimator.n_signals) for s in seeds])
-        pairs = [imperfection_draws(s, K, controller.estimator, imperfections) for s in seeds]
-        received = np.stack([p[0] for p in pairs])
-        shift = np.stack([p[1] for p in pairs])
-    elif noise_std:
-        noise = np.array([noise_std.get(name, 0.0) for name in names])
-        err = np.stack([noise * np.random.default_rng(s).standard_normal((K, len(names))) for s in seeds])
-    out = run_compiled_batch(controller, code, truths, X0, XD0, steps, err, limits, feedback, substeps, stabilization,
-                        draws=draws, divergence_error=divergence_error, received=received, sample_shift=shift,
-                        deadband=imperfections.actuator_deadband if imperfections else 0.0)
+    out = run_closed_loop(job.loop, job.draws(seeds, truths, X0, XD0))
     wall = _time.perf_counter() - start
-    runs = [_result(controller, truths[i], out, i, K, model, feedback, output, limits, wall / B,
-                    divergence_error is not None) for i in range(B)]
-    return _stack(runs, "compiled", out.status, wall, controller.samples.t[:K])
+    runs = [_result(controller, truths[i], out, i, job, wall / B) for i in range(B)]
+    return _stack(runs, "compiled", out.status, wall, controller.samples.t[:job.steps + 1])

@@ -1,8 +1,10 @@
 r"""Monte Carlo runs of a tracking controller on uncertain plants, on one core or a cluster.
 
-:func:`monte_carlo` draws, for every run, the ball's mass, radius and inertia,
-a constant sensor bias per coordinate, the input latency and an initial
-offset from the distributions in :class:`Uncertainty`, adds Gaussian sensor
+:func:`monte_carlo` draws, for every run, the plant's physical parameters
+(those it declares in ``physical_parameters``, e.g. the ball's mass, radius
+and inertia, applied through its ``with_parameters``), a constant sensor bias
+per coordinate, the input latency and an initial offset from the
+distributions in :class:`Uncertainty`, adds Gaussian sensor
 noise, and runs the closed loop through the compiled batched engine
 (:mod:`ballctl.simulation.engine`). A controller with an estimator (LQG) runs its Kalman
 filter on its sensors (their noise, rate and latency; a drawn ``bias`` adds
@@ -30,7 +32,6 @@ not its Python objects' references.
 
 from __future__ import annotations
 
-import dataclasses
 import time as _time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
@@ -40,8 +41,10 @@ import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError
 from .._validation import check_positive
-from .closed_loop import RigLimits, estimator_arrays, state_selection
-from .engine import EstimatorArrays, kernel_code, run_closed_loop, sensor_draws
+from ..hardware import RigLimits
+from .arrays import LoopArrays, RunDraws, sensor_draws
+from .closed_loop import controller_loop
+from .engine import kernel_code, run_closed_loop
 from ..design.tracking import TrackingController
 
 __all__ = ["Normal", "Uniform", "Uncertainty", "MonteCarloResult", "monte_carlo"]
@@ -111,18 +114,15 @@ def _check_distribution(value, name: str) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class Uncertainty:
-    """What varies from run to run (everything optional; ``None`` keeps the nominal value).
+    """What varies from run to run (everything optional; what is not given keeps its nominal value).
 
     Attributes
     ----------
-    mass : Normal or Uniform, optional
-        Ball mass in kg.
-    radius : Normal or Uniform, optional
-        Ball radius in m.
-    inertia : Normal or Uniform, optional
-        Inertia about a diameter in kg m^2; ``None`` keeps the plant's rule
-        (solid sphere ``2/5 m R^2`` of the drawn mass and radius when the
-        nominal plant uses it).
+    parameters : dict
+        Distribution of a physical parameter of the plant per run, by the names
+        of its ``physical_parameters`` (for the ball-plates: ``mass`` in kg,
+        ``radius`` in m, ``inertia`` in kg m^2; an inertia not drawn follows the
+        plant's rule, the solid sphere's ``2/5 m R^2`` of the drawn mass and radius).
     noise_std : dict
         Standard deviation of white measurement noise per coordinate name, or
         ``"<name>_rate"``, in m, rad, m/s or rad/s (as in
@@ -136,26 +136,25 @@ class Uncertainty:
         (velocities are completed from the constraints).
     """
 
-    mass: Normal | Uniform | None = None
-    radius: Normal | Uniform | None = None
-    inertia: Normal | Uniform | None = None
+    parameters: Mapping[str, Normal | Uniform] = field(default_factory=dict)
     noise_std: Mapping[str, float] = field(default_factory=dict)
     bias: Mapping[str, Normal | Uniform] = field(default_factory=dict)
     latency: Normal | Uniform | None = None
     initial_offset: Mapping[str, Normal | Uniform] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("mass", "radius", "inertia", "latency"):
-            _check_distribution(getattr(self, name), name)
-        for label in ("bias", "initial_offset"):
+        _check_distribution(self.latency, "latency")
+        for label in ("parameters", "bias", "initial_offset"):
+            if not isinstance(getattr(self, label), Mapping):
+                raise ParameterTypeError(f"{label} must be a mapping of name to distribution, got "
+                                         f"{type(getattr(self, label)).__name__}")
             for key, dist in getattr(self, label).items():
                 _check_distribution(dist, f"{label}[{key!r}]")
         for key, value in self.noise_std.items():
             if not np.isfinite(value) or value < 0:
                 raise ParameterError(f"noise_std[{key!r}] must be finite and >= 0 (m, rad, m/s or rad/s), got {value}")
-        object.__setattr__(self, "noise_std", dict(self.noise_std))
-        object.__setattr__(self, "bias", dict(self.bias))
-        object.__setattr__(self, "initial_offset", dict(self.initial_offset))
+        for label in ("parameters", "noise_std", "bias", "initial_offset"):
+            object.__setattr__(self, label, dict(getattr(self, label)))
 
 
 @dataclass(frozen=True)
@@ -219,27 +218,14 @@ class _Job:
 
     system: object
     partition: object
-    code: int
+    loop: LoopArrays
     coordinate_names: tuple
     state_names: tuple
-    dt: float
-    times: np.ndarray
-    x_ref: np.ndarray
-    xd_ref: np.ndarray
-    u_ref: np.ndarray
-    gains: np.ndarray
-    selection: np.ndarray
     x0: np.ndarray
     xd0: np.ndarray
     uncertainty: Uncertainty
     noise: np.ndarray
-    limits: RigLimits
-    substeps: int
-    stabilization: tuple | None
-    n_constraints: int
     failure_error: float
-    contact: tuple
-    sensing: EstimatorArrays | None = None
     steps_available: int = 0
     signal_names: tuple = ()
 
@@ -253,64 +239,39 @@ def _index_of(name: str, coords: tuple, states: tuple, label: str) -> int:
     return -1  # a coordinate the controller does not measure
 
 
-def _ball_parameters(system):
-    """The ball's parameters of a ball-plate (``params``) or a moving-plate plant (``params.ball``)."""
-    params = system.params
-    return getattr(params, "ball", params)
-
-
-def _with_ball(system, changes: dict):
-    """The same plant with the ball's ``mass``/``radius``/``inertia`` replaced (the plate and servos kept)."""
-    if not changes:
-        return system
-    params = system.params
-    if hasattr(params, "ball"):  # moving or servo plate: the ball is one field of the parameters
-        params = dataclasses.replace(params, ball=dataclasses.replace(params.ball, **changes))
-        return type(system)(params, system.servo) if hasattr(system, "servo") else type(system)(params)
-    return type(system)(dataclasses.replace(params, **changes))
-
-
 def _run_chunk(job: _Job, seeds) -> dict:
     """Run the runs of ``seeds`` (one SeedSequence each) through the compiled loop."""
     B = len(seeds)
     unc = job.uncertainty
-    K = job.times.shape[0]
-    N = job.selection.shape[0]
-    n = job.x0.shape[0]
-    pvecs, X0, XD0, err, delays = [], np.empty((B, n)), np.empty((B, n)), np.empty((B, K, N)), np.empty(B)
-    sensing = job.sensing
-    if sensing is not None:
-        ny = len(job.signal_names)
-        draws = np.empty((B, K, ny))
-        sensor_bias = np.repeat(np.asarray(sensing.bias, dtype=float)[None], B, axis=0)
-    samples = {key: np.empty(B) for key in ("mass", "radius", "inertia", "latency")}
+    loop = job.loop
+    K, N, n = loop.K, loop.selection.shape[0], job.x0.shape[0]
+    pvecs, X0, XD0, err, delays = [], np.empty((B, n)), np.empty((B, n)), np.zeros((B, K, N)), np.empty(B)
+    ny = loop.n_signals
+    draws = np.zeros((B, K, ny))
+    sensor_bias = np.zeros((B, ny)) if loop.estimator is None else np.repeat(loop.estimator.bias[None], B, axis=0)
+    names = tuple(job.system.physical_parameters) if hasattr(job.system, "physical_parameters") else ()
+    samples = {key: np.empty(B) for key in (*names, "latency")}
     for key in unc.bias:
         samples[f"bias_{key}"] = np.empty(B)
     for key in unc.initial_offset:
         samples[f"offset_{key}"] = np.empty(B)
     for i, s in enumerate(seeds):
         rng = np.random.default_rng(s)
-        changes = {}
-        for name in ("mass", "radius", "inertia"):
-            dist = getattr(unc, name)
-            if dist is not None:
-                changes[name] = dist.sample(rng)
-        plant = _with_ball(job.system, changes)
+        changes = {name: unc.parameters[name].sample(rng) for name in names if name in unc.parameters}
+        plant = job.system.with_parameters(**changes) if changes else job.system
         pvecs.append(plant.kernel_parameters)
-        ball = _ball_parameters(plant)
-        samples["mass"][i] = ball.mass
-        samples["radius"][i] = ball.radius
-        samples["inertia"][i] = ball.ball_inertia
-        delay = job.limits.delay if unc.latency is None else unc.latency.sample(rng)
+        for name, value in (plant.physical_parameters.items() if names else ()):
+            samples[name][i] = value
+        delay = loop.delay_s if unc.latency is None else unc.latency.sample(rng)
         if not np.isfinite(delay) or delay < 0:
             raise ParameterError(f"uncertainty.latency drew {delay!r} s for run {i}; latency must be >= 0 s "
-                             "(use a distribution without negative values, e.g. Uniform(0, 0.02))")
+                                 "(use a distribution without negative values, e.g. Uniform(0, 0.02))")
         delays[i] = samples["latency"][i] = delay
         bias = np.zeros(N)
         for key, dist in sorted(unc.bias.items()):
             value = dist.sample(rng)
             samples[f"bias_{key}"][i] = value
-            if sensing is not None:  # output feedback: on the sensor reading of that signal
+            if loop.estimator is not None:  # output feedback: on the sensor reading of that signal
                 sensor_bias[i, job.signal_names.index(key)] += value
                 continue
             j = job.state_names.index(key) if key in job.state_names else -1
@@ -323,21 +284,17 @@ def _run_chunk(job: _Job, seeds) -> dict:
             x0[job.coordinate_names.index(key)] += value
         X0[i] = x0
         XD0[i] = job.partition.complete_velocities(plant, x0, job.xd0)
-        if sensing is None:
+        if loop.estimator is None:
             err[i] = bias + job.noise * rng.standard_normal((K, N))
         else:
-            draws[i] = sensor_draws(rng, K, job.steps_available, draws.shape[2])
-    if sensing is not None:
-        sensing = dataclasses.replace(sensing, standard_normal=draws, bias=sensor_bias)
-        err = None
-    out = run_closed_loop(job.code, np.stack(pvecs), X0, XD0, dt=job.dt, times=job.times, x_ref=job.x_ref,
-                          xd_ref=job.xd_ref, u_ref=job.u_ref, gains=job.gains, selection=job.selection,
-                          measurement_error=err, quantum=job.limits.quantum, max_angle=job.limits.max_angle,
-                          max_rate=job.limits.max_rate, delay=delays, substeps=job.substeps,
-                          stabilization=job.stabilization, n_constraints=job.n_constraints, estimator=sensing)
-    idx = list(job.contact)
-    error = np.linalg.norm(out.x[:, :, idx] - job.x_ref[None, :, idx], axis=2)
-    tail = job.times >= job.times[0] + 0.8 * (job.times[-1] - job.times[0])
+            draws[i] = sensor_draws(rng, K, job.steps_available, ny)
+    runs = RunDraws(np.stack(pvecs), X0, XD0, err, draws, sensor_bias, np.ones((B, K, ny), dtype=bool),
+                    np.zeros((B, K)), delays)
+    out = run_closed_loop(loop, runs)
+    idx = list(loop.tracked_index)
+    error = np.linalg.norm(out.x[:, :, idx] - loop.y_ref[None, :, idx], axis=2)
+    times = loop.times
+    tail = times >= times[0] + 0.8 * (times[-1] - times[0])
     diverged = out.status >= 0
     with np.errstate(invalid="ignore"):
         metrics = {"final_error": error[:, -1], "steady_state_error": np.sqrt(np.mean(error[:, tail] ** 2, axis=1)),
@@ -360,7 +317,7 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     Parameters
     ----------
     controller : TrackingController
-        From :func:`ballctl.design_tracking_lqr` or :func:`ballctl.design.tracking.design_for_rig`;
+        From :func:`ballctl.design_tracking_lqr` or :func:`ballctl.ball_plate.design.design_for_rig`;
         its plant must have compiled kernels (the built-in ball-plate and
         moving/servo plates have; a parameter sample changes the ball and
         keeps the plate and its servos).
@@ -408,7 +365,7 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     >>> part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
     >>> ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.02, horizon=1.0,
     ...     states=part.state_names[:6], Q=np.eye(6), R=np.eye(2))
-    >>> unc = ballctl.Uncertainty(mass=ballctl.Normal(0.1, 0.005),
+    >>> unc = ballctl.Uncertainty(parameters={"mass": ballctl.Normal(0.1, 0.005)},
     ...                           initial_offset={"contact_x": ballctl.Uniform(-0.01, 0.01)})
     >>> mc = ballctl.monte_carlo(ctrl, 8, uncertainty=unc, seed=1, chunk_size=3)
     >>> mc.bands.shape, bool(mc.failure_rate < 1)
@@ -428,13 +385,14 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
                         f"got {type(executor).__name__}")
     unc = uncertainty or Uncertainty()
     system = controller.system
-    code = kernel_code(system)
-    if code is None:
-        raise ParameterError(f"monte_carlo needs a plant with compiled kernels; {type(system).__name__} has none "
-                         "(see ballctl.plants.kernels)")
-    params = getattr(system, "params", None)
-    if (unc.mass or unc.radius or unc.inertia) and not dataclasses.is_dataclass(params):
-        raise ParameterError("parameter uncertainty needs a plant with a params dataclass")
+    if kernel_code(system) < 0:
+        raise ParameterError(f"monte_carlo needs a plant with compiled loop kernels; {type(system).__name__} has none "
+                             "(see ballctl.plants.kernels.LOOP_KERNELS)")
+    declared = tuple(getattr(system, "physical_parameters", {}) or {})
+    for key in unc.parameters:
+        if key not in declared or not hasattr(system, "with_parameters"):
+            raise ParameterError(f"uncertainty.parameters: {key!r} is not a physical parameter of "
+                                 f"{type(system).__name__}; it declares {declared}")
     coords = system.coordinate_names
     names = controller.state_names
     noise = np.zeros(len(names))
@@ -466,19 +424,16 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     n = system.n_coordinates
     x0 = ref.x[0].copy() if x0 is None else np.array(x0, dtype=float).reshape(n)
     xd0 = ref.xd[0].copy() if xd0 is None else np.array(xd0, dtype=float).reshape(n)
-    contact = tuple(coords.index(c) for c in ("contact_x", "contact_y") if c in coords)
-    if not contact:
-        raise ParameterError("monte_carlo measures the position error through coordinates named contact_x/contact_y")
+    if not getattr(system, "tracked_coordinates", ()):
+        raise ParameterError(f"monte_carlo measures the position error of the plant's tracked_coordinates; "
+                             f"{type(system).__name__} declares none")
     pct = np.asarray(percentiles, dtype=float)
     if pct.ndim != 1 or pct.size == 0 or np.any((pct < 0) | (pct > 100)):
         raise ParameterError(f"percentiles must be values in [0, 100] %, got {percentiles!r}")
-    job = _Job(system, controller.partition, code, coords, names, controller.dt, ref.t[:K].copy(),
-               ref.x[:K].copy(), ref.xd[:K].copy(), ref.u[:K].copy(),
-               np.asarray((controller.feedback_gains if output_feedback else controller.lqr.gains)[:steps]),
-               state_selection(controller), x0, xd0, unc, noise, limits or RigLimits(), int(substeps),
-               stabilization, system.n_constraints, failure_error, contact,
-               estimator_arrays(controller, system, np.zeros((1, K, est.n_signals))) if output_feedback else None,
-               steps, tuple(est.signal_names) if output_feedback else ())
+    loop = controller_loop(controller, system, steps, mode="output" if output_feedback else "state", limits=limits,
+                           solver=(int(substeps), stabilization))
+    job = _Job(system, controller.partition, loop, coords, names, x0, xd0, unc, noise, failure_error, steps,
+               tuple(est.signal_names) if output_feedback else ())
     seeds = np.random.SeedSequence(seed).spawn(n_runs) if not isinstance(seed, np.random.SeedSequence) \
         else seed.spawn(n_runs)
     chunks = [seeds[i:i + chunk_size] for i in range(0, n_runs, chunk_size)]

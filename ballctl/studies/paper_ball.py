@@ -36,7 +36,8 @@ def simulate_paper_ball(out_dir: str | os.PathLike, *, t_final: float = 20.0, sa
     samples : int
         Output samples (>= 2).
     animation : str, optional
-        Also write an animation of the ball (shell, rails, masses; :func:`ballctl.figures.animation.animate_rolling_ball`)
+        Also write an animation of the ball (shell, rails, masses;
+        :func:`ballctl.figures.animation.animate_rolling_ball`)
         to this file name in ``out_dir`` (``.gif`` or ``.mp4``).
 
     Returns

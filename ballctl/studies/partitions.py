@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import ParameterError, PartitionError, ShapeError
-from ..design.controllability import GramianReport, discrete_gramian
+from ..design.controllability import RANK_RTOL, GramianReport, discrete_gramian
 from ..linear.discretize import DiscreteLTVSystem, discretize
 from ..linear.linearize import linearize_samples
 from ..linear.partition import Partition
@@ -150,7 +150,7 @@ def enumerate_partitions(system: ConstrainedSystem) -> list[Partition]:
 
 def compare_partitions(system: ConstrainedSystem, reference: Reference, times, *,
                        partitions: Sequence[Partition] | None = None,
-                       rank_rtol: float = 1e-9, executor: Executor | None = None) -> PartitionComparison:
+                       rank_rtol: float = RANK_RTOL, executor: Executor | None = None) -> PartitionComparison:
     """Linearize along a reference with each partition and tabulate controllability.
 
     Parameters
@@ -163,9 +163,11 @@ def compare_partitions(system: ConstrainedSystem, reference: Reference, times, *
     partitions : sequence of Partition, optional
         Default: every partition (:func:`enumerate_partitions`).
     rank_rtol : float
-        Relative eigenvalue threshold for the Gramian ranks. The Gramians are
-        computed for states scaled by their largest Gramian diagonal entries
-        (so metres and radians compare), which the rank is invariant to.
+        Relative tolerance of the Gramian ranks, the one rank test
+        :func:`~ballctl.design.controllability.gramian_rank` (default
+        :data:`~ballctl.design.controllability.RANK_RTOL`; the rank does not depend on the units of the
+        states). The reported Gramians are those of the states scaled by their largest Gramian diagonal
+        entries (so metres and radians compare).
     executor : concurrent.futures.Executor, optional
         Evaluate the partitions there, one task each (e.g. a
         ``ThreadPoolExecutor`` or a Dask client's ``get_executor()``); the

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError
-from ..design.controllability import discrete_gramian
+from ..design.controllability import RANK_RTOL, discrete_gramian
 from ..linear.discretize import DiscreteLTVSystem, discretize
 from ..linear.linearize import linearize
 from ..linear.partition import Partition
@@ -308,7 +308,7 @@ def default_layouts() -> tuple[RailLayout, ...]:
 
 
 def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_rate: float = 1.0,
-                         samples: int = 48, rank_rtol: float = 1e-9, state_scales: dict[str, float] | None = None,
+                         samples: int = 48, rank_rtol: float = RANK_RTOL, state_scales: dict[str, float] | None = None,
                          executor: Executor | None = None, **ball_options) -> LayoutTable:
     r"""Tabulate the controllability of rail layouts along a straight-line roll.
 

@@ -57,8 +57,17 @@ to a relative 1e-6). With an explicit ``period``, either the same holds
 without the copy (``t[-1] < t[0] + period``), the sample at ``t[0] + period``
 being taken as the first one.
 
-Rank tolerances are relative: an eigenvalue of :math:`W_c` (a singular value
-of :math:`Q_k`) counts when it exceeds ``rank_rtol`` times the largest one.
+Rank verdicts: every Gramian rank (controllability here, observability in
+:mod:`ballctl.design.observability`, the partition and rail-layout studies) is
+:func:`gramian_rank`: the rank of the Jacobi-scaled Gramian
+:math:`D^{-1/2} W D^{-1/2}`, :math:`D = \mathrm{diag}(W)`, by its singular
+values relative to the largest with the one default tolerance
+:data:`RANK_RTOL` (1e-10), so that a verdict depends neither on the units of
+the states nor on the function that computed the Gramian. The
+Silverman-Meadows test ranks another matrix, :math:`Q_k` built from numerical
+derivatives of the samples (accurate to about 1e-9 .. 1e-7), with its own
+:data:`SM_RANK_RTOL` on balanced singular values; the PBH test of
+:func:`periodic_controllability` ranks :math:`[M - \mu I, W]`.
 
 References
 ----------
@@ -83,13 +92,13 @@ Springer 2009, ch. 4 (reachability and the PBH test of periodic systems).
 """
 
 from .coefficients import LTVCallables
-from .gramians import GRAMIAN_METHODS, GRAMIAN_RANK_RTOL, GramianReport, discrete_gramian, gramian, transition_matrix
+from .gramians import RANK_RTOL, GramianReport, discrete_gramian, gramian, gramian_rank, transition_matrix
 from .periodic import MonodromyReport, PeriodicControllabilityReport, monodromy, periodic_controllability
 from .silverman_meadows import SM_RANK_RTOL, SilvermanMeadowsReport, silverman_meadows
 
 __all__ = [
-    "GRAMIAN_METHODS",
-    "GRAMIAN_RANK_RTOL",
+    "RANK_RTOL",
+    "gramian_rank",
     "SM_RANK_RTOL",
     "LTVCallables",
     "GramianReport",

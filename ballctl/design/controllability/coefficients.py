@@ -15,7 +15,8 @@ from scipy.integrate import solve_ivp
 from scipy.interpolate import CubicSpline
 
 from ..._errors import IntegrationError, ParameterError, ParameterTypeError, ShapeError
-from ..._validation import check_finite_scalar, check_positive, guard_rhs, names_tuple
+from ..._guards import guard_rhs
+from ..._validation import check_finite_scalar, check_positive, names_tuple
 from ...linear.ltv import LTVSystem
 
 __all__ = ["LTVCallables", "Coefficients", "check_interval", "integrate_matrix_ode", "named_vector", "format_direction"]

@@ -1,4 +1,7 @@
-"""Transition matrices and controllability Gramians, continuous and discrete (see :mod:`ballctl.design.controllability`)."""
+"""Transition matrices and controllability Gramians, continuous and discrete, and the one rank test.
+
+See :mod:`ballctl.design.controllability`.
+"""
 
 from __future__ import annotations
 
@@ -14,18 +17,101 @@ from ...linear.ltv import LTVSystem
 from .coefficients import (Coefficients, LTVCallables, check_interval, format_direction, integrate_matrix_ode,
                            named_vector)
 
-__all__ = ["GRAMIAN_METHODS", "GRAMIAN_RANK_RTOL", "GramianReport", "transition_matrix", "gramian", "discrete_gramian",
-           "gramian_report", "check_rtol"]
+__all__ = ["RANK_RTOL", "gramian_rank", "GramianReport", "transition_matrix", "gramian", "discrete_gramian"]
 
 #: Values accepted by ``gramian(method=...)``: ``"integrate"`` integrates the
 #: Lyapunov ODE forward; ``"transition"`` integrates the definition backward
 #: in ``tau`` together with ``Phi(t1, tau)`` (an independent cross-check).
 GRAMIAN_METHODS = ("integrate", "transition")
 
-#: Default relative rank tolerance of the Gramian: two orders above the
-#: default integration tolerance ``rtol = 1e-10``.
-GRAMIAN_RANK_RTOL = 1e-8
-#: Default relative rank tolerance of Q_k: numerical derivatives of the
+#: The one default tolerance of every controllability and observability verdict (:func:`gramian_rank`): a
+#: singular value of the Jacobi-scaled Gramian counts when it exceeds ``RANK_RTOL`` times the largest. After the
+#: scaling the Gramian is a correlation matrix (unit diagonal), so its singular values no longer depend on the
+#: units of the states, and one tolerance serves every system. Measured on this package's studies (scaled
+#: singular values over the largest): a direction the inputs or sensors reach has 1e-6 and above (the weakest
+#: steerable direction of a rail layout: 8e-7 .. 5e-6); a direction they cannot reach sits at the rounding of the
+#: recursion (1e-16) or, for a first-order invariant of the continuous system (the rolling ball's two along a
+#: straight roll), at the error of freezing A and B over a step, which falls like dt^4 (2e-10 with 32 steps a
+#: revolution, 1e-8 with 12), or at the integration error of a continuous Gramian (DOP853 at ``rtol = 1e-10``).
+#: 1e-8, two orders below the weakest physical direction and above the discretization leak of any
+#: reasonably sampled model, separates the two.
+RANK_RTOL = 1e-8
+#: a state whose Gramian diagonal entry is at most this times the largest one has no energy at all: it is a
+#: missing direction and left out of the scaling (without this guard the scaling would blow rounding up to 1)
+ZERO_ENERGY_RTOL = 1e-24
+
+
+def jacobi_scaled(W) -> tuple[np.ndarray, np.ndarray]:
+    r"""The Jacobi-scaled Gramian :math:`D^{-1/2} W D^{-1/2}`, :math:`D = \mathrm{diag}(W)`, and the states it keeps.
+
+    A state with :math:`D_{ii} \le` :data:`ZERO_ENERGY_RTOL` :math:`\max D` (no energy at all) gets a zero row
+    and column instead of a division by (almost) zero.
+
+    Parameters
+    ----------
+    W : array_like, shape (N, N)
+        A Gramian (symmetrised here).
+
+    Returns
+    -------
+    scaled : ndarray, shape (N, N)
+        Unit diagonal on the kept states, zero rows and columns on the others.
+    seen : ndarray of bool, shape (N,)
+        The states with energy.
+    """
+    W = np.asarray(W, dtype=float)
+    W = 0.5 * (W + W.T)
+    d = np.diag(W).copy()
+    top = max(float(d.max(initial=0.0)), 0.0)
+    seen = d > ZERO_ENERGY_RTOL * top if top > 0 else np.zeros(d.shape, dtype=bool)
+    scale = np.where(seen, 1.0 / np.sqrt(np.where(seen, d, 1.0)), 0.0)
+    return W * scale[:, None] * scale[None, :], seen
+
+
+def gramian_rank(W, *, rank_rtol: float = RANK_RTOL) -> int:
+    r"""The numerical rank of a controllability or observability Gramian, the same in every unit of the states.
+
+    The one rank test of ballctl: every controllability and observability verdict (:func:`gramian`,
+    :func:`discrete_gramian`, :func:`~ballctl.observability_gramian`, :func:`~ballctl.compare_partitions`,
+    :func:`~ballctl.compare_rail_layouts`) is this function of its Gramian. ``W`` is scaled symmetrically,
+    :math:`\hat W = D^{-1/2} W D^{-1/2}` with :math:`D = \mathrm{diag}(W)` (:func:`jacobi_scaled`; a state with no
+    energy at all is a missing direction), and the rank is the number of singular values of :math:`\hat W` above
+    ``rank_rtol`` times the largest. A change of units :math:`X \to S X` (``S`` diagonal, positive) maps ``W`` to
+    :math:`S W S` and leaves :math:`\hat W`, hence the rank, unchanged.
+
+    Parameters
+    ----------
+    W : array_like, shape (N, N)
+        Symmetric positive semidefinite Gramian.
+    rank_rtol : float
+        Relative tolerance on the singular values of the scaled Gramian, in (0, 1); default :data:`RANK_RTOL`.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.array([[1e6, 1e3], [1e3, 1.0 + 1e-6]])    # metres next to micrometres: nearly dependent
+    >>> gramian_rank(W), gramian_rank(np.diag([1e-3, 1e3]) @ W @ np.diag([1e-3, 1e3]))
+    (2, 2)
+    >>> gramian_rank(np.array([[1.0, 1.0], [1.0, 1.0]]))
+    1
+    """
+    rank_rtol = check_rtol(rank_rtol, "rank_rtol")
+    scaled, seen = jacobi_scaled(W)
+    if not seen.any():
+        return 0
+    s = np.linalg.svd(scaled[np.ix_(seen, seen)], compute_uv=False, hermitian=True)
+    import os, traceback  # TEMP-RANKLOG
+    if os.environ.get("BALLCTL_RANK_LOG"):  # TEMP-RANKLOG
+        r = s / s[0]  # TEMP-RANKLOG
+        lo = r[r <= rank_rtol]; hi = r[r > rank_rtol]  # TEMP-RANKLOG
+        caller = [f.name for f in traceback.extract_stack()[-6:-1]]  # TEMP-RANKLOG
+        with open(os.environ["BALLCTL_RANK_LOG"], "a") as fh:  # TEMP-RANKLOG
+            fh.write(f"{lo.max() if lo.size else 0:.3g} {hi.min():.3g} {os.environ.get('PYTEST_CURRENT_TEST','')} {caller}\n")  # TEMP-RANKLOG
+    return int(np.sum(s > rank_rtol * s[0]))
 
 # ---------------------------------------------------------------- transition matrix
 def transition_matrix(system: LTVSystem | LTVCallables, t0: float, t1: float, *, period: float | None = None,
@@ -90,7 +176,8 @@ class GramianReport:
     condition_number : float
         ``eigenvalues[-1] / eigenvalues[0]``; ``inf`` when the smallest is <= 0.
     rank : int
-        Number of eigenvalues above ``rank_rtol * eigenvalues[-1]``.
+        :func:`gramian_rank` of ``W``: the singular values of the Jacobi-scaled Gramian above
+        ``rank_rtol`` times the largest (independent of the units of the states).
     rank_rtol : float
         The relative rank tolerance.
     directions : tuple
@@ -101,6 +188,9 @@ class GramianReport:
         Interval in s (for a discrete Gramian, ``t0 = 0`` and ``t1`` = number of steps).
     method : str
         How ``W`` was obtained.
+    scaled_eigenvalues : ndarray, shape (N,)
+        Eigenvalues of the Jacobi-scaled Gramian (:func:`jacobi_scaled`) in ascending order, over the largest:
+        what :attr:`rank` counts.
     """
 
     W: np.ndarray
@@ -114,6 +204,7 @@ class GramianReport:
     t0: float
     t1: float
     method: str
+    scaled_eigenvalues: np.ndarray
 
     @property
     def n_states(self) -> int:
@@ -126,7 +217,7 @@ class GramianReport:
 
     @property
     def least_controllable(self) -> tuple:
-        """Directions of the eigenvalues below the tolerance, or the smallest one if none."""
+        """Directions of the ``N - rank`` smallest eigenvalues (the uncontrollable ones), or the smallest one if none."""
         return self.directions[:max(self.n_states - self.rank, 1)]
 
     def to_table(self, *, weights: int = 3) -> str:
@@ -138,21 +229,22 @@ class GramianReport:
             State weights shown per direction.
         """
         lines = [f"Controllability Gramian W_c({self.t0:.6g}, {self.t1:.6g}) [{self.method}]",
-                 f"rank {self.rank} of {self.n_states} (eigenvalues > {self.rank_rtol:g} * max), "
+                 f"rank {self.rank} of {self.n_states} (scaled eigenvalues > {self.rank_rtol:g} * max), "
                  f"condition number {self.condition_number:.4g}",
                  f"{'#':>3}  {'eigenvalue':>12}  {'':3}  direction (largest |weight| first)"]
-        tol = self.rank_rtol * max(self.eigenvalues[-1], 0.0)
+        missing = self.n_states - self.rank
         for i, (lam, pairs) in enumerate(zip(self.eigenvalues, self.directions)):
-            flag = "  *" if lam <= tol else "   "
+            flag = "  *" if i < missing else "   "
             lines.append(f"{i:>3}  {lam:>12.4e}  {flag}  {format_direction(pairs, weights)}")
-        lines.append("(* below the rank tolerance: uncontrollable direction)")
+        lines.append("(* one of the N - rank least controllable directions: the scaled rank test finds N - rank "
+                     "uncontrollable)")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.to_table()
 
 
-def gramian_report(W: np.ndarray, names, t0, t1, method, rank_rtol) -> GramianReport:
+def gramian_report(W: np.ndarray, names, t0, t1, method, rank_rtol: float = RANK_RTOL) -> GramianReport:
     """Eigen-decomposition, rank and directions of a Gramian, as a :class:`GramianReport`.
 
     Parameters
@@ -166,7 +258,7 @@ def gramian_report(W: np.ndarray, names, t0, t1, method, rank_rtol) -> GramianRe
     method : str
         How ``W`` was computed.
     rank_rtol : float
-        Relative rank tolerance.
+        Relative tolerance of :func:`gramian_rank`.
 
     Returns
     -------
@@ -174,14 +266,15 @@ def gramian_report(W: np.ndarray, names, t0, t1, method, rank_rtol) -> GramianRe
     """
     W = 0.5 * (W + W.T)
     lam, V = np.linalg.eigh(W)
-    lam_max = max(float(lam[-1]), 0.0)
-    rank = int(np.sum(lam > rank_rtol * lam_max)) if lam_max > 0 else 0
+    rank = gramian_rank(W, rank_rtol=rank_rtol)
     cond = float(lam[-1] / lam[0]) if lam[0] > 0 else float("inf")
-    for arr in (W, lam, V):
+    scaled = np.linalg.eigvalsh(jacobi_scaled(W)[0])
+    scaled = scaled / scaled[-1] if scaled[-1] > 0 else scaled
+    for arr in (W, lam, V, scaled):
         arr.setflags(write=False)
     directions = tuple(named_vector(V[:, i], names) for i in range(V.shape[1]))
     return GramianReport(W, lam, V, cond, rank, float(rank_rtol), directions, tuple(names),
-                         float(t0), float(t1), method)
+                         float(t0), float(t1), method, scaled)
 
 
 def check_rtol(value, name: str) -> float:
@@ -205,7 +298,7 @@ def check_rtol(value, name: str) -> float:
 
 
 def gramian(system: LTVSystem | LTVCallables, t0: float, t1: float, *, method: str = "integrate",
-            period: float | None = None, rank_rtol: float = GRAMIAN_RANK_RTOL,
+            period: float | None = None, rank_rtol: float = RANK_RTOL,
             rtol: float = 1e-10, atol: float = 1e-14) -> GramianReport:
     r"""Controllability Gramian :math:`W_c(t_0, t_1)` of a continuous LTV system.
 
@@ -231,7 +324,7 @@ def gramian(system: LTVSystem | LTVCallables, t0: float, t1: float, *, method: s
     period : float, optional
         Period in s of a periodic ``LTVSystem``.
     rank_rtol : float
-        Relative rank tolerance on the eigenvalues (default 1e-8).
+        Relative tolerance of the rank test (:func:`gramian_rank`, default :data:`RANK_RTOL`).
     rtol, atol : float
         Integrator tolerances.
 
@@ -282,8 +375,8 @@ def gramian(system: LTVSystem | LTVCallables, t0: float, t1: float, *, method: s
     return gramian_report(W, coef.state_names, t0, t1, method, rank_rtol)
 
 
-def discrete_gramian(sys: DiscreteLTVSystem, *deprecated_args, state_names: Sequence[str] | None = None,
-                     rank_rtol: float = GRAMIAN_RANK_RTOL) -> GramianReport:
+def discrete_gramian(sys: DiscreteLTVSystem, *, state_names: Sequence[str] | None = None,
+                     rank_rtol: float = RANK_RTOL) -> GramianReport:
     r"""Controllability (reachability) Gramian of ``X[k+1] = Ad[k] X[k] + Bd[k] u[k]``.
 
     .. math::
@@ -301,15 +394,11 @@ def discrete_gramian(sys: DiscreteLTVSystem, *deprecated_args, state_names: Sequ
     ----------
     sys : DiscreteLTVSystem
         The discrete system over the horizon of interest
-        (:meth:`DiscreteLTVSystem.from_arrays` wraps plain arrays). The 0.1
-        spellings ``discrete_gramian(Ad, Bd)`` and a duck-typed object work
-        for one release with a ``DeprecationWarning``.
-    *deprecated_args
-        Only for the deprecated array form (``Bd``).
+        (:meth:`DiscreteLTVSystem.from_arrays` wraps plain arrays).
     state_names : sequence of str, optional
         Names of the states (default the system's).
     rank_rtol : float
-        Relative rank tolerance on the eigenvalues.
+        Relative tolerance of the rank test (:func:`gramian_rank`, default :data:`RANK_RTOL`).
 
     Returns
     -------
@@ -324,21 +413,9 @@ def discrete_gramian(sys: DiscreteLTVSystem, *deprecated_args, state_names: Sequ
     >>> rep.W
     array([[2.]])
     """
-    if deprecated_args or not isinstance(sys, DiscreteLTVSystem):
-        import warnings
-        if len(deprecated_args) > 1:
-            raise ParameterTypeError(
-                f"discrete_gramian takes one system, got {1 + len(deprecated_args)} positional arguments")
-        Bd = deprecated_args[0] if deprecated_args else None
-        if Bd is None:
-            if not (hasattr(sys, "Ad") and hasattr(sys, "Bd")):
-                raise ParameterError("Bd is required unless Ad is a discrete system with Ad and Bd attributes")
-            if state_names is None:
-                state_names = getattr(sys, "state_names", None)
-            sys, Bd = sys.Ad, sys.Bd
-        warnings.warn("discrete_gramian(Ad, Bd) is deprecated: pass a DiscreteLTVSystem "
-                      "(DiscreteLTVSystem.from_arrays(Ad, Bd))", DeprecationWarning, stacklevel=2)
-        sys = DiscreteLTVSystem.from_arrays(sys, Bd)
+    if not isinstance(sys, DiscreteLTVSystem):
+        raise ParameterTypeError("sys must be a DiscreteLTVSystem (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps "
+                                 f"arrays), got {type(sys).__name__}")
     Ad, Bd = sys.Ad, sys.Bd
     rank_rtol = check_rtol(rank_rtol, "rank_rtol")
     names = names_tuple(state_names if state_names is not None else sys.state_names, Ad.shape[1], "x",

@@ -1,4 +1,7 @@
-"""Periodic systems: the monodromy matrix, Floquet multipliers and a PBH test (see :mod:`ballctl.design.controllability`)."""
+"""Periodic systems: the monodromy matrix, Floquet multipliers and a PBH test.
+
+See :mod:`ballctl.design.controllability`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import numpy as np
 
 from ...linear.ltv import LTVSystem
 from .coefficients import Coefficients, LTVCallables, format_direction, integrate_matrix_ode, named_vector
-from .gramians import GRAMIAN_RANK_RTOL, GramianReport, check_rtol, gramian
+from .gramians import RANK_RTOL, GramianReport, check_rtol, gramian
 
 __all__ = ["MonodromyReport", "PeriodicControllabilityReport", "monodromy", "periodic_controllability"]
 
@@ -187,7 +190,7 @@ class PeriodicControllabilityReport:
 
 
 def periodic_controllability(system: LTVSystem | LTVCallables, period: float | None = None, *,
-                             rank_rtol: float = GRAMIAN_RANK_RTOL, rtol: float = 1e-10,
+                             rank_rtol: float = RANK_RTOL, rtol: float = 1e-10,
                              atol: float = 1e-14) -> PeriodicControllabilityReport:
     r"""Gramian over one period, monodromy and the PBH-like test of a periodic system.
 

@@ -38,4 +38,10 @@ index-1 solve is then the only Python left per call.
 
 from . import ball_plate, batching, moving_plate, rails, rolling_ball, rolling_disk
 
-__all__ = ["ball_plate", "batching", "moving_plate", "rails", "rolling_ball", "rolling_disk"]
+#: The kernel modules that give the compiled closed loop (:mod:`ballctl.simulation.engine`) its truth
+#: plant, in the order of their ``kernel_code``. Each has ``accelerations(x, xd, u, p, a, b, xdd, lam)`` and
+#: ``constraint_jacobian(x, p, out)`` (the plant's ``kernels`` attribute names its module); a new plant joins
+#: the compiled loop by this one entry, and the plant-contract test checks its kernels against the plant.
+LOOP_KERNELS = (ball_plate, moving_plate)
+
+__all__ = ["LOOP_KERNELS", "ball_plate", "batching", "moving_plate", "rails", "rolling_ball", "rolling_disk"]

@@ -54,7 +54,7 @@ N_BASE_PARAMETERS = 9
 
 @njit(cache=True)
 def _rotation(q, Lam):
-    """Fill ``Lam (3, 3)`` with the rotation matrix of ``q (4,)`` (eq. 2.15, :func:`ballctl._quaternion.rotation_entries`)."""
+    """Fill ``Lam (3, 3)`` with the rotation matrix of ``q (4,)`` (eq. 2.15, ``_quaternion.rotation_entries``)."""
     entries = rotation_entries_compiled(q[0], q[1], q[2], q[3])
     for i in range(3):
         for j in range(3):
