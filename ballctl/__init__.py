@@ -15,7 +15,8 @@ from ._errors import (BallctlError, BallctlWarning, ChartSingularityError, Confi
                       NonFiniteStateError, NumericalError, ParameterError,
                       ParameterTypeError, PartitionError, RiccatiConditioningWarning, RiccatiConvergenceError,
                       SampleIndexError, ScheduleFileError, ShapeError, SingularMatrixError)
-from .simulation.closed_loop import ClosedLoopBatchResult, ClosedLoopResult, ClosedLoopSummary, simulate_closed_loop
+from .simulation.closed_loop import (ClosedLoopBatchResult, ClosedLoopOptions, ClosedLoopResult, ClosedLoopSummary,
+                                     simulate_closed_loop)
 from .design.controllability import (discrete_gramian, gramian, monodromy, periodic_controllability, silverman_meadows,
                               transition_matrix)
 from .linear.discretize import DiscreteLTVSystem, discretization_error, discretize
@@ -70,7 +71,7 @@ __all__ = [
     "periodic_lqr", "PeriodicLQR", "riccati_sweep",
     # tracking
     "TrackingController", "design_tracking_lqr", "simulate_closed_loop", "ClosedLoopResult", "RigLimits",
-    "GainSchedule", "ClosedLoopSummary", "ClosedLoopBatchResult",
+    "GainSchedule", "ClosedLoopSummary", "ClosedLoopBatchResult", "ClosedLoopOptions",
     # rigs and estimation
     "RigProfile", "RigProfileError", "Sensor", "PRESETS", "rig_preset", "finite_horizon_kalman", "periodic_kalman",
     "KalmanFilterResult", "PeriodicKalmanResult", "design_for_rig", "observability_gramian", "sensor_table",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -39,10 +39,13 @@ class IntegrationOptions:
     method : str
         Any ``solve_ivp`` method: ``"DOP853"`` (default), ``"RK45"``, ``"RK23"``, ``"Radau"``, ``"BDF"``,
         ``"LSODA"``.
-    rtol : float
+    rtol : float or None
         Relative tolerance (dimensionless), ``100 eps <= rtol < 1``; down to 1e-13 is meaningful with DOP853.
-    atol : float
-        Absolute tolerance in the units of the state (m, rad, m/s, rad/s), > 0.
+        None: the default of the function it is passed to (1e-10; an ODE plant's ``default_tolerance``).
+    atol : float or None
+        Absolute tolerance in the units of the state (m, rad, m/s, rad/s), > 0. None: the default of the
+        function it is passed to (1e-12 for :func:`ballctl.simulate` and ``IntegratedReference``, 1e-10 for
+        :func:`integrate_piecewise`, an ODE plant's ``default_tolerance``).
     max_step : float
         Largest integrator step in s, > 0 (``inf``: no limit, scipy's default).
 
@@ -50,25 +53,45 @@ class IntegrationOptions:
     --------
     >>> IntegrationOptions(method="Radau", rtol=1e-8, atol=1e-10).method
     'Radau'
+    >>> IntegrationOptions().resolved(1e-10, 1e-12).atol
+    1e-12
     """
 
     method: str = "DOP853"
-    rtol: float = 1e-10
-    atol: float = 1e-12
+    rtol: float | None = None
+    atol: float | None = None
     max_step: float = np.inf
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", check_ivp_method(self.method))
-        rtol, atol = check_tolerances(self.rtol, self.atol)
-        object.__setattr__(self, "rtol", rtol)
-        object.__setattr__(self, "atol", atol)
+        rtol, atol = check_tolerances(1e-10 if self.rtol is None else self.rtol,
+                                      1e-10 if self.atol is None else self.atol)
+        object.__setattr__(self, "rtol", None if self.rtol is None else rtol)
+        object.__setattr__(self, "atol", None if self.atol is None else atol)
         if not (isinstance(self.max_step, (float, np.floating)) and self.max_step == np.inf):
             object.__setattr__(self, "max_step", check_positive(self.max_step, "max_step", "s"))
         else:
             object.__setattr__(self, "max_step", float(self.max_step))
 
+    def resolved(self, rtol: float, atol: float):
+        """These options with the tolerances left at None set to a caller's defaults.
+
+        Parameters
+        ----------
+        rtol, atol : float
+            The defaults (dimensionless; the units of the state).
+
+        Returns
+        -------
+        IntegrationOptions
+        """
+        return replace(self, rtol=rtol if self.rtol is None else self.rtol,
+                       atol=atol if self.atol is None else self.atol)
+
     def solver_arguments(self) -> dict:
-        """``{"method", "rtol", "atol", "max_step"}`` as keyword arguments of ``solve_ivp``."""
+        """``{"method", "rtol", "atol", "max_step"}`` as keyword arguments of ``solve_ivp`` (tolerances resolved)."""
+        if self.rtol is None or self.atol is None:
+            raise ParameterError("resolve the default tolerances first: options.resolved(rtol, atol)")
         return {"method": self.method, "rtol": self.rtol, "atol": self.atol, "max_step": self.max_step}
 
 
@@ -120,7 +143,8 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
         Output times; the end time is always included. ``None`` returns
         the integrator's own steps.
     options : IntegrationOptions, optional
-        Method, tolerances and largest step (default ``IntegrationOptions()``).
+        Method, tolerances and largest step (default ``IntegrationOptions()``: DOP853,
+        ``rtol = atol = 1e-10``).
     jac : callable, optional
         ``jac(t, x) -> (nx, nx)``, passed to the implicit methods
         (``Radau``, ``BDF``, ``LSODA``) only.
@@ -148,7 +172,7 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
     """
     check_callable(fun, "fun", "fun(t, x) -> (nx,)")
     t0, t1 = as_time_span(t_span)
-    options = as_integration_options(options)
+    options = as_integration_options(options).resolved(1e-10, 1e-10)
     method = options.method
     x0 = as_vector(x0, "x0")
     breakpoints = as_times(breakpoints, "breakpoints") if np.size(breakpoints) else ()
@@ -199,10 +223,10 @@ def integrate_piecewise(fun: Callable[[float, np.ndarray], np.ndarray], x0, t_sp
     return ODETrajectory(t=t, x=xk, method=method, nfev=int(nfev), wall_time_s=wall)
 
 
-def as_integration_options(options, default: IntegrationOptions | None = None) -> IntegrationOptions:
-    """``options`` itself, ``default`` (else ``IntegrationOptions()``) for None, or a ParameterTypeError."""
+def as_integration_options(options) -> IntegrationOptions:
+    """``options`` itself, ``IntegrationOptions()`` for None, or a ParameterTypeError."""
     if options is None:
-        return default if default is not None else IntegrationOptions()
+        return IntegrationOptions()
     if not isinstance(options, IntegrationOptions):
         raise ParameterTypeError(f"options must be an IntegrationOptions (method, rtol, atol, max_step), got "
                                  f"{type(options).__name__}")

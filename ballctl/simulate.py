@@ -37,7 +37,7 @@ from .ode import IntegrationOptions
 from .plants.base import friction_coefficient_required
 from .system import ConstrainedSystem
 
-__all__ = ["SimulationOptions", "SimulationResult", "simulate", "rk4", "CONSTRAINT_TOL"]
+__all__ = ["SimulationOptions", "SimulationResult", "simulate", "CONSTRAINT_TOL"]
 
 #: Default tolerance on the constraint residuals of an initial state: ``|C(x0)|``
 #: (m or rad) and ``|D(x0) xd0|`` (m/s or rad/s). A consistent state built from
@@ -61,7 +61,8 @@ class SimulationOptions(IntegrationOptions):
     Attributes
     ----------
     method, rtol, atol, max_step
-        As :class:`~ballctl.ode.IntegrationOptions` (``max_step`` in s).
+        As :class:`~ballctl.ode.IntegrationOptions` (``max_step`` in s); tolerances left at None are
+        ``rtol = 1e-10``, ``atol = 1e-12``.
     stabilization : (float, float) or None
         Baumgarte gains ``(a, b)`` in 1/s (default ``(10, 10)``); ``None`` integrates the bare index-1
         equations.
@@ -374,7 +375,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
         ``constraint_tol`` (the residual before projection is reported).
     """
     check_instance(system, "system", ConstrainedSystem, "ConstrainedSystem")
-    options = simulation_options(options)
+    options = simulation_options(options).resolved(1e-10, 1e-12)
     method, rtol, atol, max_step = options.method, options.rtol, options.atol, options.max_step
     stabilization, projection_interval = options.stabilization, options.projection_interval
     project_initial, rechart = options.project_initial, options.rechart

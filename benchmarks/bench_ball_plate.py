@@ -100,7 +100,8 @@ def main(argv=None) -> dict:
 
     s0 = ref(0.0)
     start = time.perf_counter()
-    run = ballctl.simulate(plant, s0.x[0], s0.xd[0], lambda t: ref(t).u[0], (0.0, horizon), rtol=1e-10)
+    run = ballctl.simulate(plant, s0.x, s0.xd, lambda t: ref(t).u, (0.0, horizon),
+                           options=ballctl.SimulationOptions(rtol=1e-10))
     sec = time.perf_counter() - start
     timings["open_loop"] = sec
     drift = float(np.abs(run.x[:, :2] - ref(run.t).x[:, :2]).max())
@@ -123,10 +124,10 @@ def main(argv=None) -> dict:
         sec = time.perf_counter() - start
         timings["design"] = sec
         rows.append(("design_tracking_lqr (lin+ZOH+LQR)", f"{steps} steps, 6 states", sec, ""))
-        x0 = s0.x[0].copy()
+        x0 = s0.x.copy()
         x0[0] += 0.02  # 2 cm outside the circle
         start = time.perf_counter()
-        res = closed(ctrl, x0, s0.xd[0])
+        res = closed(ctrl, x0, s0.xd)
         sec = time.perf_counter() - start
         timings["closed_loop"] = sec
         simulated = steps * dt
@@ -136,13 +137,13 @@ def main(argv=None) -> dict:
             if arr is not None and np.ndim(arr) == 2 and np.shape(arr)[1] >= 2 and name == "x":
                 tt = getattr(res, "t", None)
                 if tt is not None and len(tt) == len(arr):
-                    final = f"; final error {np.hypot(*(arr[-1, :2] - ref(tt[-1]).x[0, :2])):.1e} m"
+                    final = f"; final error {np.hypot(*(arr[-1, :2] - ref(tt[-1]).x[:2])):.1e} m"
                 break
         rows.append(("closed loop NL, dt = 1 ms, DOP853", f"{simulated:.4g} s, {steps} steps", sec,
                      f"{sec / simulated:.3f} x real time{final} "
                      f"(paper {PAPER_CLOSED_LOOP[0] / PAPER_CLOSED_LOOP[1]:.2f})"))
         start = time.perf_counter()
-        res_rk4 = closed(ctrl, x0, s0.xd[0], integrator="rk4", substeps=1)
+        res_rk4 = closed(ctrl, x0, s0.xd, options=ballctl.ClosedLoopOptions(method="rk4", substeps=1))
         sec = time.perf_counter() - start
         gap = np.abs(res_rk4.x[:, :2] - res.x[:, :2]).max()
         rows.append(("closed loop NL, dt = 1 ms, RK4", f"{simulated:.4g} s, {steps} steps", sec,

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ballctl.simulation.closed_loop import simulate_closed_loop
+from ballctl.simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
 from ballctl.references import CircularMotion
 from ballctl.references.moving_plate import exact_circular_motion
 from ballctl.references.paths import LissajousPath
@@ -34,9 +34,9 @@ DEG = np.pi / 180
 
 
 def _run(rig, ctrl, x0, xd0, period):
-    r = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(), limits=rig.limits,
-                             integrator="rk4", substeps=2, seed=0, divergence_error=1.0,
-                             imperfections=rig.imperfections.loop)
+    r = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(), seed=0,
+                             options=ClosedLoopOptions(method="rk4", limits=rig.limits, substeps=2, divergence_error=1.0,
+                  imperfections=rig.imperfections.loop))
     s = r.summary()
     if s.diverged:
         return "diverged", "diverged"
@@ -52,11 +52,11 @@ def main() -> None:
     exact = exact_circular_motion(plant, LissajousPath.circle(0.5, 1.0), 40.0, duration=horizon + 2 * dt)
     qs = CircularMotion(plant.quasi_static(), 0.5, 1.0, 40.0)
     s = exact(0.0)
-    x_exact, xd_exact = s.x[0].copy(), s.xd[0].copy()
+    x_exact, xd_exact = s.x.copy(), s.xd.copy()
     x_exact[0] += 0.05
     q = qs(0.0)
-    x_qs = np.concatenate([q.x[0], q.u[0]])
-    xd_qs = np.concatenate([q.xd[0], q.ud[0]])
+    x_qs = np.concatenate([q.x, q.u])
+    xd_qs = np.concatenate([q.xd, q.ud])
     x_qs[0] += 0.05
     designs = {}
     for name, ref, x0, xd0 in (("exact", exact, x_exact, xd_exact), ("qs-contact", qs, x_qs, xd_qs)):

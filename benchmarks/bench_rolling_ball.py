@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from ballctl.simulate import rk4
+from ballctl.ode import IntegrationOptions
 from ballctl.plants.internal_masses import PointMass
 from ballctl.plants.paper import (PAPER_KINK_TIMES, paper_ball_initial_state, paper_ball_parameters,
                                   paper_rail_acceleration)
@@ -126,7 +127,8 @@ def main(argv=None) -> int:
 
     runs = {}
     for method in ("DOP853", "Radau"):
-        run = ball.simulate(x0, (0.0, 20.0), u, method=method, rtol=1e-10, atol=1e-10, breakpoints=PAPER_KINK_TIMES)
+        run = ball.simulate(x0, (0.0, 20.0), u, breakpoints=PAPER_KINK_TIMES,
+                            options=IntegrationOptions(method=method, rtol=1e-10, atol=1e-10))
         runs[method] = run
         print(f"{method:7s}: wall {run.wall_time_s:6.3f} s, {run.nfev:6d} RHS evals "
               f"({run.nfev / run.wall_time_s:,.0f} RHS/s incl. solver overhead)")
@@ -139,8 +141,8 @@ def main(argv=None) -> int:
     X0 = np.tile(x0, (B, 1))
     X0[:, :3] += 1e-2 * rng.normal(size=(B, 3))
     start = time.perf_counter()
-    stack = ball.simulate(X0, (0.0, 20.0), u, method="DOP853", rtol=1e-10, atol=1e-10, breakpoints=PAPER_KINK_TIMES,
-                          t_eval=[20.0])
+    stack = ball.simulate(X0, (0.0, 20.0), u, breakpoints=PAPER_KINK_TIMES,
+                          t_eval=[20.0], options=IntegrationOptions(method="DOP853", rtol=1e-10, atol=1e-10))
     wall = time.perf_counter() - start
     y = stack.x[:, -1]
     print(f"batch {B} as one DOP853 system (RollingBall.simulate of a stack): wall {wall:.2f} s, {stack.nfev} "

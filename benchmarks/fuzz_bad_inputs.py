@@ -79,7 +79,7 @@ def ball(): return RollingBall(paper_ball_parameters())
 @cache
 def disk(): return RollingDisk(paper_disk_parameters())
 def x0_offset():
-    x = s0().x[0].copy(); x[0] += 0.05; return x
+    x = s0().x.copy(); x[0] += 0.05; return x
 N6 = 6
 '''
 
@@ -273,7 +273,8 @@ def _catalogue() -> list[Case]:
                   "exact_circular_motion(plant(), LissajousPath.circle(0.5, 1.0), 40.0)", "plant"))
     c.append(_api("MovingPlateMotion.n_collocation=odd",
                   "MovingPlateMotion(MovingPlateBallPlate(), LissajousPath.circle(0.5, 1.0), spin=0.0, "
-                  "duration=2*np.pi, collocation=ballctl.references.moving_plate.CollocationOptions(n_collocation=7))", "n_collocation"))
+                  "duration=2*np.pi, collocation=ballctl.references.moving_plate.CollocationOptions(n_collocation=7))",
+                  "n_collocation"))
     c.append(_api("MovingPlateMotion.duration=nan",
                   "MovingPlateMotion(MovingPlateBallPlate(), LissajousPath.circle(0.5, 1.0), spin=0.0, duration=NAN)",
                   "duration"))
@@ -292,30 +293,30 @@ def _catalogue() -> list[Case]:
                   "StraightRollReference(ball().to_constrained_system(), [0.0], roll_rate=1.0)", "park_angles"))
     c.append(_api("IntegratedReference.input_nan",
                   "s = disk().to_constrained_system(); r = DiskRollReference(s, cruise_speed_mps=0.5)(0.0); "
-                  "IntegratedReference(s, r.x[0], r.xd[0], lambda t: [NAN] * s.n_inputs, (0.0, 1.0))",
+                  "IntegratedReference(s, r.x, r.xd, lambda t: [NAN] * s.n_inputs, (0.0, 1.0))",
                   "nominal_input"))
     c.append(_api("IntegratedReference.input_nan_mid",
                   "s = disk().to_constrained_system(); r = DiskRollReference(s, cruise_speed_mps=0.5)(0.0); "
-                  "IntegratedReference(s, r.x[0], r.xd[0], lambda t: [NAN if t > 0.3 else 0.0] * s.n_inputs, "
+                  "IntegratedReference(s, r.x, r.xd, lambda t: [NAN if t > 0.3 else 0.0] * s.n_inputs, "
                   "(0.0, 1.0))", "nominal_input", "0.3"))
     c.append(_api("IntegratedReference.t_span=reversed",
                   "s = disk().to_constrained_system(); r = DiskRollReference(s, cruise_speed_mps=0.5)(0.0); "
-                  "IntegratedReference(s, r.x[0], r.xd[0], lambda t: [0.0] * s.n_inputs, (1.0, 0.0))", "t_span"))
+                  "IntegratedReference(s, r.x, r.xd, lambda t: [0.0] * s.n_inputs, (1.0, 0.0))", "t_span"))
     c.append(_api("IntegratedReference.input=str",
                   "s = disk().to_constrained_system(); r = DiskRollReference(s, cruise_speed_mps=0.5)(0.0); "
-                  "IntegratedReference(s, r.x[0], r.xd[0], 'zero', (0.0, 1.0))", "nominal_input"))
+                  "IntegratedReference(s, r.x, r.xd, 'zero', (0.0, 1.0))", "nominal_input"))
     c.append(_api("IntegratedReference.method=bad",
                   "s = disk().to_constrained_system(); r = DiskRollReference(s, cruise_speed_mps=0.5)(0.0); "
-                  "IntegratedReference(s, r.x[0], r.xd[0], lambda t: [0.0] * s.n_inputs, (0.0, 1.0), "
+                  "IntegratedReference(s, r.x, r.xd, lambda t: [0.0] * s.n_inputs, (0.0, 1.0), "
                   "options=IntegrationOptions(method='euler'))",
                   "method"))
     # --- simulate
     sim = "simulate(plant(), {x0}, {xd0}, {u}, {span}{extra})"
-    sbase = dict(x0="s0().x[0]", xd0="s0().xd[0]", u="s0().u[0]", span="(0.0, 0.2)", extra="")
+    sbase = dict(x0="s0().x", xd0="s0().xd", u="s0().u", span="(0.0, 0.2)", extra="")
     for field, cases in {
         "x0": {"nan": "[NAN] * 5", "short": "[0.0] * 4", "str": "'x'", "2d": "np.zeros((2, 5))", "none": "None"},
-        "xd0": {"nan": "np.r_[s0().xd[0][:4], NAN]", "short": "[0.0] * 3",
-                "violating": "s0().xd[0] + [0.3, 0, 0, 0, 0]"},
+        "xd0": {"nan": "np.r_[s0().xd[:4], NAN]", "short": "[0.0] * 3",
+                "violating": "s0().xd + [0.3, 0, 0, 0, 0]"},
         "inputs": {"nan": "[NAN, 0.0]", "short": "[0.0]", "str": "'zero'",
                    "nan_mid": "lambda t: [NAN, 0] if t > 0.1 else [0, 0]",
                    "wrong_shape": "lambda t: np.zeros(3)", "non_numeric": "lambda t: 'up'",
@@ -340,9 +341,9 @@ def _catalogue() -> list[Case]:
                        ("t_eval", "decreasing", "[0.1, 0.0]"), ("project_initial", "str", "'yes'")):
         c.append(_api(f"simulate.{kw}={tag}", sim.format(**dict(sbase, extra=f", {kw}={v}")), kw))
     c.append(_api("simulate.x0_beyond_chart",
-                  "x = s0().x[0].copy(); x[3] = np.deg2rad(89.5); simulate(plant(), x, plant().project_velocities(x, "
-                  "s0().xd[0]), s0().u[0], (0.0, 0.2))", "x0"))
-    c.append(_api("simulate.system=str", "simulate('ballplate', s0().x[0], s0().xd[0], None, (0, 1))", "system"))
+                  "x = s0().x.copy(); x[3] = np.deg2rad(89.5); simulate(plant(), x, plant().project_velocities(x, "
+                  "s0().xd), s0().u, (0.0, 0.2))", "x0"))
+    c.append(_api("simulate.system=str", "simulate('ballplate', s0().x, s0().xd, None, (0, 1))", "system"))
     c.append(_api("rk4.steps=0", "rk4(lambda t, y: -y, np.ones(2), 0.0, 0.1, 0)", "steps"))
     c.append(_api("rk4.steps=float", "rk4(lambda t, y: -y, np.ones(2), 0.0, 0.1, 2.5)", "steps"))
     c.append(_api("rk4.nan", "rk4(lambda t, y: y * NAN, np.ones(2), 0.0, 0.1, 4)", "t ="))
@@ -396,9 +397,9 @@ def _catalogue() -> list[Case]:
     c.append(_api("linearize.times=str", "linearize(plant(), ref(), 'all', part())", "times"))
     c.append(_api("linearize.partition=str", "linearize(plant(), ref(), [0.0, 0.1], 'default')", "partition"))
     c.append(_api("linearize.reference=str", "linearize(plant(), 'circle', [0.0, 0.1], part())", "reference"))
-    c.append(_api("linearize_at.x=nan", "linearize_at(plant(), [NAN] * 5, s0().xd[0], s0().xdd[0], s0().u[0], part())",
+    c.append(_api("linearize_at.x=nan", "linearize_at(plant(), [NAN] * 5, s0().xd, s0().xdd, s0().u, part())",
                   "x"))
-    c.append(_api("linearize_at.u=short", "linearize_at(plant(), s0().x[0], s0().xd[0], s0().xdd[0], [0.0], part())",
+    c.append(_api("linearize_at.u=short", "linearize_at(plant(), s0().x, s0().xd, s0().xdd, [0.0], part())",
                   "u"))
     # --- LTV, discretization, controllability
     c.append(_api("LTVSystem.shapes", "LTVSystem(np.arange(3.0), np.zeros((3, 2, 2)), np.zeros((4, 2, 1)), ('a', 'b'), "
@@ -475,7 +476,7 @@ def _catalogue() -> list[Case]:
         c.append(_api(f"design_tracking_lqr.{kw}={tag}", f"design(**{{'{kw}': {v}}})", kw))
     c.append(_api("design_tracking_lqr.reference=str",
                   "design_tracking_lqr(plant(), 'circle', part(), dt=0.02, horizon=1.0)", "reference"))
-    cl = "simulate_closed_loop(ctrl(), {x0}, s0().xd[0]{extra})"
+    cl = "simulate_closed_loop(ctrl(), {x0}, s0().xd{extra})"
     for kw, tag, v in (("duration", "neg", "-1.0"), ("duration", "nan", "NAN"), ("duration", "too_long", "100.0"),
                        ("duration", "below_one_step", "0.001"), ("model", "bad", "'quadratic'"),
                        ("integrator", "bad", "'euler'"), ("noise_std", "neg", "{'contact_x': -0.01}"),
@@ -488,14 +489,14 @@ def _catalogue() -> list[Case]:
         c.append(_api(f"simulate_closed_loop.{kw}={tag}", cl.format(x0="x0_offset()", extra=f", {kw}={v}"), kw))
     c.append(_api("simulate_closed_loop.x0=nan", cl.format(x0="[NAN] * 5", extra=""), "x0"))
     c.append(_api("simulate_closed_loop.x0=short", cl.format(x0="[0.0] * 4", extra=""), "x0"))
-    c.append(_api("simulate_closed_loop.controller=str", "simulate_closed_loop('lqr', x0_offset(), s0().xd[0])",
+    c.append(_api("simulate_closed_loop.controller=str", "simulate_closed_loop('lqr', x0_offset(), s0().xd)",
                   "controller"))
     c.append(_api("simulate_closed_loop.nan_gains",
                   "import dataclasses; c = ctrl(); g = np.array(c.lqr.gains); g[3] = NAN; "
                   "lq = dataclasses.replace(c.lqr, gains=g); c2 = dataclasses.replace(c, lqr=lq); "
-                  "simulate_closed_loop(c2, x0_offset(), s0().xd[0])", "t ="))
+                  "simulate_closed_loop(c2, x0_offset(), s0().xd)", "t ="))
     c.append(_api("simulate_closed_loop.x0_beyond_chart",
-                  "x = x0_offset(); x[3] = np.deg2rad(89.9); simulate_closed_loop(ctrl(), x, s0().xd[0])", "x0"))
+                  "x = x0_offset(); x[3] = np.deg2rad(89.9); simulate_closed_loop(ctrl(), x, s0().xd)", "x0"))
     for kw, tag, v in (("max_angle", "neg", "-0.1"), ("max_angle", "nan", "NAN"), ("max_rate", "zero", "0.0"),
                        ("quantum", "str", "'fine'"), ("delay", "neg", "-0.01"), ("delay", "inf", "INF")):
         c.append(_api(f"RigLimits.{kw}={tag}", f"RigLimits(**{{'{kw}': {v}}})", kw))
@@ -541,7 +542,7 @@ def _catalogue() -> list[Case]:
     c.append(_api("ConstrainedSystem.not_callable",
                   "ConstrainedSystem(n_coordinates=2, n_holonomic=0, n_nonholonomic=0, "
                   "n_inputs=0, mass_matrix=np.eye(2), forces=lambda x, xd, u: np.zeros(2))", "mass_matrix"))
-    c.append(_api("check_system.x=nan", "check_system(plant(), [NAN] * 5, s0().xd[0], s0().u[0])", "x"))
+    c.append(_api("check_system.x=nan", "check_system(plant(), [NAN] * 5, s0().xd, s0().u)", "x"))
     # --- CLI
     c += [
         _cli("cli.no_command"),

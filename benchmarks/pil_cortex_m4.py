@@ -221,7 +221,7 @@ def default_job_controller(*, imperfections: bool = True):
     job = {"offset_free": True} if "offset_free" in inspect.signature(design_for_rig).parameters else {}
     ctrl = design_for_rig(rig, ref, "exact", horizon=horizon, **job)   # as ballctl track designs it
     s = ref(0.0)
-    x0, xd0 = s.x[0].copy(), s.xd[0].copy()
+    x0, xd0 = s.x.copy(), s.xd.copy()
     x0[0] += 0.05   # the job's default initial offset
     x0 = getattr(rig, "truth_initial_state", lambda x: x)(x0)   # the plate rests at the rig's level error
     return rig, ctrl, x0, xd0
@@ -301,10 +301,11 @@ def main(argv=None) -> int:
     loop = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=args.seed, **extra)
     y = loop.y[:steps]
     t0 = time.perf_counter()
-    from ballctl.simulation.closed_loop import simulate_closed_loop
+    from ballctl.simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
 
-    r_py = simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant(), limits=rig.limits, integrator="rk4",
-                                substeps=2, seed=args.seed, backend="python", **extra)
+    r_py = simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant(), seed=args.seed,
+                                options=ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=2,
+                                                          backend="python", **extra))
     python_loop_step_s = (time.perf_counter() - t0) / (len(r_py.t) - 1)
     # the twin replayed on the same sequence (open loop), timed per step
     twin.reset()

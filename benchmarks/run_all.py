@@ -167,7 +167,7 @@ def design_and_run():
     # the design's zero-order-hold reference already runs the compiled loop
     ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.01, horizon=0.1, states=part.state_names[:6],
                                        Q=np.eye(6), R=np.eye(2))
-    ballctl.simulate_closed_loop(ctrl, s0.x[0], s0.xd[0], integrator="rk4")
+    ballctl.simulate_closed_loop(ctrl, s0.x, s0.xd, options=ballctl.ClosedLoopOptions(method="rk4"))
 
 
 t2 = time.perf_counter()
@@ -207,7 +207,7 @@ def main(argv=None) -> int:
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
     s0 = ref(0.0)
-    x0 = s0.x[0].copy()
+    x0 = s0.x.copy()
     x0[0] += 0.02
 
     # 1. closed loop at 1 ms
@@ -216,8 +216,9 @@ def main(argv=None) -> int:
     ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=steps * dt, states=part.state_names[:6],
                                        Q=np.eye(6), R=np.eye(2), Q_N=10 * np.eye(6))
     sim_time = steps * dt
-    ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], integrator="rk4", duration=10 * dt)  # compile/load
-    ours, res = _best(lambda: ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], integrator="rk4"), rep)
+    ballctl.simulate_closed_loop(ctrl, x0, s0.xd, duration=10 * dt, options=ballctl.ClosedLoopOptions(method="rk4"))  # compile/load
+    ours, res = _best(lambda: ballctl.simulate_closed_loop(ctrl, x0, s0.xd,
+                                                           options=ballctl.ClosedLoopOptions(method="rk4")), rep)
     sel = ballctl.design.tracking.state_selection(ctrl.partition, ctrl.state_names, plant.n_coordinates)
     smp = ctrl.samples
     K = steps + 1
@@ -225,8 +226,8 @@ def main(argv=None) -> int:
                                                      smp.xd[:K], smp.u[:K], ctrl.lqr.gains, sel), 1)
     gap = np.abs(yh[:, :2] - res.x[:, :2]).max()
     py_steps = max(steps // 10, 10)
-    py, rpy = _best(lambda: ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], integrator="rk4", backend="python",
-                                                         duration=py_steps * dt), 1)
+    py, rpy = _best(lambda: ballctl.simulate_closed_loop(ctrl, x0, s0.xd, duration=py_steps * dt,
+                                                         options=ballctl.ClosedLoopOptions(method="rk4", backend="python")), 1)
     py_scaled = py * steps / py_steps
     row(f"closed loop {sim_time:.4g} s at 1 ms, RK4, warm",
         f"{ours:.4f} s ({sim_time / ours:.0f}x real time; {_cpu(res)})",
@@ -247,12 +248,13 @@ def main(argv=None) -> int:
     exact = exact_circular_motion(truth, LissajousPath.circle(0.5, 1.0), 40.0, duration=horizon + 2 * rig.dt)
     lqg = design_for_rig(rig, exact, "exact", horizon=horizon)
     se = exact(0.0)
-    xe0 = se.x[0].copy()
+    xe0 = se.x.copy()
     xe0[0] += 0.05
-    sim = dict(truth=truth, limits=rig.limits, integrator="rk4", substeps=2, divergence_error=0.2, seed=0)
-    ballctl.simulate_closed_loop(lqg, xe0, se.xd[0], duration=10 * rig.dt, **sim)  # compile/load
-    rig_c, rc = _best(lambda: ballctl.simulate_closed_loop(lqg, xe0, se.xd[0], **sim), rep)
-    rig_p, rp = _best(lambda: ballctl.simulate_closed_loop(lqg, xe0, se.xd[0], backend="python", **sim), 1)
+    sim = ballctl.ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=2, divergence_error=0.2)
+    ballctl.simulate_closed_loop(lqg, xe0, se.xd, duration=10 * rig.dt, truth=truth, seed=0, options=sim)  # load
+    rig_c, rc = _best(lambda: ballctl.simulate_closed_loop(lqg, xe0, se.xd, truth=truth, seed=0, options=sim), rep)
+    rig_p, rp = _best(lambda: ballctl.simulate_closed_loop(lqg, xe0, se.xd, truth=truth, seed=0,
+                                                           options=dataclasses.replace(sim, backend="python")), 1)
     row(f"rig loop {horizon:.4g} s at {rig.dt * 1e3:.0f} ms: LQG on the servo plate (tabletop rig), warm",
         f"{rig_c:.4f} s ({_cpu(rc)})", f"ballctl Python loop {rig_p:.3f} s ({_cpu(rp)})",
         f"{rig_p / rig_c:.1f}x; contact points agree to {np.abs(rc.x[:, :2] - rp.x[:, :2]).max():.1e} m, "
@@ -278,12 +280,13 @@ def main(argv=None) -> int:
                                               "contact_y": ballctl.Normal(0, 0.02)})
     n_runs = 1000 // scale
     ballctl.monte_carlo(ctrl_mc, 2, uncertainty=unc)  # compile/load
-    serial, mc = _best(lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0, chunk_size=100), 1)
+    serial, mc = _best(lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0,
+                                                   settings=ballctl.simulation.MonteCarloSettings(chunk_size=100)), 1)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(2) as pool:
-        threads, mct = _best(lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0, chunk_size=100,
-                                                         executor=pool), 1)
+        threads, mct = _best(lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0,
+                                                         settings=ballctl.simulation.MonteCarloSettings(chunk_size=100, executor=pool)), 1)
     same = np.array_equal(mc.bands, mct.bands)
     dask_txt = "skipped"
     if not args.no_dask:
@@ -295,13 +298,14 @@ def main(argv=None) -> int:
             with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
                     Client(cl) as client:
                 ex = client.get_executor()
-                ballctl.monte_carlo(ctrl_mc, 2, uncertainty=unc, executor=ex)
+                ballctl.monte_carlo(ctrl_mc, 2, uncertainty=unc,
+                                    settings=ballctl.simulation.MonteCarloSettings(executor=ex))
                 dsk, mcd = _best(lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0,
-                                                             chunk_size=100, executor=ex), 1)
+                                                             settings=ballctl.simulation.MonteCarloSettings(chunk_size=100, executor=ex)), 1)
             dask_txt = f"LocalCluster 2 workers {dsk:.2f} s (bit-identical: {np.array_equal(mc.bands, mcd.bands)})"
     few = 3
-    unit, _ = _best(lambda: [ballctl.simulate_closed_loop(ctrl_mc, x0, s0.xd[0], integrator="rk4", backend="python",
-                                                          noise_std={"contact_x": 1e-3}, seed=i)
+    unit, _ = _best(lambda: [ballctl.simulate_closed_loop(ctrl_mc, x0, s0.xd, seed=i,
+                                                          options=ballctl.ClosedLoopOptions(method="rk4", backend="python", noise_std={"contact_x": 1e-3}))
                              for i in range(few)], 1)
     row(f"Monte Carlo {n_runs} runs x {steps_mc} steps (10 ms)",
         f"serial {serial:.2f} s ({_cpu(mc)}); 2 threads {threads:.2f} s (identical: {same}); {dask_txt}",
@@ -348,9 +352,9 @@ def main(argv=None) -> int:
         return paper_rail_acceleration(t) * np.ones(3)
 
     t_end = 20.0 / scale
-    rb, run = _best(lambda: ball.simulate(xb0, (0.0, t_end), u_ball, method="DOP853", rtol=1e-10, atol=1e-10), rep)
-    rp, run_p = _best(lambda: python_rails.simulate(xb0, (0.0, t_end), u_ball, method="DOP853", rtol=1e-10,
-                                                    atol=1e-10), rep)
+    dop853 = ballctl.IntegrationOptions(method="DOP853", rtol=1e-10, atol=1e-10)
+    rb, run = _best(lambda: ball.simulate(xb0, (0.0, t_end), u_ball, options=dop853), rep)
+    rp, run_p = _best(lambda: python_rails.simulate(xb0, (0.0, t_end), u_ball, options=dop853), rep)
     row(f"rolling ball t in [0, {t_end:g}] s, DOP853 1e-10", f"{rb:.3f} s ({run.nfev} RHS; {_cpu(run)})",
         f"Python rail geometry {rp:.3f} s ({_cpu(run_p)})",
         f"ratio {rp / rb:.1f}; target <= 0.1 s; states agree to {np.abs(run.x[-1] - run_p.x[-1]).max():.1e}")

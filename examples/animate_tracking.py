@@ -49,8 +49,8 @@ def ball_plate_animation(out: Path, *, frames: int, dt: float):
                                        max_state_errors=MAX_STATE_ERRORS,
                                        max_input_errors={"alpha": np.deg2rad(3.0), "beta": np.deg2rad(3.0)})
     s0 = ref(0.0)
-    x0 = s0.x[0] + np.array([0.05, 0.0, 0.0, 0.0, 0.0])
-    run = ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], integrator="rk4", substeps=4)
+    x0 = s0.x + np.array([0.05, 0.0, 0.0, 0.0, 0.0])
+    run = ballctl.simulate_closed_loop(ctrl, x0, s0.xd, options=ballctl.ClosedLoopOptions(method="rk4", substeps=4))
     print(f"ball-plate: final distance to the reference {run.position_error[-1]:.2e} m")
     return animate_ball_plate(run, out / "ball_plate.gif", ball_radius=plant.params.radius, max_frames=frames), run
 

@@ -25,7 +25,7 @@ def main(argv=None):
                    for k in range(len(t)))
     print(f"plate tilt {np.rad2deg(ref.tilt):.3f} deg, lean {np.rad2deg(ref.lean):.2f} deg, "
           f"max DAE residual {residual:.2e}")
-    run = ballctl.simulate(plant, s.x[0], s.xd[0], lambda tt: ref(tt).u[0], (0, ref.period), t_eval=t)
+    run = ballctl.simulate(plant, s.x[0], s.xd[0], lambda tt: ref(tt).u, (0, ref.period), t_eval=t)
     drift = np.abs(run.x[:, :2] - s.x[:, :2]).max()
     print(f"open loop under u0(t): largest distance from the reference over one revolution {drift:.2e} m")
     path = save_figure(plot_reference(ref, t), Path(args.out) / "reference.png")

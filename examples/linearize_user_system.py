@@ -186,7 +186,8 @@ def main(argv=None) -> dict:
           f"max DAE residual {residual:.2e}, max D xd {constraint:.2e}")
 
     # the nonlinear model under the constant inputs (F0, tau0) follows the circle
-    run = ballctl.simulate(sleigh, s.x[0], s.xd[0], s.u[0], (0.0, t_end), t_eval=times, rtol=1e-12, atol=1e-12)
+    run = ballctl.simulate(sleigh, s.x[0], s.xd[0], s.u[0], (0.0, t_end), t_eval=times,
+                           options=ballctl.SimulationOptions(rtol=1e-12, atol=1e-12))
     sim_deviation = float(np.abs(run.x - s.x).max())
     print(f"ballctl.simulate under constant (F0, tau0): largest deviation from the circle {sim_deviation:.2e}")
 

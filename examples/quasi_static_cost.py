@@ -147,13 +147,13 @@ def run_case(case: Case, *, revolutions: float = 2.0, pivot_depth: float = 0.02,
     grid = np.arange(64) * period / 64
     qs_angles = _Fourier(ref.quasi_static_angles(grid), 0.0, period)
     s0 = ref(0.0)
-    x0 = s0.x[0].copy()
-    xd0 = s0.xd[0].copy()
+    x0 = s0.x.copy()
+    xd0 = s0.xd.copy()
     x0[5:] = qs_angles(np.array([0.0]))[0]
     xd0[5:] = qs_angles(np.array([0.0]), 1)[0]
     t_ol = np.linspace(0.0, period, 201)
     ol = ballctl.simulate(prescribed, x0, xd0, lambda t: qs_angles(np.array([t]), 2)[0], (0.0, period),
-                          t_eval=t_ol, rtol=1e-9, atol=1e-12)
+                          t_eval=t_ol, options=ballctl.SimulationOptions(rtol=1e-9, atol=1e-12))
     ol_err = np.hypot(*(ol.x[:, :2] - ref(t_ol).x[:, :2]).T)
 
     # (b) quasi-static LQR on the servo plant
@@ -166,7 +166,7 @@ def run_case(case: Case, *, revolutions: float = 2.0, pivot_depth: float = 0.02,
     def reduce_qs(k, x, xd):
         return ctrl_qs.ltv.reduce(x[:5] - s_qs.x[k], xd[:5] - s_qs.xd[k])
 
-    x0, xd0 = s0.x[0], s0.xd[0]
+    x0, xd0 = s0.x, s0.xd
     err_b, u_b = _closed_loop(truth, ref, s_qs, ctrl_qs.lqr.gains, reduce_qs, x0, xd0, steps)
 
     # (b') quasi-static LQR on the contact subsystem only (no yaw feedback)

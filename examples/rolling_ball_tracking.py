@@ -47,11 +47,11 @@ def run(out: Path, *, t_final: float = 10.0, dt: float = 0.1) -> dict:
     ctrl = ballctl.design_tracking_lqr(system, ref, part, dt=dt, horizon=t_final, max_state_errors=errors,
                                        max_input_errors={f"theta_ddot_{i}": 1.0 for i in range(1, 4)})
     s0 = ref(0.0)
-    x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+    x0, xd0 = s0.x.copy(), s0.xd.copy()
     x0[:3] += [0.05, -0.05, 0.1]
     x0[5:] += 0.1
     closed = ballctl.simulate_closed_loop(ctrl, x0, xd0)
-    opened = ballctl.simulate_closed_loop(ctrl, x0, xd0, feedback=False)
+    opened = ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(feedback="open"))
 
     def err(r):
         return np.hypot(r.x[:, 0] - r.x_ref[:, 0], r.x[:, 1] - r.x_ref[:, 1])

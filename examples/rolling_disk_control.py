@@ -44,12 +44,12 @@ def run(out: Path, *, dt: float = 0.05, horizon: float = 12.0) -> dict:
     ctrl = ballctl.design_tracking_lqr(system, ref, part, dt=dt, horizon=horizon, max_state_errors=errors,
                                        max_input_errors={f"theta_ddot_{i}": 2.0 for i in range(1, 5)})
     s0 = ref(0.0)
-    x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+    x0, xd0 = s0.x.copy(), s0.xd.copy()
     x0[:2] += [-0.1, 0.1]
     xd0[:2] += [-0.1, 0.1]
     x0[2:] += 0.2
     closed = ballctl.simulate_closed_loop(ctrl, x0, xd0)
-    opened = ballctl.simulate_closed_loop(ctrl, x0, xd0, feedback=False)
+    opened = ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(feedback="open"))
 
     fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
     axes[0].plot(closed.t, closed.x_ref[:, 0], "k--", label="reference")

@@ -38,10 +38,10 @@ def design(plant, ref, *, dt, horizon, states, errors, input_deg=3.0, scale=1.0,
 
 def offset_start(ref, t0, dx=0.05, dy=0.0):
     s = ref(t0)
-    x0 = s.x[0].copy()
+    x0 = s.x.copy()
     x0[0] += dx
     x0[1] += dy
-    return x0, s.xd[0]
+    return x0, s.xd
 
 
 def fmt(sm):
@@ -61,11 +61,11 @@ def paper_study(plant, dt, horizon, out):
     x0, xd0 = offset_start(ref, 0.0)
     runs = {
         "base NL": ballctl.simulate_closed_loop(base, x0, xd0),
-        "base L": ballctl.simulate_closed_loop(base, x0, xd0, model="linear"),
-        "open loop": ballctl.simulate_closed_loop(base, x0, xd0, feedback=False),
+        "base L": ballctl.simulate_closed_loop(base, x0, xd0, options=ballctl.ClosedLoopOptions(model="linear")),
+        "open loop": ballctl.simulate_closed_loop(base, x0, xd0, options=ballctl.ClosedLoopOptions(feedback="open")),
         "heavy (84) NL": ballctl.simulate_closed_loop(heavy, x0, xd0),
-        "noisy NL": ballctl.simulate_closed_loop(heavy, x0, xd0, noise_std={"contact_x": 2e-3, "contact_y": 2e-3},
-                                                 seed=1),
+        "noisy NL": ballctl.simulate_closed_loop(heavy, x0, xd0, seed=1,
+                                                 options=ballctl.ClosedLoopOptions(noise_std={"contact_x": 2e-3, "contact_y": 2e-3})),
     }
     summaries = {k: r.summary() for k, r in runs.items()}
     for k, sm in summaries.items():
@@ -95,7 +95,7 @@ def path_study(plant, dt, horizon, out):
         ctrl = design(plant, ref, dt=dt, horizon=dur, states=states, errors=ERRORS4)
         x0, xd0 = offset_start(ref, 0.0, 0.02, -0.01)
         run = ballctl.simulate_closed_loop(ctrl, x0, xd0)
-        ol = ballctl.simulate_closed_loop(ctrl, x0, xd0, feedback=False)
+        ol = ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(feedback="open"))
         summaries[name] = run.summary()
         print(f"  {name:13s} closed: {fmt(summaries[name])}; open-loop final {ol.summary().final_error_m:.2e} m")
         save_figure(plot_tracking({"closed loop": run, "open loop": ol}, title=f"{name} path"),
@@ -118,7 +118,7 @@ def sweep(plant, dt, horizon, radii, fractions):
             ctrl = design(plant, ref, dt=dt, horizon=horizon, states=states, errors=ERRORS6)
             x0, xd0 = offset_start(ref, 0.0, 0.02, 0.0)
             try:
-                sm = ballctl.simulate_closed_loop(ctrl, x0, xd0, limits=limits).summary()
+                sm = ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(limits=limits)).summary()
                 final, peak_beta = sm.final_error_m, sm.peak_input_rad["beta"]
                 saturated = sm.limit_steps.get("max_angle", 0.0)
             except (ballctl.BallctlError, np.linalg.LinAlgError) as exc:  # e.g. the chart edge

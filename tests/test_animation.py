@@ -48,7 +48,7 @@ def ball_plate_run():
     ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.05, horizon=0.5, states=part.state_names[:6],
                                        Q=np.eye(6), R=np.eye(2))
     s = ref(0.0)
-    return plant, ballctl.simulate_closed_loop(ctrl, s.x[0] + np.array([0.02, 0, 0, 0, 0]), s.xd[0])
+    return plant, ballctl.simulate_closed_loop(ctrl, s.x + np.array([0.02, 0, 0, 0, 0]), s.xd)
 
 
 def test_ball_plate_gif(ball_plate_run, tmp_path):

@@ -148,11 +148,11 @@ def test_simulate_stops_on_an_input_that_turns_nan(ball_plate_circle):
     s = ref(0.0)
 
     def u(t):
-        return np.array([np.nan, 0.0]) if t > 0.05 else s.u[0]
+        return np.array([np.nan, 0.0]) if t > 0.05 else s.u
 
     with pytest.raises(ballctl.NonFiniteStateError, match=r"simulate: input u became non-finite at t = 0.05\d* s "
                                                            r"\(alpha = nan"):
-        ballctl.simulate(plant, s.x[0], s.xd[0], u, (0.0, 0.2))
+        ballctl.simulate(plant, s.x, s.xd, u, (0.0, 0.2))
 
 
 @pytest.mark.parametrize("stabilization, match", [
@@ -164,30 +164,31 @@ def test_simulate_rejects_bad_stabilization(ball_plate_circle, stabilization, ma
     plant, ref = ball_plate_circle
     s = ref(0.0)
     with pytest.raises(ballctl.BallctlError, match=match):
-        ballctl.simulate(plant, s.x[0], s.xd[0], s.u[0], (0.0, 0.1), stabilization=stabilization)
+        ballctl.simulate(plant, s.x, s.xd, s.u, (0.0, 0.1),
+                         options=ballctl.SimulationOptions(stabilization=stabilization))
 
 
 def test_simulate_checks_the_initial_velocity_constraint(ball_plate_circle):
     """A 0.3 m/s rolling-constraint violation is refused; projecting it is explicit and reported."""
     plant, ref = ball_plate_circle
     s = ref(0.0)
-    xd = s.xd[0].copy()
+    xd = s.xd.copy()
     xd[0] += 0.3
     with pytest.raises(ballctl.ConstraintViolationError, match=r"xd0 violates the velocity constraints: "
                                                                r"residual -?0.3 \(m/s or rad/s\)"):
-        ballctl.simulate(plant, s.x[0], xd, s.u[0], (0.0, 0.1))
+        ballctl.simulate(plant, s.x, xd, s.u, (0.0, 0.1))
     with pytest.warns(ballctl.ConstraintProjectionWarning, match="velocity 0.3 m/s"):
-        run = ballctl.simulate(plant, s.x[0], xd, s.u[0], (0.0, 0.1), project_initial=True)
+        run = ballctl.simulate(plant, s.x, xd, s.u, (0.0, 0.1), options=ballctl.SimulationOptions(project_initial=True))
     assert run.max_constraint_residual < 1e-9  # projected onto D xd = 0, then held by Baumgarte
 
 
 def test_simulate_refuses_a_start_beyond_the_chart(ball_plate_circle):
     plant, ref = ball_plate_circle
     s = ref(0.0)
-    x = s.x[0].copy()
+    x = s.x.copy()
     x[3] = np.deg2rad(89.5)  # beyond LEAN_LIMIT = 89 deg
     with pytest.raises(ballctl.ChartSingularityError, match="x0 lies beyond the edge"):
-        ballctl.simulate(plant, x, plant.project_velocities(x, s.xd[0]), s.u[0], (0.0, 0.1))
+        ballctl.simulate(plant, x, plant.project_velocities(x, s.xd), s.u, (0.0, 0.1))
 
 
 def test_rolling_ball_stops_on_nan_rail_input():

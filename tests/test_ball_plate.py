@@ -125,7 +125,7 @@ def test_spin_energy_and_contact_motion_survive_chart_changes():
     t = np.linspace(0, 6.0, 61)
     with pytest.raises(ballctl.ChartSingularityError, match="rechart=True"):
         ballctl.simulate(plant, x0, xd0, u, (0, 6.0), t_eval=t)
-    res = ballctl.simulate(plant, x0, xd0, u, (0, 6.0), t_eval=t, rechart=True)
+    res = ballctl.simulate(plant, x0, xd0, u, (0, 6.0), t_eval=t, options=ballctl.SimulationOptions(rechart=True))
     assert len(res.chart_changes) >= 1
     spin = plant.spin(res.x, res.xd)
     energy = plant.kinetic_energy(res.x, res.xd) + plant.potential_energy(res.x, np.tile(u, (61, 1)))

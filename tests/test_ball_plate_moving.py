@@ -74,7 +74,8 @@ def test_turntable_ball_circles_at_I_over_I_plus_mR2_of_the_table_rate(inertia_f
     xd0[7] = table_rate
     xd0[:5] = plant.quasi_static().rolling_velocities(x0[:5], [0.05, 0.1], 1.0)
     t = np.linspace(0.0, 0.8, 81)
-    r = ballctl.simulate(plant, x0, xd0, np.zeros(3), (0.0, 0.8), t_eval=t, rtol=1e-10, atol=1e-12)
+    r = ballctl.simulate(plant, x0, xd0, np.zeros(3), (0.0, 0.8), t_eval=t,
+                         options=ballctl.SimulationOptions(rtol=1e-10, atol=1e-12))
     c = plant.ball_centre_inertial(r.x)
     assert np.ptp(c[:, 2]) < 1e-12  # a level table: the centre stays at height R
     A = np.column_stack([2 * c[:, 0], 2 * c[:, 1], np.ones(len(t))])
@@ -107,7 +108,7 @@ def test_ball_and_beam_limit_matches_the_one_dimensional_equation():
     xd0[:5] = plant.quasi_static().rolling_velocities(x0[:5], [0.0, 0.02], 0.0)
     t = np.linspace(0.0, 3.0, 61)
     r = ballctl.simulate(plant, x0, xd0, lambda tt: np.array([a(tt, 2), 0.0]), (0.0, 3.0), t_eval=t,
-                         rtol=1e-11, atol=1e-13)
+                         options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-13))
     k, g, R = b.rolling_gain, b.gravity, b.radius
     beam = solve_ivp(lambda tt, y: [y[1], k * (y[0] * a(tt, 1) ** 2 - g * np.sin(a(tt))) + R * a(tt, 2)],
                      (0.0, 3.0), [0.05, 0.02], t_eval=t, rtol=1e-12, atol=1e-14)
@@ -122,8 +123,8 @@ def test_ball_and_beam_limit_matches_the_one_dimensional_equation():
 
 def _power_balance(plant, x0, xd0, inputs, duration, energy, power):
     t = np.linspace(0.0, duration, 801)
-    r = ballctl.simulate(plant, x0, xd0, inputs, (0.0, duration), t_eval=t, rtol=1e-11, atol=1e-13,
-                         stabilization=None)
+    r = ballctl.simulate(plant, x0, xd0, inputs, (0.0, duration), t_eval=t,
+                         options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-13, stabilization=None))
     P = np.array([power(x, xd, inputs(tt)) for tt, x, xd in zip(t, r.x, r.xd)])
     E = energy(r.x, r.xd)
     return simpson(P, x=t), E[-1] - E[0], np.ptp(E)
@@ -178,7 +179,8 @@ def test_servo_follows_commands_as_a_second_order_system():
     x0 = np.zeros(7)
     xd0 = np.zeros(7)
     t = np.linspace(0.0, 0.3, 31)
-    r = ballctl.simulate(plant, x0, xd0, np.array([0.02, 0.0]), (0.0, 0.3), t_eval=t, rtol=1e-10)
+    r = ballctl.simulate(plant, x0, xd0, np.array([0.02, 0.0]), (0.0, 0.3), t_eval=t,
+                         options=ballctl.SimulationOptions(rtol=1e-10))
     w, z = 40.0, 0.7
     wd = w * np.sqrt(1 - z ** 2)
     step = 0.02 * (1 - np.exp(-z * w * t) * (np.cos(wd * t) + z * w / wd * np.sin(wd * t)))

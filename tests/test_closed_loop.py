@@ -1,5 +1,7 @@
 """Closed-loop tracking: the paper's study (sec. 4) on the nonlinear plant, and rig effects."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ MAX_STATE_ERRORS = dict(contact_x=0.01, contact_y=0.01, yaw=0.5, contact_x_rate=
                         yaw_rate=5.0)
 # the compiled loop: RK4 with 4 substeps agrees with the adaptive integration to 1e-7 m (checked below in
 # test_fixed_step_rk4_agrees_with_adaptive_integration), far below the mm-level claims of these tests
-FAST = dict(integrator="rk4", substeps=4)
+FAST = ballctl.ClosedLoopOptions(method="rk4", substeps=4)
 
 
 @pytest.fixture(scope="module")
@@ -26,17 +28,17 @@ def setup():
             terminal_factor=terminal)
 
     s0 = ref(0.0)
-    x0 = s0.x[0].copy()
+    x0 = s0.x.copy()
     x0[0] += 0.05  # outside the circle, as in the paper
-    return plant, ref, part, design, x0, s0.xd[0]
+    return plant, ref, part, design, x0, s0.xd
 
 
 def test_closed_loop_converges_open_loop_does_not_and_L_matches_NL(setup):
     plant, ref, part, design, x0, xd0 = setup
     ctrl = design()
     nl = ballctl.simulate_closed_loop(ctrl, x0, xd0)  # adaptive: the constraints hold to 1e-10
-    lin = ballctl.simulate_closed_loop(ctrl, x0, xd0, model="linear")
-    ol = ballctl.simulate_closed_loop(ctrl, x0, xd0, feedback=False, **FAST)
+    lin = ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(model="linear"))
+    ol = ballctl.simulate_closed_loop(ctrl, x0, xd0, options=replace(FAST, feedback="open"))
     s_nl, s_ol = nl.summary(), ol.summary()
     # closed loop: from 5 cm to below 0.5 mm; open loop stays centimetres away
     assert s_nl.final_error_m < 5e-4 and s_nl.settling_time_s < 2.0
@@ -52,9 +54,9 @@ def test_heavier_weights_lower_the_peak_plate_angles(setup):
     # eq. (84): Q' = 100 Q, Q_N' = 100 Q', R' = 1e4 R; with Bryson limits that is
     # state limits / 10, input limits / 100, terminal factor 100
     plant, ref, part, design, x0, xd0 = setup
-    base = ballctl.simulate_closed_loop(design(), x0, xd0, **FAST).summary()
+    base = ballctl.simulate_closed_loop(design(), x0, xd0, options=FAST).summary()
     heavy = ballctl.simulate_closed_loop(design(scale=100.0, input_deg=0.03, terminal=100.0), x0, xd0,
-                                         **FAST).summary()
+                                         options=FAST).summary()
     assert heavy.peak_input_rad["beta"] < base.peak_input_rad["beta"]
     assert heavy.final_error_m < 2e-3
 
@@ -62,14 +64,14 @@ def test_heavier_weights_lower_the_peak_plate_angles(setup):
 def test_measurement_noise_is_rejected(setup):
     plant, ref, part, design, x0, xd0 = setup
     ctrl = design()
-    noisy = ballctl.simulate_closed_loop(ctrl, x0, xd0, noise_std={"contact_x": 1e-3, "contact_y": 1e-3},
-                                         seed=3, **FAST)
+    noisy = ballctl.simulate_closed_loop(ctrl, x0, xd0, seed=3,
+                                         options=replace(FAST, noise_std={"contact_x": 1e-3, "contact_y": 1e-3}))
     s = noisy.summary()
     # 1 mm noise on the measured position: the ball stays within a few mm of the circle
     assert s.steady_state_error_m < 5e-3
     assert np.std(noisy.X_measured[:, 0] - noisy.X[:, 0]) == pytest.approx(1e-3, rel=0.3)
-    again = ballctl.simulate_closed_loop(ctrl, x0, xd0, noise_std={"contact_x": 1e-3, "contact_y": 1e-3}, seed=3,
-                                         **FAST)
+    again = ballctl.simulate_closed_loop(ctrl, x0, xd0, seed=3,
+                                         options=replace(FAST, noise_std={"contact_x": 1e-3, "contact_y": 1e-3}))
     np.testing.assert_array_equal(noisy.x, again.x)  # seeded
 
 
@@ -78,7 +80,7 @@ def test_rig_limits_are_applied_and_reported(setup):
     ctrl = design()
     limits = ballctl.RigLimits(max_angle=np.deg2rad(8), max_rate=np.deg2rad(300), quantum=np.deg2rad(0.1),
                                delay=0.03)
-    r = ballctl.simulate_closed_loop(ctrl, x0, xd0, limits=limits, **FAST)
+    r = ballctl.simulate_closed_loop(ctrl, x0, xd0, options=replace(FAST, limits=limits))
     assert np.abs(r.u).max() <= np.deg2rad(8) + 1e-15
     assert np.abs(np.diff(r.u, axis=0)).max() <= np.deg2rad(300) * ctrl.dt + 1e-12
     assert r.limit_events["max_angle"] > 0 and r.limit_events["delay_s"] == 0.03
@@ -102,7 +104,7 @@ def test_bad_closed_loop_requests(setup):
     with pytest.raises(ValueError, match="exceeds the controller's horizon"):
         ballctl.simulate_closed_loop(ctrl, x0, xd0, duration=5.0)
     with pytest.raises(ValueError, match="noise_std: unknown coordinate 'pitch'"):
-        ballctl.simulate_closed_loop(ctrl, x0, xd0, noise_std={"pitch": 0.1})
+        ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(noise_std={"pitch": 0.1}))
     with pytest.raises(ValueError, match="horizon must be a whole number of steps"):
         design(horizon=1.003)
 
@@ -117,7 +119,7 @@ def test_periodic_terminal_weight_gives_periodic_gains(setup):
                                        max_input_errors={"alpha": 0.05, "beta": 0.05}, terminal="periodic")
     g = ctrl.lqr.gains
     np.testing.assert_allclose(g[:100], g[100:], rtol=1e-8, atol=1e-10 * np.abs(g).max())
-    r = ballctl.simulate_closed_loop(ctrl, x0, xd0, **FAST)
+    r = ballctl.simulate_closed_loop(ctrl, x0, xd0, options=FAST)
     assert r.summary().final_error_m < 1e-3
     with pytest.raises(ValueError, match="whole number of steps per period"):
         ballctl.design_tracking_lqr(plant, ref, part, dt=0.01, horizon=1.0, states=part.state_names[:6],
@@ -132,6 +134,6 @@ def test_fixed_step_rk4_agrees_with_adaptive_integration(setup):
     plant, ref, part, design, x0, xd0 = setup
     ctrl = design(horizon=1.0)
     a = ballctl.simulate_closed_loop(ctrl, x0, xd0)
-    b = ballctl.simulate_closed_loop(ctrl, x0, xd0, integrator="rk4", substeps=4)
+    b = ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(method="rk4", substeps=4))
     assert np.abs(a.x[:, :2] - b.x[:, :2]).max() < 1e-7
     assert np.abs(a.x[:, 2:] - b.x[:, 2:]).max() < 1e-4

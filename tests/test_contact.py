@@ -233,7 +233,8 @@ def test_energy_decreases_monotonically_on_a_level_plate():
         for c in (C, 0.0):
             p = _with_resistance(plant, c)
             x0, xd0, u = _level_rolling_state(p, 0.2, at=(0.01, -0.02))
-            run = ballctl.simulate(p, x0, xd0, u, (0.0, 1.0), t_eval=t, rtol=1e-11, atol=1e-13)
+            run = ballctl.simulate(p, x0, xd0, u, (0.0, 1.0), t_eval=t,
+                                   options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-13))
             E = energy(p, run)
             if c > 0:
                 assert np.all(np.diff(E) < 0.0), plant.name
@@ -317,8 +318,8 @@ def test_plate_settles_at_the_offset_for_a_zero_command(inertia):
     ball = BallPlateParameters()
     servo = ServoParameters(plate_inertia=(inertia, inertia, 2 * inertia), set_point_offset=(0.01, -0.02))
     plant = ServoPlateBallPlate(MovingPlateParameters(ball=ball), servo)
-    run = ballctl.simulate(plant, np.zeros(7), np.zeros(7), [0.0, 0.0], (0.0, 0.4), t_eval=[0.4], rtol=1e-11,
-                           atol=1e-12)
+    run = ballctl.simulate(plant, np.zeros(7), np.zeros(7), [0.0, 0.0], (0.0, 0.4), t_eval=[0.4],
+                           options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-12))
     bound = 2.0 * ball.mass * ball.gravity * np.hypot(*run.x[-1, :2]) / (inertia * servo.bandwidth ** 2)
     assert np.max(np.abs(run.x[-1, 5:] - [0.01, -0.02])) < bound
     assert bound < 1e-4
@@ -368,8 +369,8 @@ def test_servo_plate_settled_at_a_tilt_matches_the_incline(inertia, tol_normal, 
     plant = ServoPlateBallPlate(MovingPlateParameters(ball=ball, pivot_depth=0.02),
                                 ServoParameters(plate_inertia=(inertia, inertia, 2 * inertia)))
     alpha = 0.05
-    run = ballctl.simulate(plant, np.zeros(7), np.zeros(7), [alpha, 0.0], (0.0, 0.3), t_eval=[0.3], rtol=1e-11,
-                           atol=1e-12)
+    run = ballctl.simulate(plant, np.zeros(7), np.zeros(7), [alpha, 0.0], (0.0, 0.3), t_eval=[0.3],
+                           options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-12))
     normal, tangential = plant.contact_forces(run.x[-1], run.xd[-1], [alpha, 0.0])
     tilt = run.x[-1, 5]
     assert abs(tilt - alpha) < 1e-3 * alpha
@@ -514,7 +515,8 @@ def test_contact_force_is_the_rate_of_the_total_momentum(case):
     plant, x0, force, u = CASES[case]()
     h = 2.5e-3
     t = np.arange(0.0, 0.6 + h / 2, h)
-    traj = plant.simulate(x0, (0.0, t[-1]), u, t_eval=t, rtol=1e-12, atol=1e-12, breakpoints=())
+    traj = plant.simulate(x0, (0.0, t[-1]), u, t_eval=t, breakpoints=(),
+                          options=ballctl.IntegrationOptions(rtol=1e-12, atol=1e-12))
     X = traj.x
     normal = np.empty(t.size)
     tangential = np.empty((t.size, 2 if isinstance(plant, RollingBall) else 1))

@@ -14,8 +14,11 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.linalg import expm, solve_continuous_lyapunov
 
-from ballctl.design.controllability import (GramianReport, LTVCallables, SilvermanMeadowsReport, discrete_gramian, gramian,
-                                     monodromy, periodic_controllability, silverman_meadows, transition_matrix)
+from ballctl.design.controllability import (RANK_RTOL, GramianReport, LTVCallables, SilvermanMeadowsReport,
+                                            discrete_gramian, gramian, gramian_rank, monodromy,
+                                            periodic_controllability, silverman_meadows, transition_matrix)
+from ballctl.design.observability import observability_gramian
+from ballctl.linear.discretize import zoh_matrices
 from ballctl.design.controllability.coefficients import Coefficients as _Coefficients
 from ballctl.linear.discretize import DiscreteLTVSystem
 from ballctl.linear.ltv import LTVSystem
@@ -394,6 +397,44 @@ def test_discrete_gramian_definition_and_system_argument(rng):
         discrete_gramian(SimpleNamespace(Ad=Ad, Bd=Bd, state_names=("a", "b", "c")))
     assert rep.state_names == ("a", "b", "c") and rep.method == "discrete" and rep.t1 == K
     assert isinstance(rep, GramianReport) and "rank 3 of 3" in str(rep)
+
+
+# ---------------------------------------------------------------- the one scaled rank test
+def test_rank_verdict_does_not_depend_on_the_units_of_the_states():
+    # metres next to micrometres: the raw Gramian's relative eigenvalue 1e-9 would fall below a 1e-8 eigenvalue
+    # tolerance in one unit system and not in the other; the scaled rank is 2 in both
+    W = np.array([[1.0, 0.0], [0.0, 1e-9]])
+    for scale in (1.0, 1e3, 1e-3, 1e6):
+        S = np.diag([1.0, scale])
+        assert gramian_rank(S @ W @ S) == 2
+    # a rank-deficient Gramian stays rank-deficient in every unit (its scaled form is singular exactly)
+    v = np.array([1.0, 2.0, -1.0])
+    Wd = np.outer(v, v) + np.outer([0.0, 1.0, 1.0], [0.0, 1.0, 1.0])
+    for S in (np.eye(3), np.diag([1e3, 1.0, 1.0]), np.diag([1.0, 1e-3, 1e4])):
+        assert gramian_rank(S @ Wd @ S) == 2
+    assert gramian_rank(np.zeros((2, 2))) == 0 and gramian_rank(np.diag([1.0, 0.0])) == 1
+    assert RANK_RTOL == 1e-8
+
+
+@pytest.mark.parametrize("N, nu, n_ctrl", [(4, 1, 3), (4, 2, 2), (3, 1, 3)])
+def test_every_function_gives_the_same_verdict_for_the_same_pair_in_any_units(rng, N, nu, n_ctrl):
+    # one pair (A, B) with a known controllable dimension; a state rescaled by 1e3 (mm for m); the continuous
+    # Gramian, the discrete one and the observability Gramian of the dual pair (A^T, B^T) all give n_ctrl
+    A, B = _uncontrollable_pair(rng, N, nu, n_ctrl)
+    A = A - (np.max(np.linalg.eigvals(A).real) + 0.5) * np.eye(N)      # stable: the Gramians stay moderate
+    dt, K = 0.05, 60
+    t = dt * np.arange(K)
+    names = tuple(f"x{i}" for i in range(N))
+    for S in (np.eye(N), np.diag([1e3] + [1.0] * (N - 1))):
+        As, Bs = S @ A @ np.linalg.inv(S), S @ B
+        cont = gramian(LTVSystem(t, np.broadcast_to(As, (K, N, N)), np.broadcast_to(Bs, (K, N, nu)), names,
+                                 tuple(f"u{j}" for j in range(nu))), 0.0, t[-1])
+        Ad, Bd = zoh_matrices(np.broadcast_to(As, (K, N, N)), np.broadcast_to(Bs, (K, N, nu)), dt)
+        disc = discrete_gramian(DiscreteLTVSystem.from_arrays(Ad, Bd, dt=dt))
+        dual = DiscreteLTVSystem.from_arrays(np.swapaxes(Ad, 1, 2)[::-1], np.zeros((K, N, 1)), dt=dt)
+        obs = observability_gramian(dual, np.swapaxes(Bd, 1, 2)[::-1])
+        assert cont.rank == disc.rank == obs.rank == gramian_rank(disc.W) == n_ctrl
+        assert cont.controllable == disc.controllable == obs.observable == (n_ctrl == N)
 
 
 # ---------------------------------------------------------------- errors

@@ -25,9 +25,9 @@ def loop_setup():
                                        max_state_errors=MAX_STATE_ERRORS,
                                        max_input_errors={"alpha": np.deg2rad(3), "beta": np.deg2rad(3)})
     s0 = ref(0.0)
-    x0 = s0.x[0].copy()
+    x0 = s0.x.copy()
     x0[0] += 0.05
-    return plant, ctrl, x0, s0.xd[0]
+    return plant, ctrl, x0, s0.xd
 
 
 def random_states(rng, count):
@@ -92,12 +92,16 @@ def test_kernel_parameters_follow_the_parameters():
     {"limits": ballctl.RigLimits(max_angle=np.deg2rad(8), max_rate=np.deg2rad(300), quantum=np.deg2rad(0.1),
                                  delay=0.03)},
     {"noise_std": {"contact_x": 1e-3, "contact_y": 1e-3, "yaw_rate": 0.01}, "seed": 3, "substeps": 3},
-    {"feedback": False, "limits": ballctl.RigLimits(max_angle=np.deg2rad(2), delay=0.05)},
+    {"feedback": "open", "limits": ballctl.RigLimits(max_angle=np.deg2rad(2), delay=0.05)},
 ], ids=["plain", "rig-limits", "noise", "open-loop"])
 def test_compiled_loop_agrees_with_the_python_loop(loop_setup, options):
     plant, ctrl, x0, xd0 = loop_setup
-    py = ballctl.simulate_closed_loop(ctrl, x0, xd0, integrator="rk4", backend="python", **options)
-    cc = ballctl.simulate_closed_loop(ctrl, x0, xd0, integrator="rk4", backend="compiled", **options)
+    options = dict(options)
+    seed = options.pop("seed", None)
+    py = ballctl.simulate_closed_loop(ctrl, x0, xd0, seed=seed,
+                                      options=ballctl.ClosedLoopOptions(method="rk4", backend="python", **options))
+    cc = ballctl.simulate_closed_loop(ctrl, x0, xd0, seed=seed,
+                                      options=ballctl.ClosedLoopOptions(method="rk4", backend="compiled", **options))
     # same equations, same arithmetic up to the order of sums: 1e-10 m over the run
     assert np.abs(py.x[:, :2] - cc.x[:, :2]).max() < 1e-10
     assert np.abs(py.x - cc.x).max() < 1e-9  # angles (roll grows to ~80 rad)
@@ -114,15 +118,16 @@ def test_batch_runs_keep_a_run_axis_and_equal_single_runs(loop_setup):
     X0[:, :2] += offsets
     samples = [ballctl.BallPlate(mass=m, radius=r) for m, r in ((0.1, 0.02), (0.12, 0.021), (0.09, 0.019))]
     noise = {"contact_x": 5e-4, "contact_y": 5e-4}
-    batch = ballctl.simulate_closed_loop(ctrl, X0, xd0, integrator="rk4", truth=samples, noise_std=noise, seed=11)
+    batch = ballctl.simulate_closed_loop(ctrl, X0, xd0, truth=samples, seed=11,
+                                         options=ballctl.ClosedLoopOptions(method="rk4", noise_std=noise))
     assert isinstance(batch, ballctl.ClosedLoopBatchResult) and batch.backend == "compiled"
     K = len(batch.t)
     assert batch.x.shape == (3, K, 5) and batch.u.shape == (3, K, 2) and batch.position_error.shape == (3, K)
     assert np.all(batch.status == -1)
     seeds = np.random.SeedSequence(11).spawn(3)
     for i in (0, 2):
-        one = ballctl.simulate_closed_loop(ctrl, X0[i], xd0, integrator="rk4", truth=samples[i], noise_std=noise,
-                                           seed=seeds[i], backend="python")
+        one = ballctl.simulate_closed_loop(ctrl, X0[i], xd0, truth=samples[i], seed=seeds[i],
+                                           options=ballctl.ClosedLoopOptions(method="rk4", noise_std=noise, backend="python"))
         assert np.abs(one.x[:, :2] - batch.x[i, :, :2]).max() < 1e-10
         assert batch.run(i).summary().final_error_m == pytest.approx(one.summary().final_error_m, abs=1e-10)
     # a heavier/larger ball is a different plant: its run differs
@@ -132,8 +137,9 @@ def test_batch_runs_keep_a_run_axis_and_equal_single_runs(loop_setup):
 def test_python_batch_path_matches_compiled(loop_setup):
     plant, ctrl, x0, xd0 = loop_setup
     X0 = np.stack([x0, x0 + [0.0, 0.01, 0, 0, 0]])
-    a = ballctl.simulate_closed_loop(ctrl, X0, xd0, integrator="rk4", backend="python", duration=0.5)
-    b = ballctl.simulate_closed_loop(ctrl, X0, xd0, integrator="rk4", duration=0.5)
+    a = ballctl.simulate_closed_loop(ctrl, X0, xd0, duration=0.5,
+                                     options=ballctl.ClosedLoopOptions(method="rk4", backend="python"))
+    b = ballctl.simulate_closed_loop(ctrl, X0, xd0, duration=0.5, options=ballctl.ClosedLoopOptions(method="rk4"))
     assert a.backend == "python" and b.backend == "compiled"
     assert np.abs(a.x[:, :, :2] - b.x[:, :, :2]).max() < 1e-10
 
@@ -143,7 +149,7 @@ def test_diverging_run_is_stopped_and_marked(loop_setup):
     X0 = np.stack([x0, x0])
     X0[1, 3] = np.nan  # a state that is not finite from the start is rejected
     with pytest.raises(ValueError, match="finite"):
-        ballctl.simulate_closed_loop(ctrl, X0, xd0, integrator="rk4")
+        ballctl.simulate_closed_loop(ctrl, X0, xd0, options=ballctl.ClosedLoopOptions(method="rk4"))
     # velocities of 1e200 overflow within a step: the run is stopped, not hung, and reported
     loop = ballctl.simulation.controller_loop(ctrl, plant, 50, mode="state")
     runs = ballctl.simulation.draw_runs(loop, [0], plant.kernel_parameters, x0[None], 1e200 * xd0[None])
@@ -154,31 +160,34 @@ def test_diverging_run_is_stopped_and_marked(loop_setup):
 def test_bad_backend_requests(loop_setup):
     plant, ctrl, x0, xd0 = loop_setup
     with pytest.raises(ValueError, match="backend"):
-        ballctl.simulate_closed_loop(ctrl, x0, xd0, backend="gpu")
+        ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(backend="gpu"))
     with pytest.raises(ValueError, match="compiled"):
-        ballctl.simulate_closed_loop(ctrl, x0, xd0, backend="compiled")  # DOP853 is not compiled
+        ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(backend="compiled"))  # DOP853 is not compiled
     with pytest.raises(ValueError, match="seed"):
-        ballctl.simulate_closed_loop(ctrl, np.stack([x0, x0]), xd0, integrator="rk4", seed=[1, 2, 3])
+        ballctl.simulate_closed_loop(ctrl, np.stack([x0, x0]), xd0, seed=[1, 2, 3],
+                                     options=ballctl.ClosedLoopOptions(method="rk4"))
     with pytest.raises(ValueError, match="substeps"):
-        ballctl.simulate_closed_loop(ctrl, x0, xd0, integrator="rk4", substeps=0)
+        ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(method="rk4", substeps=0))
 
 
 def test_simulate_batch_equals_single_runs():
     plant = ballctl.BallPlate()
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
     s0 = ref(0.0)
-    X0 = np.repeat(s0.x, 3, axis=0)
+    X0 = np.repeat(s0.x[None], 3, axis=0)
     X0[:, 0] += [0.0, 0.01, -0.02]
-    XD0 = plant.rolling_velocities(X0, np.tile(s0.xd[0, :2], (3, 1)), plant.spin(s0.x[0], s0.xd[0]))
+    XD0 = plant.rolling_velocities(X0, np.tile(s0.xd[:2], (3, 1)), plant.spin(s0.x, s0.xd))
 
     def u(t):
-        return ref(t).u[0]
+        return ref(t).u
 
     t_eval = np.linspace(0.0, 0.5, 11)
-    batch = ballctl.simulate(plant, X0, XD0, u, (0.0, 0.5), t_eval=t_eval, rtol=1e-11, atol=1e-13)
+    batch = ballctl.simulate(plant, X0, XD0, u, (0.0, 0.5), t_eval=t_eval,
+                             options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-13))
     assert batch.x.shape == (3, 11, 5) and batch.u.shape == (3, 11, 2) and batch.velocity_residual.shape == (3, 11, 2)
     for i in range(3):
-        one = ballctl.simulate(plant, X0[i], XD0[i], u, (0.0, 0.5), t_eval=t_eval, rtol=1e-11, atol=1e-13)
+        one = ballctl.simulate(plant, X0[i], XD0[i], u, (0.0, 0.5), t_eval=t_eval,
+                               options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-13))
         # different step sequences, both converged to rtol 1e-11 over 0.5 s
         np.testing.assert_allclose(batch.x[i], one.x, rtol=0, atol=1e-8)
     assert batch.max_constraint_residual < 1e-9
@@ -197,7 +206,8 @@ def test_simulate_batch_of_a_user_system_uses_the_generic_path():
                            t_eval=[0.0, 1.0])
     np.testing.assert_allclose(run.x[:, -1], np.stack([np.cos(speeds), np.sin(speeds)], axis=1), atol=1e-8)
     with pytest.raises(ballctl.ParameterError, match="one by one"):
-        ballctl.simulate(sys, [[1.0, 0.0]], [0.0, 1.0], None, (0.0, 1.0), rechart=True)
+        ballctl.simulate(sys, [[1.0, 0.0]], [0.0, 1.0], None, (0.0, 1.0),
+                         options=ballctl.SimulationOptions(rechart=True))
 
 
 def test_partition_study_through_an_executor_equals_the_serial_table():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ballctl.simulation.arrays import imperfection_draws
-from ballctl.simulation.closed_loop import simulate_closed_loop
+from ballctl.simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
 from ballctl.simulation.loop_step import backlash, kalman_predict, kalman_update
 from ballctl.references.moving_plate import exact_circular_motion
 from ballctl.references.paths import LissajousPath
@@ -31,7 +31,7 @@ def circle():
     exact = exact_circular_motion(TABLETOP.design_plant(), LissajousPath.circle(0.5, 1.0), 40.0,
                                   duration=3.1 * 2 * np.pi)
     s = exact(0.0)
-    x0, xd0 = s.x[0].copy(), s.xd[0].copy()
+    x0, xd0 = s.x.copy(), s.xd.copy()
     x0[0] += 0.02
     return exact, x0, xd0
 
@@ -131,11 +131,12 @@ def test_compiled_loop_equals_the_python_loop_with_every_imperfection(circle):
                                                         frame_drop=0.1, servo_deadband=0.1 * DEG,
                                                         timing_jitter_s=0.002))
     ctrl = design_for_rig(rig, exact, "exact", horizon=2.0, offset_free=True)
-    kw = dict(truth=rig.truth_plant(), limits=rig.limits, substeps=2, seed=11, integrator="rk4",
-              imperfections=rig.imperfections.loop)
+    kw = dict(limits=rig.limits, substeps=2, method="rk4", imperfections=rig.imperfections.loop)
     x_truth = rig.truth_initial_state(x0)
-    py = simulate_closed_loop(ctrl, x_truth, xd0, backend="python", **kw)
-    cc = simulate_closed_loop(ctrl, x_truth, xd0, backend="compiled", **kw)
+    py = simulate_closed_loop(ctrl, x_truth, xd0, truth=rig.truth_plant(), seed=11,
+                              options=ClosedLoopOptions(backend="python", **kw))
+    cc = simulate_closed_loop(ctrl, x_truth, xd0, truth=rig.truth_plant(), seed=11,
+                              options=ClosedLoopOptions(backend="compiled", **kw))
     # the same samples lost (NaN in both), the same readings, commands and states: the only difference is
     # the order of the sums in the filter's products (~1e-16 relative), absorbed by the command quantum
     np.testing.assert_array_equal(np.isnan(py.y), np.isnan(cc.y))
@@ -190,8 +191,8 @@ def test_a_plate_level_error_is_rejected_on_the_servo_plate_truth(circle):
     for offset_free in (False, True):
         ctrl = design_for_rig(rig, exact, "exact", horizon=horizon, offset_free=offset_free)
         runs[offset_free] = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
-                                                 limits=rig.limits, substeps=2, seed=3, integrator="rk4",
-                                                 imperfections=rig.imperfections.loop).summary()
+                                                 seed=3,
+                                                 options=ClosedLoopOptions(method="rk4", limits=rig.limits, substeps=2, imperfections=rig.imperfections.loop)).summary()
     # the plain LQG keeps ~3 cm of error per degree; the offset-free design only the noise floor (1.5 mm camera)
     assert runs[False].rms_error_last_period_m > 0.02
     assert runs[True].rms_error_last_period_m < 2.5e-3
@@ -214,13 +215,13 @@ def test_the_disturbance_states_are_checked_observable(circle):
     report = ctrl.estimator.disturbance_observability
     assert report is not None and "disturbance_0" in report.state_names
     # a disturbance the camera cannot tell from the inputs (a third direction equal to the first) is refused
-    from ballctl.design.estimator import design_estimator
+    from ballctl.design.estimator import InputDisturbance, design_estimator
 
     T = np.repeat(np.eye(2)[None], ctrl.discrete.Ad.shape[0], axis=0)
     twin = np.concatenate([T, T[:, :, :1]], axis=2)
     with pytest.raises(ValueError, match="disturbance states are not observable"):
         design_estimator(ctrl.ltv, ctrl.discrete, ctrl.system.coordinate_names, TABLETOP.sensors,
-                         input_disturbance=True, disturbance_map=twin)
+                         disturbance=InputDisturbance(directions=twin))
 
 
 # ------------------------------------------------------------------ verification over the rig's uncertainty
@@ -249,7 +250,7 @@ def test_a_simulation_reports_the_contact_of_a_ball_on_an_incline():
     x0 = plant.project_positions(np.zeros(5))
     xd0 = np.zeros(5)
     res = ballctl.simulate(plant, x0, xd0, lambda t: np.array([tilt, 0.0]), (0.0, 0.3), t_eval=np.linspace(0, 0.3, 7),
-                           rechart=True)
+                           options=ballctl.SimulationOptions(rechart=True))
     p = plant.params
     expected = p.ball_inertia / (p.ball_inertia + p.mass * p.radius ** 2) * np.tan(tilt)
     # the quasi-static plate: N = m g cos(alpha) exactly, |F_t| / N the closed form to rounding

@@ -169,10 +169,11 @@ def test_nonlinear_deviation_approaches_ltv_response_like_eps_squared():
         dx, dxd = ltv0.expand(0, eps * direction)
         s0 = ref(0.0)
         # exact nonlinear start: independent velocities from X, dependent ones from D(x) xd = 0
-        x_start = s0.x[0] + dx
-        xd_start = part.complete_velocities(plant, x_start, s0.xd[0] + dxd)
-        res = ballctl.simulate(plant, x_start, xd_start, lambda tt: ref(tt).u[0], (0, T),
-                               t_eval=t_eval, rtol=1e-12, atol=1e-14, stabilization=None)
+        x_start = s0.x + dx
+        xd_start = part.complete_velocities(plant, x_start, s0.xd + dxd)
+        res = ballctl.simulate(plant, x_start, xd_start, lambda tt: ref(tt).u, (0, T),
+                               t_eval=t_eval,
+                               options=ballctl.SimulationOptions(rtol=1e-12, atol=1e-14, stabilization=None))
         assert res.max_constraint_residual < 1e-12  # the perturbed start satisfies the constraints
         s = ref(t_eval)
         X_nl = ltv0.reduce(res.x - s.x, res.xd - s.xd)

@@ -23,9 +23,9 @@ def qs():
                                        max_state_errors={k: QS_STATE_ERRORS[k] for k in contact},
                                        max_input_errors={"alpha": 0.05, "beta": 0.05})
     s0 = ref(0.0)
-    x0 = s0.x[0].copy()
+    x0 = s0.x.copy()
     x0[0] += 0.02
-    return plant, ref, part, ctrl, x0, s0.xd[0]
+    return plant, ref, part, ctrl, x0, s0.xd
 
 
 def _with_sensor(ctrl, **kw):
@@ -45,7 +45,7 @@ def test_latency_is_compensated_exactly_on_the_design_model(qs, latency):
     plant, ref, part, ctrl, x0, xd0 = qs
     c = _with_sensor(ctrl, period_s=2 * DT, latency_s=latency)
     assert c.estimator.latency_steps == int(np.ceil(latency / DT - 1e-9))
-    r = ballctl.simulate_closed_loop(c, x0, xd0, model="linear")
+    r = ballctl.simulate_closed_loop(c, x0, xd0, options=ballctl.ClosedLoopOptions(model="linear"))
     assert r.feedback == "output"
     tail = r.t > 2.0
     assert np.abs(r.estimation_error[tail]).max() < 1e-5
@@ -57,17 +57,19 @@ def test_latency_is_compensated_exactly_on_the_design_model(qs, latency):
 def test_output_feedback_on_the_nonlinear_plant_with_noise_and_bias(qs):
     plant, ref, part, ctrl, x0, xd0 = qs
     noisy = _with_sensor(ctrl, period_s=DT, latency_s=0.03, noise_std=(1e-3, 1e-3))
-    r = ballctl.simulate_closed_loop(noisy, x0, xd0, integrator="rk4", substeps=2, seed=4)
+    r = ballctl.simulate_closed_loop(noisy, x0, xd0, seed=4,
+                                     options=ballctl.ClosedLoopOptions(method="rk4", substeps=2))
     sm = r.summary()
     # the filter averages: its contact-point error is below the 1 mm (per axis) sensor noise
     assert sm.estimator_rms_error_m < np.sqrt(2) * 1e-3
     assert sm.steady_state_error_m < 2e-3
-    again = ballctl.simulate_closed_loop(noisy, x0, xd0, integrator="rk4", substeps=2, seed=4)
+    again = ballctl.simulate_closed_loop(noisy, x0, xd0, seed=4,
+                                         options=ballctl.ClosedLoopOptions(method="rk4", substeps=2))
     np.testing.assert_array_equal(r.x, again.x)  # seeded
     # a bias the filter does not know moves the ball by minus the bias: the loop regulates the measurement
     bias = 3e-3
     biased = _with_sensor(ctrl, period_s=DT, latency_s=0.0, bias=(bias, 0.0))
-    rb = ballctl.simulate_closed_loop(biased, x0, xd0, integrator="rk4", substeps=2)
+    rb = ballctl.simulate_closed_loop(biased, x0, xd0, options=ballctl.ClosedLoopOptions(method="rk4", substeps=2))
     offset = (rb.x[:, 0] - rb.x_ref[:, 0])[rb.t > 2.0]
     assert np.mean(offset) == pytest.approx(-bias, rel=0.1)
 
@@ -75,11 +77,12 @@ def test_output_feedback_on_the_nonlinear_plant_with_noise_and_bias(qs):
 def test_state_feedback_and_output_feedback_are_distinguished(qs):
     plant, ref, part, ctrl, x0, xd0 = qs
     with pytest.raises(ballctl.ParameterError, match="needs a controller designed with sensors"):
-        ballctl.simulate_closed_loop(ctrl, x0, xd0, output_feedback=True)
+        ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(feedback="output"))
     c = _with_sensor(ctrl, period_s=DT)
     with pytest.raises(ballctl.ParameterError, match="noise_std is for state feedback"):
-        ballctl.simulate_closed_loop(c, x0, xd0, noise_std={"contact_x": 1e-3})
-    r = ballctl.simulate_closed_loop(c, x0, xd0, output_feedback=False, integrator="rk4", duration=0.2)
+        ballctl.simulate_closed_loop(c, x0, xd0, options=ballctl.ClosedLoopOptions(noise_std={"contact_x": 1e-3}))
+    r = ballctl.simulate_closed_loop(c, x0, xd0, duration=0.2,
+                                     options=ballctl.ClosedLoopOptions(feedback="state", method="rk4"))
     assert r.feedback == "state" and np.array_equal(r.X_measured, r.X)
 
 

@@ -38,8 +38,8 @@ def test_centred_circle_residuals_and_exact_angles_keep_the_ball_on_the_circle(c
     T = ref.period
     t = np.linspace(0.0, T, 41)
     s0 = ref(0.0)
-    r = ballctl.simulate(plant, s0.x[0], s0.xd[0], lambda tt: ref._angles(np.array([tt]), 2)[0], (0.0, T), t_eval=t,
-                         rtol=1e-10, atol=1e-12)
+    r = ballctl.simulate(plant, s0.x, s0.xd, lambda tt: ref._angles(np.array([tt]), 2)[0], (0.0, T), t_eval=t,
+                         options=ballctl.SimulationOptions(rtol=1e-10, atol=1e-12))
     err = np.hypot(*(r.x[:, :2] - ref(t).x[:, :2]).T)
     # open loop for a revolution of an unstable motion: integration error ~1e-9 m, grown by the
     # hyperbolic contact dynamics, stays far below a micrometre
@@ -47,10 +47,10 @@ def test_centred_circle_residuals_and_exact_angles_keep_the_ball_on_the_circle(c
     # the quasi-static angles (with their exact rates) push the ball off by percents of the radius
     grid = T * np.arange(64) / 64
     qs = _Fourier(ref.quasi_static_angles(grid), 0.0, T)
-    x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+    x0, xd0 = s0.x.copy(), s0.xd.copy()
     x0[5:], xd0[5:] = qs(np.array([0.0]))[0], qs(np.array([0.0]), 1)[0]
     r_qs = ballctl.simulate(plant, x0, xd0, lambda tt: qs(np.array([tt]), 2)[0], (0.0, T), t_eval=t,
-                            rtol=1e-10, atol=1e-12)
+                            options=ballctl.SimulationOptions(rtol=1e-10, atol=1e-12))
     err_qs = np.hypot(*(r_qs.x[:, :2] - ref(t).x[:, :2]).T)
     assert err_qs.max() > 0.03 * 0.1
 
@@ -150,6 +150,6 @@ def test_non_periodic_path_inversion_converges_spectrally_and_starts_level():
     np.testing.assert_allclose(s.x[:, :2], path(np.array([0.0, 4.0]))[0], atol=1e-15)
     # the prescribed plate accelerations drive the exact plant along the path (open loop, 4 s)
     t = np.linspace(0, 4.0, 41)
-    run = ballctl.simulate(plant, s.x[0], s.xd[0], lambda tt: fine(tt).u[0], (0, 4.0), t_eval=t, rtol=1e-11,
-                           atol=1e-13)
+    run = ballctl.simulate(plant, s.x[0], s.xd[0], lambda tt: fine(tt).u, (0, 4.0), t_eval=t,
+                           options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-13))
     assert np.abs(run.x[:, :2] - path(t)[0]).max() < 1e-6

@@ -62,7 +62,8 @@ def test_short_simulation_solves_the_dae(name):
     x0, xd0, u = random_consistent_state(plant, np.random.default_rng(3), scale=0.2)
     h = 1e-3
     t = np.arange(0.0, 0.1 + h / 2, h)
-    run = ballctl.simulate(plant, x0, xd0, u, (0.0, t[-1]), t_eval=t, rtol=1e-12, atol=1e-12, stabilization=None)
+    run = ballctl.simulate(plant, x0, xd0, u, (0.0, t[-1]), t_eval=t,
+                           options=ballctl.SimulationOptions(rtol=1e-12, atol=1e-12, stabilization=None))
     x, xd = run.x[4:-4], run.xd[4:-4]
     v1, v2 = _derivative(run.x, h, 1), _derivative(run.x, h, 2)
     assert np.all(np.abs(v1 - xd) <= 1e-9 * max(1.0, np.max(np.abs(xd))) + np.abs(v1 - v2))
@@ -85,8 +86,8 @@ def test_constraint_drift_is_bounded(name):
     plant = PLANTS[name]()
     x0, xd0, u = random_consistent_state(plant, np.random.default_rng(11), scale=0.2)
     for stab in (None, (10.0, 10.0)):
-        run = ballctl.simulate(plant, x0, xd0, u, (0.0, 0.3), t_eval=np.linspace(0.0, 0.3, 7), rtol=1e-10,
-                               atol=1e-12, stabilization=stab)
+        run = ballctl.simulate(plant, x0, xd0, u, (0.0, 0.3), t_eval=np.linspace(0.0, 0.3, 7),
+                               options=ballctl.SimulationOptions(rtol=1e-10, atol=1e-12, stabilization=stab))
         assert run.max_constraint_residual < 1e-8, (stab, run.max_constraint_residual)
 
 
@@ -97,8 +98,10 @@ def test_ode_plant_simulation_matches_its_constrained_form(name):
     system = plant.to_constrained_system()
     x0, xd0, u = random_consistent_state(system, np.random.default_rng(5), scale=0.3)
     t = np.linspace(0.0, 0.2, 5)
-    ode = plant.simulate(system.to_ode_state(x0, xd0), (0.0, 0.2), lambda tt: u, t_eval=t, rtol=1e-11, atol=1e-11)
-    dae = ballctl.simulate(system, x0, xd0, u, (0.0, 0.2), t_eval=t, rtol=1e-11, atol=1e-12)
+    ode = plant.simulate(system.to_ode_state(x0, xd0), (0.0, 0.2), lambda tt: u, t_eval=t,
+                         options=ballctl.IntegrationOptions(rtol=1e-11, atol=1e-11))
+    dae = ballctl.simulate(system, x0, xd0, u, (0.0, 0.2), t_eval=t,
+                           options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-12))
     mapped = np.array([system.to_ode_state(x, xd) for x, xd in zip(dae.x, dae.xd)])
     q = slice(2 * plant.n_masses, 2 * plant.n_masses + 4) if plant.n_states == 2 * plant.n_masses + 9 else None
     if q is not None:   # a quaternion and its negative are the same rotation

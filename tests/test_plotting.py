@@ -15,9 +15,9 @@ def runs():
     ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.05, horizon=1.0, states=part.state_names[:6],
                                        Q=np.eye(6), R=np.eye(2))
     s = ref(0.0)
-    x0 = s.x[0] + np.array([0.02, 0, 0, 0, 0])
-    return {"NL": ballctl.simulate_closed_loop(ctrl, x0, s.xd[0]),
-            "L": ballctl.simulate_closed_loop(ctrl, x0, s.xd[0], model="linear")}
+    x0 = s.x + np.array([0.02, 0, 0, 0, 0])
+    return {"NL": ballctl.simulate_closed_loop(ctrl, x0, s.xd),
+            "L": ballctl.simulate_closed_loop(ctrl, x0, s.xd, options=ballctl.ClosedLoopOptions(model="linear"))}
 
 
 @pytest.mark.parametrize("fn", [plotting.plot_path, plotting.plot_coordinates, plotting.plot_lean_roll,

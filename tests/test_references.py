@@ -72,7 +72,7 @@ def test_open_loop_stays_on_the_circle_for_one_revolution():
     s0 = ref(0.0)
     T = ref.period
     t = np.linspace(0, T, 41)
-    res = ballctl.simulate(plant, s0.x[0], s0.xd[0], lambda tt: ref(tt).u[0], (0, T), t_eval=t)
+    res = ballctl.simulate(plant, s0.x, s0.xd, lambda tt: ref(tt).u, (0, T), t_eval=t)
     s = ref(t)
     # measured 1e-14 m on the contact point and 1e-11 rad on the roll; bound at rtol-level
     assert np.abs(res.x[:, :2] - s.x[:, :2]).max() < 1e-9
@@ -103,7 +103,7 @@ def test_path_motion_on_a_circle_reproduces_circular_motion():
     plant = ballctl.BallPlate()
     circ = ballctl.CircularMotion(plant, 0.4, -0.9, 30.0, center=(0.1, 0.2), phase=0.3)
     path = ballctl.LissajousPath.circle(0.4, -0.9, center=(0.1, 0.2), phase=0.3)
-    pm = ballctl.PathMotion(plant, path, duration=8.0, spin=circ.spin, initial_orientation=circ(0.0).x[0, 2:])
+    pm = ballctl.PathMotion(plant, path, duration=8.0, spin=circ.spin, initial_orientation=circ(0.0).x[2:])
     t = np.linspace(0, 8, 33)
     a, b = pm(t), circ(t)
     # orientation integrated at rtol 1e-12 over 8 s
@@ -159,3 +159,20 @@ def test_infeasible_paths_and_chart_edge_are_refused():
     with pytest.raises(ValueError, match="must lie in the reference's interval"):
         pm(2.0)
     assert ref(np.array([1e6])).x.shape == (1, 5)
+
+
+def test_batch_rule_one_time_is_one_state_an_array_of_times_is_a_stack():
+    plant = ballctl.BallPlate()
+    ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
+    one, stack = ref(0.3), ref(np.array([0.0, 0.3]))
+    assert one.t.shape == () and one.x.shape == (5,) and one.u.shape == (2,) and one.lam.shape == (2,)
+    assert not one.is_batch and stack.is_batch and len(stack) == 2
+    assert ref([0.3]).x.shape == (1, 5) and stack.x.shape == (2, 5)
+    np.testing.assert_array_equal(one.x, stack.x[1])
+    np.testing.assert_array_equal(stack.at(-1).xd, one.xd)
+    with pytest.raises(TypeError, match="no length"):
+        len(one)
+    # the path constructors are classmethods of LissajousPath
+    circle = ballctl.LissajousPath.circle(0.5, 1.0, center=(0.1, 0.0))
+    assert isinstance(circle, ballctl.LissajousPath) and circle.period == pytest.approx(2 * np.pi)
+    assert not hasattr(ballctl, "CirclePath")

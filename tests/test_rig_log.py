@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ballctl.simulation.closed_loop import simulate_closed_loop
+from ballctl.simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
 from ballctl.references.moving_plate import exact_circular_motion
 from ballctl.references.paths import LissajousPath
 from ballctl.ball_plate.rig import rig_preset
@@ -128,9 +128,8 @@ def lab_run():
     ref = exact_circular_motion(rig.design_plant(), LissajousPath.circle(0.3, 1.0), 40.0, duration=1.1)
     ctrl = design_for_rig(rig, ref, "exact", horizon=1.0, offset_free=True)
     s = ref(0.0)
-    result = simulate_closed_loop(ctrl, rig.truth_initial_state(s.x[0]), s.xd[0], truth=rig.truth_plant(),
-                                  imperfections=rig.imperfections.loop, limits=rig.limits, integrator="rk4", substeps=2,
-                                  seed=3)
+    result = simulate_closed_loop(ctrl, rig.truth_initial_state(s.x), s.xd, truth=rig.truth_plant(), seed=3,
+                                  options=ClosedLoopOptions(method="rk4", imperfections=rig.imperfections.loop, limits=rig.limits, substeps=2))
     return rig, ctrl, result
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ballctl._errors import ChartSingularityError
+from ballctl.ode import IntegrationOptions
 from ballctl.plants.paper import (PAPER_KINK_TIMES, paper_ball_initial_state, paper_ball_parameters,
                                   paper_rail_acceleration)
 from ballctl.plants.rolling_ball import PointMass, RollingBall, RollingBallParameters
@@ -108,8 +109,8 @@ def test_external_force_torque_is_r_gamma_tilde_cross_gamma():
 def paper_runs():
     ball = RollingBall(paper_ball_parameters())
     x0 = paper_ball_initial_state()
-    runs = {m: ball.simulate(x0, (0.0, 20.0), _paper_input, method=m, rtol=1e-10, atol=1e-10,
-                             breakpoints=PAPER_KINK_TIMES)
+    runs = {m: ball.simulate(x0, (0.0, 20.0), _paper_input,
+                             breakpoints=PAPER_KINK_TIMES, options=IntegrationOptions(method=m, rtol=1e-10, atol=1e-10))
             for m in ("DOP853", "Radau")}
     return ball, runs
 
@@ -149,8 +150,9 @@ def test_energy_conserved_with_fixed_masses():
     ball = RollingBall(paper_ball_parameters())
     x0 = paper_ball_initial_state()
     x0[10:13] = [0.3, -0.5, 0.8]
-    run = ball.simulate(x0, (0.0, 100.0), lambda t: np.zeros(3), rtol=1e-11, atol=1e-11,
-                        t_eval=np.linspace(0, 100, 201), breakpoints=())
+    run = ball.simulate(x0, (0.0, 100.0), lambda t: np.zeros(3),
+                        t_eval=np.linspace(0, 100, 201), breakpoints=(),
+                        options=IntegrationOptions(rtol=1e-11, atol=1e-11))
     energy = ball.energy(run.x)
     assert np.max(np.abs(energy - energy[0])) / abs(energy[0]) < 1e-8
 
@@ -163,8 +165,9 @@ def test_energy_conserved_with_free_masses_on_rails():
     x0[0:2] = [0.5, 0.2]
     # the segment mass slides along its extrapolated line beyond the shell (at 0.44 s): the equations stay
     # conservative, so the rail-exit check is switched off for this check of the force mapping
-    run = ball.simulate(x0, (0.0, 10.0), lambda t: np.zeros(2), rtol=1e-11, atol=1e-11,
-                        t_eval=np.linspace(0, 10, 101), breakpoints=(), check_rails=False)
+    run = ball.simulate(x0, (0.0, 10.0), lambda t: np.zeros(2),
+                        t_eval=np.linspace(0, 10, 101), breakpoints=(), check_rails=False,
+                        options=IntegrationOptions(rtol=1e-11, atol=1e-11))
     energy = ball.energy(run.x)
     assert np.max(np.abs(energy - energy[0])) / np.max(np.abs(energy)) < 1e-8
 
@@ -183,8 +186,9 @@ def test_contact_angular_momentum_conserved_when_cm_at_gc(masses):
     theta = np.array([0.3, 0.3 + np.pi])[:n]
     x0 = np.concatenate([theta, np.zeros(n), [np.cos(0.2), np.sin(0.2), 0, 0], [1.0, -0.7, 2.0], [0, 0]])
     np.testing.assert_allclose(ball.total_cm_body(x0), 0.0, atol=1e-15)
-    run = ball.simulate(x0, (0.0, 30.0), lambda t: np.zeros(n), rtol=1e-11, atol=1e-11,
-                        t_eval=np.linspace(0, 30, 61), breakpoints=())
+    run = ball.simulate(x0, (0.0, 30.0), lambda t: np.zeros(n),
+                        t_eval=np.linspace(0, 30, 61), breakpoints=(),
+                        options=IntegrationOptions(rtol=1e-11, atol=1e-11))
     K = ball.contact_angular_momentum(run.x)
     projected = np.sum(K * ball.vertical(run.x), axis=1)
     magnitude = np.linalg.norm(K, axis=1)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from ballctl._quaternion import quat_from_matrix
+from ballctl.ode import IntegrationOptions
 from ballctl.plants.rolling_ball import PointMass, RollingBall, RollingBallParameters
 from ballctl.plants.paper import (PAPER_KINK_TIMES, paper_disk_initial_state, paper_disk_parameters,
                                   paper_disk_rail_accelerations)
@@ -53,8 +54,9 @@ def test_disk_is_the_planar_ball():
 def paper_runs():
     disk = RollingDisk(paper_disk_parameters())
     x0 = paper_disk_initial_state()
-    return disk, {m: disk.simulate(x0, (0.0, 20.0), paper_disk_rail_accelerations, method=m, rtol=1e-12, atol=1e-12,
-                                   breakpoints=PAPER_KINK_TIMES)
+    return disk, {m: disk.simulate(x0, (0.0, 20.0), paper_disk_rail_accelerations,
+                                   breakpoints=PAPER_KINK_TIMES,
+                                   options=IntegrationOptions(method=m, rtol=1e-12, atol=1e-12))
                   for m in ("DOP853", "Radau")}
 
 

@@ -19,6 +19,7 @@ import pathlib
 import numpy as np
 import pytest
 
+from ballctl.ode import IntegrationOptions
 from ballctl.plants.internal_masses import PointMass
 from ballctl.plants.paper import paper_ball_parameters, paper_disk_parameters
 from ballctl.plants.rails import CallableRail, CircleRail, EllipseRail, FigureEightRail, SegmentRail
@@ -319,10 +320,12 @@ def test_simulate_runs_a_batch_of_ball_systems_in_one_call():
     XD0 = np.array([s[1] for s in starts])
     u = np.array([0.2, -0.1, 0.05])
     t_eval = np.linspace(0.0, 0.5, 6)
-    batch = ballctl.simulate(system, X0, XD0, u, (0.0, 0.5), t_eval=t_eval, rtol=1e-10, atol=1e-12)
+    batch = ballctl.simulate(system, X0, XD0, u, (0.0, 0.5), t_eval=t_eval,
+                             options=ballctl.SimulationOptions(rtol=1e-10, atol=1e-12))
     assert batch.x.shape == (3, 6, 8)
     for b in range(3):
-        one = ballctl.simulate(system, X0[b], XD0[b], u, (0.0, 0.5), t_eval=t_eval, rtol=1e-10, atol=1e-12)
+        one = ballctl.simulate(system, X0[b], XD0[b], u, (0.0, 0.5), t_eval=t_eval,
+                               options=ballctl.SimulationOptions(rtol=1e-10, atol=1e-12))
         assert np.max(np.abs(one.x - batch.x[b])) < 1e-8
         ode = ball.simulate(x_ode[b], (0.0, 0.5), lambda t: u, t_eval=t_eval)
         coords = np.array([system.from_ode_state(x)[0] for x in ode.x])
@@ -349,12 +352,12 @@ def test_ball_simulate_runs_a_stack_of_initial_states(method):
     X0 = _paper_ball_batch()
     gains = np.array([[1.0], [-0.5], [0.2]])
     t_eval = np.linspace(0.0, 0.5, 6)
-    batch = ball.simulate(X0, (0.0, 0.5), lambda t: gains * np.array([1.0, 0.5, -0.3]), method=method,
-                          t_eval=t_eval, breakpoints=())
+    batch = ball.simulate(X0, (0.0, 0.5), lambda t: gains * np.array([1.0, 0.5, -0.3]),
+                          t_eval=t_eval, breakpoints=(), options=IntegrationOptions(method=method))
     assert batch.x.shape == (3, 6, 15)
     for b in range(3):
-        one = ball.simulate(X0[b], (0.0, 0.5), lambda t, b=b: gains[b] * np.array([1.0, 0.5, -0.3]),
-                            method=method, t_eval=t_eval, breakpoints=())
+        one = ball.simulate(X0[b], (0.0, 0.5), lambda t, b=b: gains[b] * np.array([1.0, 0.5, -0.3]), t_eval=t_eval,
+                            breakpoints=(), options=IntegrationOptions(method=method))
         assert np.max(np.abs(one.x - batch.x[b])) < 1e-8
 
 

@@ -37,9 +37,10 @@ def run():
                                        max_state_errors={k: QS_STATE_ERRORS[k] for k in contact},
                                        max_input_errors={"alpha": 0.05, "beta": 0.05}, sensors=[cam])
     s0 = ref(0.0)
-    x0 = s0.x[0].copy()
+    x0 = s0.x.copy()
     x0[0] += 0.01
-    r = ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], integrator="rk4", substeps=2, seed=2)
+    r = ballctl.simulate_closed_loop(ctrl, x0, s0.xd, seed=2,
+                                     options=ballctl.ClosedLoopOptions(method="rk4", substeps=2))
     return ctrl, r
 
 

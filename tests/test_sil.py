@@ -51,7 +51,7 @@ def default_job(rig):
         else {}   # as ballctl track designs it
     ctrl = ballctl.ball_plate.design.design_for_rig(rig, ref, "exact", horizon=horizon, **job)
     s = ref(0.0)
-    x0, xd0 = s.x[0].copy(), s.xd[0].copy()
+    x0, xd0 = s.x.copy(), s.xd.copy()
     x0[0] += 0.05
     return ctrl, truth_state(rig, x0), xd0
 
@@ -94,22 +94,23 @@ def test_plan_export_in_the_loop_is_the_verified_loop(tmp_path):
     ctrl = ballctl.ball_plate.design.design_for_rig(rig, ref, "qs-contact", horizon=1.0)
     write_c_controller(ctrl, tmp_path, rig=rig, representation="plan", real="float64", drop_states=())
     s = ref(0.0)
-    x0 = np.concatenate([s.x[0], s.u[0]])
-    xd0 = np.concatenate([s.xd[0], s.ud[0]])
+    x0 = np.concatenate([s.x, s.u])
+    xd0 = np.concatenate([s.xd, s.ud])
     x0[0] += 0.02
     x0 = truth_state(rig, x0)
     steps = len(ctrl.times)
     c = run_component_loop(CController.build(tmp_path), rig, ctrl, x0, xd0, steps=steps, seed=3,
                            **loop_imperfections(rig))
-    sim = dict(truth=rig.truth_plant(), limits=rig.limits, integrator="rk4", substeps=2, seed=3,
-               **loop_imperfections(rig))
-    py = ballctl.simulate_closed_loop(ctrl, x0, xd0, backend="python", **sim)
+    sim = dict(limits=rig.limits, method="rk4", substeps=2, **loop_imperfections(rig))
+    py = ballctl.simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant(), seed=3,
+                                      options=ballctl.ClosedLoopOptions(backend="python", **sim))
     scale = np.abs(py.u).max()
     assert np.abs(c.u - py.u).max() <= 1e-12 * scale      # the input that acted (slew, 10 ms delay)
     assert np.abs(c.x - py.x).max() <= 1e-12
     assert np.abs(c.commands - py.u[:-1]).max() > 1e-4    # the command is not what acted: the delay and slew
     # the compiled backend of the same loop agrees to its own tolerance (numba's arithmetic order)
-    compiled = ballctl.simulate_closed_loop(ctrl, x0, xd0, **sim)
+    compiled = ballctl.simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant(), seed=3,
+                                            options=ballctl.ClosedLoopOptions(**sim))
     assert np.abs(c.x - compiled.x).max() <= 1e-9
 
 

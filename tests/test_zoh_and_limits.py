@@ -33,7 +33,7 @@ def test_loop_started_on_the_reference_stays_on_it(paper, dt):
     plant, ref, part = paper
     ctrl = _design(paper, dt, 1.0, "zoh")
     s0 = ref(0.0)
-    r = ballctl.simulate_closed_loop(ctrl, s0.x[0], s0.xd[0], rtol=1e-10, atol=1e-13)
+    r = ballctl.simulate_closed_loop(ctrl, s0.x, s0.xd, options=ballctl.ClosedLoopOptions(rtol=1e-10, atol=1e-13))
     assert r.position_error.max() <= 1e-8
     # the sampled reference is the continuous one to O(dt^2) (1.4e-6 m at 10 ms, 5.8e-6 m at 20 ms)
     assert ctrl.zoh_deviation < 1e-5
@@ -45,7 +45,7 @@ def test_sampled_feedforward_lags_by_half_a_step(paper):
     plant, ref, part = paper
     ctrl = _design(paper, 0.02, 2.0, "sample")
     s0 = ref(0.0)
-    r = ballctl.simulate_closed_loop(ctrl, s0.x[0], s0.xd[0], integrator="rk4", substeps=4)
+    r = ballctl.simulate_closed_loop(ctrl, s0.x, s0.xd, options=ballctl.ClosedLoopOptions(method="rk4", substeps=4))
     assert r.position_error[-1] > 1e-4
 
 
@@ -64,9 +64,10 @@ def test_tilt_limit_holds_from_the_first_step():
     s0 = ref(0.0)
     limit = np.deg2rad(15.0)
     for delay in (0.0, 0.03):
-        r = ballctl.simulate_closed_loop(ctrl, s0.x[0], s0.xd[0], integrator="rk4", substeps=2,
-                                         limits=ballctl.RigLimits(max_angle=limit, max_rate=np.deg2rad(300),
-                                                                  delay=delay))
+        r = ballctl.simulate_closed_loop(ctrl, s0.x, s0.xd,
+                                         options=ballctl.ClosedLoopOptions(method="rk4", substeps=2,
+                          limits=ballctl.RigLimits(max_angle=limit, max_rate=np.deg2rad(300),
+                                                                  delay=delay)))
         assert np.abs(r.u).max() <= limit * (1 + 1e-12)
         assert np.abs(r.u[0]).max() <= limit * (1 + 1e-12)
         assert r.limit_events["max_angle"] > 0
@@ -76,10 +77,11 @@ def test_summary_is_strict_json(paper):
     plant, ref, part = paper
     ctrl = _design(paper, 0.02, 0.4, "sample")
     s0 = ref(0.0)
-    x0 = s0.x[0].copy()
+    x0 = s0.x.copy()
     x0[0] += 0.05
     # open loop never settles: the settling time is None, not Infinity
-    sm = ballctl.simulate_closed_loop(ctrl, x0, s0.xd[0], feedback=False, integrator="rk4", substeps=2).summary()
+    sm = ballctl.simulate_closed_loop(ctrl, x0, s0.xd,
+                                      options=ballctl.ClosedLoopOptions(feedback="open", method="rk4", substeps=2)).summary()
     assert sm.settling_time_s is None
 
     def reject(token):
@@ -96,7 +98,7 @@ def test_to_time_response_is_signal_major(paper):
     plant, ref, part = paper
     ctrl = _design(paper, 0.02, 0.2, "sample")
     s0 = ref(0.0)
-    r = ballctl.simulate_closed_loop(ctrl, s0.x[0], s0.xd[0], integrator="rk4")
+    r = ballctl.simulate_closed_loop(ctrl, s0.x, s0.xd, options=ballctl.ClosedLoopOptions(method="rk4"))
     tr = r.to_time_response()
     assert isinstance(tr, control.TimeResponseData)
     np.testing.assert_array_equal(tr.outputs, r.x.T)

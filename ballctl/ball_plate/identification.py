@@ -1500,7 +1500,7 @@ def excitation_log(base: RigProfile | str = "tabletop", *, duration_s: float = 6
         firmware's own control output), its readings what the base rig would
         log.
     """
-    from ..simulation.closed_loop import simulate_closed_loop
+    from ..simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
     from ..references.moving_plate import exact_circular_motion
     from ..references.paths import LissajousPath
     from ..ball_plate.design import design_for_rig
@@ -1538,11 +1538,10 @@ def excitation_log(base: RigProfile | str = "tabletop", *, duration_s: float = 6
     dither *= ramp[:, None] * np.deg2rad(amplitude_deg) / np.sqrt(np.mean(dither ** 2, axis=0))
     excited = replace(ctrl, samples=replace(ctrl.samples, u=ctrl.samples.u + dither))
     s = ref(0.0)
-    x0, xd0 = s.x[0].copy(), s.xd[0].copy()
-    run = simulate_closed_loop(excited, base.truth_initial_state(x0), xd0, truth=base.truth_plant(),
-                               imperfections=base.imperfections.loop, limits=base.limits, integrator="rk4",
-                               substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))), seed=seed,
-                               divergence_error=max(0.2, 2 * radius_m))
+    x0, xd0 = s.x.copy(), s.xd.copy()
+    run = simulate_closed_loop(excited, base.truth_initial_state(x0), xd0, truth=base.truth_plant(), seed=seed,
+                               options=ClosedLoopOptions(method="rk4", imperfections=base.imperfections.loop, limits=base.limits,
+                  substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))), divergence_error=max(0.2, 2 * radius_m)))
     if run.diverged_at is not None:
         raise ParameterError(f"the excitation of {amplitude_deg:g} deg drives the ball off the circle at "
                              f"t = {run.diverged_at:.3g} s on rig {base.name!r}; lower amplitude_deg")

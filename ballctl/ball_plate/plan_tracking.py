@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from dataclasses import replace
+
 import numpy as np
 
 from .._errors import ParameterError
@@ -103,7 +105,7 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
         which the rig's limits acted (``limit_steps``), ``truth`` and, on the
         servo plate, the exact inversion's residuals.
     """
-    from ..simulation.closed_loop import simulate_closed_loop
+    from ..simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
     from ..ball_plate.design import design_for_rig
     from ..planning.follow import PlanTracking
 
@@ -126,18 +128,19 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
     if steps < 2:
         raise ParameterError(f"the plan ({ref.t_range[1]:.4g} s with hold_s) is shorter than two control periods "
                              f"dt = {dt} s")
-    sim = dict(limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))))
+    sim = ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))))
+    on_truth = replace(sim, imperfections=rig.imperfections.loop)
     residuals = None
     if plan.exact:      # the servo-plate reference of the plan, the rig's exact design, on the servo plate
         ctrl = design_for_rig(rig, ref, "exact", horizon=steps * dt, output_feedback=output_feedback)
         s0 = ref(0.0)
-        x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+        x0, xd0 = s0.x.copy(), s0.xd.copy()
         x0[:2] += off
         if truth:
             run = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
-                                       imperfections=rig.imperfections.loop, **sim)
+                                       options=on_truth)
         else:
-            run = simulate_closed_loop(ctrl, x0, xd0, **sim)
+            run = simulate_closed_loop(ctrl, x0, xd0, options=sim)
     elif truth:
         from ..references.moving_plate import CollocationOptions, MovingPlateMotion
 
@@ -150,15 +153,15 @@ def track_plate_plan(plan: PlateMotionPlan, rig: RigProfile, *, design: str = "q
         residuals = dict(ref.residuals)
         ctrl = design_for_rig(rig, ref, "exact", horizon=steps * dt, output_feedback=output_feedback)
         s0 = ref(0.0)
-        x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+        x0, xd0 = s0.x.copy(), s0.xd.copy()
         x0[:2] += off
         run = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
-                                   imperfections=rig.imperfections.loop, **sim)
+                                   options=on_truth)
     else:
         ctrl = design_for_rig(rig, ref, design, horizon=steps * dt, output_feedback=output_feedback)
         s0 = ref(0.0)
-        x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+        x0, xd0 = s0.x.copy(), s0.xd.copy()
         x0[:2] += off
-        run = simulate_closed_loop(ctrl, x0, xd0, **sim)
+        run = simulate_closed_loop(ctrl, x0, xd0, options=sim)
     return PlanTracking(reference=ref, controller=ctrl, closed_loop=run,
                         truth="servo plate" if (truth or plan.exact) else "quasi-static", inversion_residuals=residuals)

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..simulation.monte_carlo import Normal, Uncertainty, Uniform, monte_carlo
+    from ..simulation.monte_carlo import MonteCarloSettings, Normal, Uncertainty, Uniform, monte_carlo
     from ..linear.partition import Partition
     from ..figures.plotting import save_figure
     from ..design.tracking import design_tracking_lqr
@@ -114,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.workers:
         executor = pool = ThreadPoolExecutor(args.workers)
     try:
-        mc = monte_carlo(ctrl, args.runs, uncertainty=unc, seed=args.seed, chunk_size=args.chunk_size,
-                         executor=executor, failure_error=args.failure_error, progress=_Bar())
+        mc = monte_carlo(ctrl, args.runs, uncertainty=unc, seed=args.seed,
+                         settings=MonteCarloSettings(chunk_size=args.chunk_size, executor=executor, failure_error=args.failure_error, progress=_Bar()))
     finally:
         if pool is not None:
             pool.shutdown()

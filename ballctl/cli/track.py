@@ -204,11 +204,11 @@ def _initial_state(qs_ref, exact_ref, offset):
     """Truth state at t = 0: the exact reference's, else the quasi-static one with the plate at its angles."""
     if exact_ref is not None:
         s = exact_ref(0.0)
-        x0, xd0 = s.x[0].copy(), s.xd[0].copy()
+        x0, xd0 = s.x.copy(), s.xd.copy()
     else:
         s = qs_ref(0.0)
-        x0 = np.concatenate([s.x[0], s.u[0]])
-        xd0 = np.concatenate([s.xd[0], s.ud[0]])
+        x0 = np.concatenate([s.x, s.u])
+        xd0 = np.concatenate([s.xd, s.ud])
     x0[0] += offset[0]
     x0[1] += offset[1]
     return x0, xd0
@@ -229,8 +229,8 @@ def run(args: argparse.Namespace) -> int:
     """
     from dataclasses import replace
 
-    from ..simulation.closed_loop import simulate_closed_loop
-    from ..design.estimator import design_estimator
+    from ..simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
+    from ..design.estimator import EstimatorSettings, InputDisturbance, design_estimator
     from ..design.observability import sensor_table
     from ..figures.plotting import plot_robust_bands, plot_tracking, save_figure
     from ..schedule import controller_footprint, write_c_controller
@@ -273,8 +273,8 @@ def run(args: argparse.Namespace) -> int:
     # ClosedLoopSummary)
     window = period if period is not None and horizon >= period - 1e-9 else 0.2 * horizon
     divergence = max(0.2, 2 * args.radius)
-    sim = dict(truth=truth, limits=rig.limits, integrator="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
-               divergence_error=divergence, seed=args.seed, imperfections=truth_rig.imperfections.loop)
+    sim = ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
+                            divergence_error=divergence, imperfections=truth_rig.imperfections.loop)
     controllers, runs, verification, robust = {}, {}, {}, {}
     not_applicable = {}
     for i, name in enumerate(designs):
@@ -289,7 +289,8 @@ def run(args: argparse.Namespace) -> int:
             say(f"      not applicable to this path: {exc}")
             continue
         controllers[name] = ctrl
-        r = simulate_closed_loop(_on_truth_sensors(ctrl, truth_rig), x0_truth, xd0, **sim)
+        r = simulate_closed_loop(_on_truth_sensors(ctrl, truth_rig), x0_truth, xd0, truth=truth, seed=args.seed,
+                                 options=sim)
         runs[name] = r
         sm = r.summary()
         last = r.t >= r.t[-1] - period_window - 1e-9
@@ -373,12 +374,12 @@ def run(args: argparse.Namespace) -> int:
         if ctrl.estimator is not None:
             est = ctrl.estimator
             clean_ctrl = replace(ctrl, estimator=design_estimator(
-                ctrl.ltv, ctrl.discrete, ctrl.system.coordinate_names, clean_rig.sensors, process_std=est.process_std,
-                input_disturbance=est.n_disturbances > 0,
-                disturbance_map=est.disturbance_map if est.n_disturbances else None, integral=est.integral))
-        r_ideal = simulate_closed_loop(clean_ctrl, x0, xd0, **{**sim, "limits": clean_rig.limits,
-                                                                "truth": clean_rig.truth_plant(),
-                                                                "imperfections": None})
+                ctrl.ltv, ctrl.discrete, ctrl.system.coordinate_names, clean_rig.sensors,
+                settings=EstimatorSettings(process_std=est.process_std),
+                disturbance=InputDisturbance(directions=est.disturbance_map) if est.n_disturbances else None,
+                integral=est.integral))
+        r_ideal = simulate_closed_loop(clean_ctrl, x0, xd0, truth=clean_rig.truth_plant(), seed=args.seed,
+                                       options=replace(sim, limits=clean_rig.limits, imperfections=None))
         si = r_ideal.summary()
         ideal = {"rms_error_m": si.rms_error_last_period_m if si.rms_error_last_period_m is not None
                  else si.steady_state_error_m, "diverged_at_s": si.diverged_at_s,
@@ -395,7 +396,7 @@ def run(args: argparse.Namespace) -> int:
             say("      exporting the C controller: its representation checked in closed loop on the truth")
             try:
                 export = export_controller(ctrl, replace(truth_rig, limits=rig.limits), out / "c_controller",
-                                           x0=x0_truth, xd0=xd0, seed=args.seed, substeps=sim["substeps"])
+                                           x0=x0_truth, xd0=xd0, seed=args.seed, substeps=sim.substeps)
                 controller_summary = export.as_dict()
             except ExportVerificationError as exc:
                 write_c_controller(ctrl, out / "c_controller", rig=rig, representation="plan")

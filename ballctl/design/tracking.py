@@ -53,7 +53,7 @@ from ..linear.discretize import DiscreteLTVSystem, discretize
 from ..simulation.arrays import LoopArrays, draw_runs
 from ..simulation.component import LQGComponent, NonlinearStepper, run_loop
 from ..simulation.engine import kernel_code, run_closed_loop
-from .estimator import IntegralAction, StateEstimator, design_estimator
+from .estimator import EstimatorSettings, InputDisturbance, IntegralAction, StateEstimator, design_estimator
 from ..linear.linearize import linearize_samples
 from .lqr import FiniteHorizonLQR, bryson, finite_horizon_lqr, periodic_lqr
 from ..linear.ltv import LTVSystem
@@ -309,9 +309,10 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
         deviation = float(np.max(np.linalg.norm(samples.x[:, idx] - continuous.x[:, idx], axis=1)))
     estimator = None
     if sensors is not None:
-        estimator = design_estimator(ltv, disc, system.coordinate_names, sensors, process_std=process_std,
-                                     input_disturbance=bool(input_disturbance), disturbance_map=disturbance_map,
-                                     integral=integral)
+        estimator = design_estimator(ltv, disc, system.coordinate_names, sensors,
+                                     settings=EstimatorSettings(process_std=process_std),
+                                     disturbance=InputDisturbance(directions=disturbance_map) if input_disturbance
+                                     else None, integral=integral)
     integral_lqr = None
     if integral is not None:
         integral_lqr = _integral_lqr(disc, estimator.integral_map, Q, R, Q_N, integral.max_integral_error)

@@ -5,7 +5,6 @@ from .plotting import (
     RUN_COLORS,
     OPEN_LOOP_COLOR,
     run_styles,
-    label_for,
     save_figure,
     plot_reference,
     plot_path,
@@ -19,22 +18,13 @@ from .plotting import (
     plot_percentile_bands,
     plot_robust_bands,
 )
-from .animation import (
-    FORMATS,
-    available_formats,
-    save_animation,
-    plate_rotation,
-    ball_orientation,
-    animate_ball_plate,
-    animate_rolling_ball,
-)
+from .animation import available_formats, save_animation, animate_ball_plate, animate_rolling_ball
 
 __all__ = [
     "REFERENCE_STYLE",
     "RUN_COLORS",
     "OPEN_LOOP_COLOR",
     "run_styles",
-    "label_for",
     "save_figure",
     "plot_reference",
     "plot_path",
@@ -47,11 +37,8 @@ __all__ = [
     "plot_ball_paths",
     "plot_percentile_bands",
     "plot_robust_bands",
-    "FORMATS",
     "available_formats",
     "save_animation",
-    "plate_rotation",
-    "ball_orientation",
     "animate_ball_plate",
     "animate_rolling_ball",
 ]

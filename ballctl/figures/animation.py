@@ -34,8 +34,7 @@ from .._quaternion import quat_to_matrix
 from .._validation import check_integer, check_positive
 from .plotting import OPEN_LOOP_COLOR, REFERENCE_STYLE, RUN_COLORS
 
-__all__ = ["FORMATS", "available_formats", "save_animation", "plate_rotation", "ball_orientation", "animate_ball_plate",
-           "animate_rolling_ball"]
+__all__ = ["available_formats", "save_animation", "animate_ball_plate", "animate_rolling_ball"]
 
 #: File suffixes :func:`save_animation` can write, and the matplotlib writer each needs.
 FORMATS = {".gif": "pillow", ".mp4": "ffmpeg"}

@@ -33,7 +33,7 @@ from .._errors import ParameterError
 from .._io import atomic_path
 from .._paths import check_output_path
 
-__all__ = ["REFERENCE_STYLE", "RUN_COLORS", "OPEN_LOOP_COLOR", "run_styles", "label_for", "save_figure",
+__all__ = ["REFERENCE_STYLE", "RUN_COLORS", "OPEN_LOOP_COLOR", "run_styles", "save_figure",
            "plot_reference", "plot_path", "plot_coordinates", "plot_lean_roll", "plot_inputs", "plot_error",
            "plot_constraints", "plot_tracking", "plot_ball_paths", "plot_percentile_bands", "plot_robust_bands"]
 
@@ -53,7 +53,7 @@ _LABELS = {
 _METRES = {"m", "m/s"}
 
 
-def label_for(name: str) -> tuple[str, str, float]:
+def _label_for(name: str) -> tuple[str, str, float]:
     """Plain-words label, display unit and scale factor (SI value -> displayed value) of a coordinate.
 
     Parameters
@@ -202,7 +202,7 @@ def plot_reference(reference, t) -> Figure:
     ax1.set_title("reference path on the plate\n(dot: start, +: plate pivot)")
     colors = (RUN_COLORS[0], RUN_COLORS[1])
     for i, name in enumerate(("alpha", "beta")):
-        label, _, scale = label_for(name)
+        label, _, scale = _label_for(name)
         ax2.plot(s.t, scale * s.u[:, i], color=colors[i], lw=1.8, label=label)
     ax2.set_xlabel("time [s]")
     ax2.set_ylabel("plate angle [deg]")
@@ -269,7 +269,7 @@ def plot_coordinates(results: dict, names=("contact_x", "contact_y", "yaw"), *, 
     styles = run_styles(results)
     for ax, name in zip(axes, names):
         i = _index(first, name)
-        label, unit, scale = label_for(name)
+        label, unit, scale = _label_for(name)
         for run_label, style in styles.items():
             r = results[run_label]
             ax.plot(r.t, scale * r.x[:, i], **style)
@@ -303,7 +303,7 @@ def _input_panels(results: dict, axes, *, rates: bool) -> None:
     first = next(iter(results.values()))
     styles = run_styles(results)
     for i, (ax, name) in enumerate(zip(axes, first.input_names)):
-        label, unit, scale = label_for(name)
+        label, unit, scale = _label_for(name)
         for run_label, style in styles.items():
             r = results[run_label]
             if rates:

@@ -4,15 +4,7 @@ discretization."""
 from .ltv import LTVSystem, StateReduction
 from .partition import Partition
 from .linearize import linearize, linearize_at, linearize_samples
-from .discretize import (
-    DISCRETIZATION_METHODS,
-    DiscreteLTVSystem,
-    DiscretizationErrors,
-    discretize,
-    discretization_error,
-    zoh_matrices,
-    series_matrices,
-)
+from .discretize import DiscreteLTVSystem, DiscretizationErrors, discretize, discretization_error
 
 __all__ = [
     "LTVSystem",
@@ -21,11 +13,8 @@ __all__ = [
     "linearize",
     "linearize_at",
     "linearize_samples",
-    "DISCRETIZATION_METHODS",
     "DiscreteLTVSystem",
     "DiscretizationErrors",
     "discretize",
     "discretization_error",
-    "zoh_matrices",
-    "series_matrices",
 ]

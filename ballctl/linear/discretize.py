@@ -43,15 +43,7 @@ from .._errors import ParameterError, ParameterTypeError, SampleIndexError, Shap
 from .._validation import as_system_stacks, check_positive
 from .ltv import LTVSystem, StateReduction
 
-__all__ = [
-    "DISCRETIZATION_METHODS",
-    "DiscreteLTVSystem",
-    "DiscretizationErrors",
-    "discretize",
-    "discretization_error",
-    "zoh_matrices",
-    "series_matrices",
-]
+__all__ = ["DiscreteLTVSystem", "DiscretizationErrors", "discretize", "discretization_error"]
 
 #: Names accepted by ``discretize(method=...)``.
 DISCRETIZATION_METHODS = ("zoh", "series")

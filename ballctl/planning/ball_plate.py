@@ -624,7 +624,7 @@ def _servo_commands(plant: ServoPlateBallPlate, prescribed: IntegratedReference)
     """``u(t)``: the servo commands whose torque realizes the prescribed plate motion (M xdd - Q on the plate rows)."""
 
     def commands(t):
-        s = prescribed(float(t))
+        s = prescribed(np.array([float(t)]))
         x, xd, xdd = s.x, s.xd, s.xdd
         q = x[:, 5:7]
         M, Q = plant.mass_and_forces(x, xd, q)

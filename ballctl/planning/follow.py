@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import ParameterError
-from ..simulation.closed_loop import ClosedLoopResult, simulate_closed_loop
+from ..simulation.closed_loop import ClosedLoopOptions, ClosedLoopResult, simulate_closed_loop
 from ..linear.partition import Partition
 from ..plants.rolling_ball import RollingBall
 from ..references.rolling import IntegratedReference
@@ -224,7 +224,7 @@ def track_plan(plan: ManeuverPlan, *, dt: float = 0.1, contact_offset_m: Sequenc
                                max_state_errors=max_state_errors, max_input_errors=max_input_errors,
                                terminal_factor=terminal_factor)
     s0 = ref(float(plan.nodes[0]))
-    x0, xd0 = s0.x[0].copy(), s0.xd[0].copy()
+    x0, xd0 = s0.x.copy(), s0.xd.copy()
     off = np.asarray(contact_offset_m, dtype=float)
     if off.shape != (2,) or not np.all(np.isfinite(off)):
         raise ParameterError(f"contact_offset_m must be two finite offsets in m, got {contact_offset_m!r}")
@@ -232,5 +232,5 @@ def track_plan(plan: ManeuverPlan, *, dt: float = 0.1, contact_offset_m: Sequenc
     x0[2] += angle_offset_rad
     x0[5:] += angle_offset_rad
     closed = simulate_closed_loop(ctrl, x0, xd0)
-    opened = simulate_closed_loop(ctrl, x0, xd0, feedback=False)
+    opened = simulate_closed_loop(ctrl, x0, xd0, options=ClosedLoopOptions(feedback="open"))
     return PlanTracking(reference=ref, controller=ctrl, closed_loop=closed, open_loop=opened)

@@ -53,7 +53,7 @@ from .kernels import rails as _rail_kernels
 from .kernels.batching import as_stacks, restore
 from .rails import Rail
 
-__all__ = ["PointMass", "INPUT_MODES", "InternalMassesPlant", "InternalMassesSystem", "rail_exit_event"]
+__all__ = ["PointMass", "InternalMassesPlant", "InternalMassesSystem"]
 
 #: meanings of the input ``u`` of the internally actuated plants
 INPUT_MODES = ("acceleration", "force")
@@ -380,8 +380,7 @@ class InternalMassesPlant:
             for a batch ``(n,)`` (the same for every run) or ``(B, n)``.
         options : IntegrationOptions, optional
             Method (any ``solve_ivp`` method: ``"DOP853"``, ``"Radau"``, ``"BDF"``, ...), tolerances and
-            largest step; default DOP853 with ``rtol = atol =`` :attr:`default_tolerance`
-            (:meth:`integration_options`).
+            largest step; default DOP853, and tolerances left at None are :attr:`default_tolerance`.
         breakpoints : sequence of float, optional
             Times (s) where ``rail_input`` is not smooth; the integration is
             restarted there so no step straddles a kink. Defaults to
@@ -414,7 +413,7 @@ class InternalMassesPlant:
             return self._simulate_batch(x0, t_span, rail_input, options=options, breakpoints=breakpoints,
                                         t_eval=t_eval, use_jacobian=use_jacobian, check_rails=check_rails)
         x0 = self.validate_state(x0)
-        options = as_integration_options(options, self.integration_options())
+        options = as_integration_options(options).resolved(self.default_tolerance, self.default_tolerance)
         if breakpoints is None:
             breakpoints = self.default_breakpoints
         u = checked_input(rail_input, "rail_input", self._n, context="simulate")
@@ -428,12 +427,6 @@ class InternalMassesPlant:
         return integrate_piecewise(fun, x0, t_span, breakpoints=breakpoints, t_eval=t_eval, options=options,
                                    jac=jac, event=event)
 
-    def integration_options(self) -> IntegrationOptions:
-        """The default options of :meth:`simulate`: DOP853 with ``rtol = atol =`` :attr:`default_tolerance`
-        (change a field with ``dataclasses.replace(plant.integration_options(), method="Radau")``)."""
-        tol = self.default_tolerance
-        return IntegrationOptions(rtol=tol, atol=tol)
-
     def _simulate_batch(self, x0, t_span, rail_input, *, options, breakpoints, t_eval, use_jacobian,
                         check_rails) -> ODETrajectory:
         """:meth:`simulate` of a stack of initial states ``(B, n_states)`` as one ODE of size ``B n_states``."""
@@ -443,7 +436,7 @@ class InternalMassesPlant:
             raise ShapeError(f"x0 must hold at least one initial state, got shape {x0.shape}")
         X0 = np.array([self.validate_state(x, f"x0[{b}]") for b, x in enumerate(x0)])
         check_callable(rail_input, "rail_input", f"u(t) -> ({n},) or ({B}, {n})")
-        options = as_integration_options(options, self.integration_options())
+        options = as_integration_options(options).resolved(self.default_tolerance, self.default_tolerance)
         if breakpoints is None:
             breakpoints = self.default_breakpoints
 

@@ -55,7 +55,8 @@ class ReferenceSample:
 
     def __len__(self) -> int:
         if not self.is_batch:
-            raise ParameterTypeError("a reference sample at one time has no length (sample an array of times for a stack)")
+            raise ParameterTypeError("a reference sample at one time has no length (sample an array of times for a "
+                                     "stack)")
         return self.t.shape[0]
 
     def __getitem__(self, k) -> "ReferenceSample":
@@ -64,7 +65,17 @@ class ReferenceSample:
         return ReferenceSample(*(getattr(self, f)[idx] for f in _FIELDS))
 
     def at(self, k: int) -> "ReferenceSample":
-        """Sample ``k`` of a stack as a sample at one time (``x`` of shape (n,))."""
+        """Sample ``k`` of a stack as a sample at one time (``x`` of shape (n,)).
+
+        Parameters
+        ----------
+        k : int
+            Index of the sample (negative counts from the end).
+
+        Returns
+        -------
+        ReferenceSample
+        """
         k = np.arange(len(self))[k]
         return ReferenceSample(*(getattr(self, f)[k] for f in _FIELDS))
 
@@ -91,11 +102,6 @@ class Reference(ABC):
         if t.size and (t.min() < lo - 1e-12 or t.max() > hi + 1e-12):
             raise ParameterError(f"t must lie in the reference's interval [{lo}, {hi}] s, got [{t.min()}, {t.max()}]")
         sample = self._evaluate(t)
-        import os, traceback  # TEMP-REFLOG
-        if one and os.environ.get("BALLCTL_REF_LOG"):  # TEMP-REFLOG
-            f = traceback.extract_stack()[-2]  # TEMP-REFLOG
-            with open(os.environ["BALLCTL_REF_LOG"], "a") as fh:  # TEMP-REFLOG
-                fh.write(f"{f.filename}:{f.lineno}: {f.line}\n")  # TEMP-REFLOG
         return sample.at(0) if one else sample
 
     @abstractmethod

@@ -24,8 +24,7 @@ import numpy as np
 from .._errors import InfeasibleReferenceError, LargeTiltWarning, ParameterError
 from ..plants.ball_plate import BallPlate
 
-__all__ = ["plate_angles_for_acceleration", "rolling_multipliers", "warn_large_tilt", "LARGE_TILT",
-           "require_ideal_rolling"]
+__all__ = ["plate_angles_for_acceleration"]
 
 #: Plate tilt (rad) above which a reference draws a :class:`~ballctl.LargeTiltWarning`: 20 deg, the upper end
 #: of typical rig limits (5-20 deg); beyond it the quasi-static plate model's error, which grows with the

@@ -186,7 +186,7 @@ class DiskRollReference(Reference):
     >>> from ballctl.plants.paper import paper_disk_parameters
     >>> sys_ = RollingDisk(paper_disk_parameters()).to_constrained_system()
     >>> ref = DiskRollReference(sys_, cruise_speed_mps=0.5, ramp_time_s=3.0)
-    >>> round(float(ref(10.0).xd[0, 0]), 9)   # contact-point speed while cruising
+    >>> round(float(ref(10.0).xd[0]), 9)   # contact-point speed while cruising
     0.5
     """
 
@@ -396,7 +396,7 @@ class IntegratedReference(Reference):
         x0 = as_vector(x0, "x0", n)
         xd0 = as_vector(xd0, "xd0", n)
         t0, t1 = as_time_span(t_span)
-        options = simulation_options(options)
+        options = simulation_options(options).resolved(1e-10, 1e-12)
         if (options.projection_interval is not None or options.project_initial or options.rechart
                 or not options.raise_on_failure):
             raise ParameterError("IntegratedReference integrates without projection or recharting and always raises "

@@ -25,6 +25,7 @@ from .component import (
     METHODS,
 )
 from .closed_loop import (
+    ClosedLoopOptions,
     ClosedLoopResult,
     ClosedLoopSummary,
     ClosedLoopBatchResult,
@@ -34,7 +35,7 @@ from .closed_loop import (
     contact_extremes,
     INTEGRATORS,
 )
-from .monte_carlo import Normal, Uniform, Uncertainty, MonteCarloResult, monte_carlo
+from .monte_carlo import Normal, Uniform, Uncertainty, MonteCarloSettings, MonteCarloResult, monte_carlo
 
 __all__ = [
     "latency_steps",
@@ -64,6 +65,7 @@ __all__ = [
     "ComponentRun",
     "run_loop",
     "METHODS",
+    "ClosedLoopOptions",
     "ClosedLoopResult",
     "ClosedLoopSummary",
     "ClosedLoopBatchResult",
@@ -75,6 +77,7 @@ __all__ = [
     "Normal",
     "Uniform",
     "Uncertainty",
+    "MonteCarloSettings",
     "MonteCarloResult",
     "monte_carlo",
 ]

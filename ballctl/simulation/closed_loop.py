@@ -38,7 +38,7 @@ from .._errors import (ChartSingularityError, ConstraintViolationError, NonFinit
 from .._validation import (as_vector, check_bool, check_choice, check_instance, check_integer, check_nonnegative,
                            check_positive, check_stabilization, check_tolerances)
 from .arrays import EstimatorArrays, LoopArrays, RunDraws, draw_runs
-from .component import LQGComponent, NonlinearStepper, run_loop
+from .component import METHODS, LQGComponent, NonlinearStepper, run_loop
 from .engine import kernel_code, run_closed_loop
 from ..hardware import LoopImperfections, RigLimits
 from ..simulate import CONSTRAINT_TOL, MAX_STEPS
@@ -46,11 +46,14 @@ from ..plants.base import friction_coefficient_required
 from ..system import ConstrainedSystem
 from ..design.tracking import TrackingController, state_selection
 
-__all__ = ["ClosedLoopResult", "ClosedLoopSummary", "ClosedLoopBatchResult", "simulate_closed_loop",
-           "controller_loop", "contact_forces_along", "contact_extremes", "INTEGRATORS"]
+__all__ = ["ClosedLoopOptions", "ClosedLoopResult", "ClosedLoopSummary", "ClosedLoopBatchResult",
+           "simulate_closed_loop", "controller_loop", "contact_forces_along", "contact_extremes", "INTEGRATORS"]
 
 #: integrators of the truth plant between samples
-INTEGRATORS = ("DOP853", "RK45", "Radau", "rk4")
+INTEGRATORS = METHODS
+
+#: the feedback of a closed loop (:class:`ClosedLoopOptions`)
+FEEDBACK = ("auto", "output", "state", "open")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -360,16 +363,95 @@ class _Progress:
                 print(file=sys.stderr)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ClosedLoopOptions:
+    """How a closed loop runs: the feedback, what the rig adds, and how the truth plant is integrated.
+
+    Attributes
+    ----------
+    feedback : {"auto", "output", "state", "open"}
+        Output feedback through the controller's estimator and its sensors,
+        state feedback on the measured reduced state, or open loop (``u =
+        u_ff``; the rig limits still apply). ``"auto"``: output feedback when
+        the controller has an estimator, else state feedback.
+    limits : RigLimits, optional
+        Tilt, slew, quantization and actuation latency; they shape every command including the first.
+    imperfections : LoopImperfections, optional
+        The loop's share of a rig's imperfections (``rig.imperfections.loop``):
+        lost sensor samples (the filter makes no update from a lost sample),
+        timing jitter of the sample instants and the actuator dead band, drawn
+        from a stream of their own (the noise draws do not change). The
+        plant's share lives in the truth plant.
+    noise_std : dict, optional
+        State feedback only: std of Gaussian measurement noise per coordinate
+        name (m or rad) or ``"<name>_rate"`` (m/s or rad/s).
+    divergence_error : float, optional
+        Stop the run (recording ``diverged_at``) when the tracked point is
+        farther than this from its reference (m), when the state stops being
+        finite, or when the integration fails. Default: never stop (an
+        integration failure raises).
+    model : {"nonlinear", "linear"}
+        Plant: the nonlinear DAE, or the design's exact-ZOH linear model (the paper's L).
+    method : {"DOP853", "RK45", "Radau", "rk4"}
+        Integrator of the truth plant between samples: an adaptive ``solve_ivp``
+        method (with ``rtol``/``atol``) or fixed-step classical Runge-Kutta
+        with ``substeps`` steps per held segment.
+    rtol, atol : float
+        Tolerances of the adaptive methods.
+    substeps : int
+        RK4 steps per held segment (``method="rk4"``).
+    stabilization : (float, float) or None
+        Baumgarte gains in 1/s of the truth plant's constraint stabilization.
+    backend : {"auto", "compiled", "python"}
+        ``"auto"`` runs ``method="rk4"`` on the nonlinear model through the
+        compiled loop (:mod:`ballctl.simulation.engine`) when the truth plant
+        has loop kernels, otherwise the Python driver
+        (:func:`ballctl.simulation.component.run_loop`); the two agree to
+        1e-10 m. ``"compiled"`` requires the compiled loop, ``"python"``
+        forces the driver.
+    progress : bool
+        Show a progress bar on stderr.
+    """
+
+    feedback: str = "auto"
+    limits: RigLimits | None = None
+    imperfections: LoopImperfections | None = None
+    noise_std: Mapping[str, float] | None = None
+    divergence_error: float | None = None
+    model: str = "nonlinear"
+    method: str = "DOP853"
+    rtol: float = 1e-9
+    atol: float = 1e-12
+    substeps: int = 1
+    stabilization: tuple[float, float] | None = (10.0, 10.0)
+    backend: str = "auto"
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        check_choice(self.feedback, "feedback", FEEDBACK)
+        check_choice(self.model, "model", ("nonlinear", "linear"))
+        check_choice(self.method, "method", INTEGRATORS)
+        check_choice(self.backend, "backend", ("auto", "compiled", "python"))
+        if self.limits is not None:
+            check_instance(self.limits, "limits", RigLimits)
+        if self.imperfections is not None:
+            check_instance(self.imperfections, "imperfections", LoopImperfections)
+        rtol, atol = check_tolerances(self.rtol, self.atol)
+        object.__setattr__(self, "rtol", rtol)
+        object.__setattr__(self, "atol", atol)
+        object.__setattr__(self, "substeps", check_integer(self.substeps, "substeps", minimum=1))
+        object.__setattr__(self, "stabilization", check_stabilization(self.stabilization))
+        object.__setattr__(self, "progress", check_bool(self.progress, "progress"))
+        if self.divergence_error is not None:
+            object.__setattr__(self, "divergence_error",
+                               check_positive(self.divergence_error, "divergence_error", "m"))
+        if self.noise_std is not None and not isinstance(self.noise_std, Mapping):
+            raise ParameterTypeError(f"noise_std must be a mapping of coordinate name to standard deviation "
+                                     f"(m, rad, m/s or rad/s), got {type(self.noise_std).__name__}")
+
+
 def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: float | None = None,
-                         model: str = "nonlinear", feedback: bool = True, truth: ConstrainedSystem | None = None,
-                         output_feedback: bool | None = None,
-                         noise_std: dict[str, float] | None = None, seed: int | None = None,
-                         limits: RigLimits | None = None, integrator: str = "DOP853",
-                         rtol: float = 1e-9, atol: float = 1e-12, substeps: int = 1,
-                         stabilization: tuple[float, float] | None = (10.0, 10.0),
-                         divergence_error: float | None = None,
-                         progress: bool = False, backend: str = "auto",
-                         imperfections: LoopImperfections | None = None
+                         truth=None, seed=None, options: ClosedLoopOptions | None = None
                          ) -> "ClosedLoopResult | ClosedLoopBatchResult":
     """Run a sampled LQR (or LQG) tracking loop on a truth plant (see the module docstring).
 
@@ -380,92 +462,40 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
         period; its ``estimator`` (if any) gives the sensors.
     x0, xd0 : array_like, shape (n,) or (B, n)
         Initial truth state (the dependent velocities are completed from the
-        independent ones when the truth is the design plant). A stack of B
-        initial states runs B runs together and returns a
-        :class:`ClosedLoopBatchResult` with a leading run axis; ``xd0`` may
-        then be one state for all runs.
+        independent ones when the truth is the design plant). A 2-D ``x0`` is
+        a batch, one row per run (a 1-D one is one run): B runs run together
+        and return a :class:`ClosedLoopBatchResult` with a leading run axis;
+        ``xd0`` may then be one state for all runs.
     duration : float, optional
         Length of the run in s (default: the controller's horizon).
-    model : {"nonlinear", "linear"}
-        Plant: the nonlinear DAE, or the design's exact-ZOH linear model (the paper's L).
-    feedback : bool
-        False runs open loop, ``u = u_ff`` (rig limits still apply).
-    truth : ConstrainedSystem, optional
+    truth : ConstrainedSystem or sequence of them, optional
         The plant integrated (default: the design plant). Its coordinates must
-        include the design plant's (matched by name), with the same number of inputs.
-        For a batch: one truth plant or one per run (parameter samples).
-    output_feedback : bool, optional
-        Use the controller's estimator with its sensors (default: True when
-        the controller has one).
-    noise_std : dict, optional
-        State feedback only: std of Gaussian measurement noise per coordinate
-        name (m or rad) or ``"<name>_rate"`` (m/s or rad/s).
+        include the design plant's (matched by name), with the same number of
+        inputs. For a batch: one truth plant or one per run (parameter samples).
     seed : int or numpy.random.SeedSequence, optional
-        Seed of the noise generator; for a batch, one seed per run (a
-        sequence of B) or one root seed whose ``SeedSequence(seed).spawn(B)``
-        children seed the runs.
-    limits : RigLimits, optional
-        Tilt, slew, quantization and actuation latency; they shape every
-        command including the first.
-    integrator : {"DOP853", "RK45", "Radau", "rk4"}
-        Adaptive ``solve_ivp`` method between samples (with ``rtol``/``atol``),
-        or fixed-step classical Runge-Kutta with ``substeps`` steps per sample.
-    stabilization : (float, float) or None
-        Baumgarte gains of the truth plant's constraint stabilization.
-    divergence_error : float, optional
-        Stop the run (recording ``diverged_at``) when the contact point is
-        farther than this from its reference (m), when the state stops being
-        finite, or when the integration fails. Default: never stop
-        (an integration failure raises).
-    progress : bool
-        Show a progress bar on stderr.
-    rtol, atol : float
-        Tolerances of the adaptive integrators.
-    substeps : int
-        RK4 steps per control sample (``integrator='rk4'``).
-    stabilization : (float, float) or None
-        Baumgarte gains in 1/s of the plant integration (see :func:`ballctl.simulate`).
-
-    backend : {"auto", "compiled", "python"}
-        ``"auto"`` runs ``integrator="rk4"`` on the nonlinear model through
-        the compiled loop of :mod:`ballctl.simulation.engine` when the truth plant has
-        compiled kernels (state or output feedback, rig limits, divergence
-        stops: the same steps and arithmetic as the Python loop; agreement to
-        1e-10 m is tested), otherwise the Python loop. ``"compiled"``
-        requires the compiled loop, ``"python"`` forces the Python loop.
-    imperfections : LoopImperfections, optional
-        The loop's share of a rig's imperfections (``rig.imperfections``):
-        lost sensor samples (``frame_drop``; the filter makes no update from a
-        lost sample), timing jitter of the sample instants and the servo dead
-        band, drawn from a stream of their own (the noise draws do not
-        change). The plant's share (level offset, rolling resistance) lives in
-        the truth plant (:meth:`ballctl.RigProfile.truth_plant`).
+        Seed of the noise; for a batch, one seed per run (a sequence of B) or
+        one root seed whose ``SeedSequence(seed).spawn(B)`` children seed the runs.
+    options : ClosedLoopOptions, optional
+        Feedback, rig limits and imperfections, measurement noise, divergence
+        stop, and the integration of the truth (default: ``ClosedLoopOptions()``).
 
     Returns
     -------
     ClosedLoopResult or ClosedLoopBatchResult
-        One run for ``x0`` of shape (n,); B runs for shape (B, n).
+        One run for a 1-D ``x0``; B runs for shape (B, n).
     """
     check_instance(controller, "controller", TrackingController, "TrackingController (from design_tracking_lqr)")
-    if backend not in ("auto", "compiled", "python"):
-        raise ParameterError(f"backend must be 'auto', 'compiled' or 'python', got {backend!r}")
+    options = ClosedLoopOptions() if options is None else options
+    check_instance(options, "options", ClosedLoopOptions)
     if np.ndim(x0) == 2:
-        return _simulate_batch(controller, x0, xd0, duration=duration, model=model, feedback=feedback,
-                               truth=truth, output_feedback=output_feedback, noise_std=noise_std, seed=seed,
-                               limits=limits, integrator=integrator, rtol=rtol, atol=atol, substeps=substeps,
-                               stabilization=stabilization, divergence_error=divergence_error,
-                               progress=progress, backend=backend, imperfections=imperfections)
+        return _simulate_batch(controller, x0, xd0, duration=duration, truth=truth, seed=seed, options=options)
     if truth is not None:
         check_instance(truth, "truth", ConstrainedSystem)
     plant = controller.system if truth is None else truth
     n = plant.n_coordinates
     x = as_vector(x0, "x0", n).copy()
     xd = as_vector(xd0, "xd0", n).copy()
-    job = _Job.check(controller, plant, truth_given=truth is not None, duration=duration, model=model,
-                     feedback=feedback, output_feedback=output_feedback, noise_std=noise_std, limits=limits,
-                     integrator=integrator, rtol=rtol, atol=atol, substeps=substeps, stabilization=stabilization,
-                     divergence_error=divergence_error, backend=backend, imperfections=imperfections)
-    progress = check_bool(progress, "progress")
+    job = _Job.check(controller, plant, truth_given=truth is not None, duration=duration, options=options)
     if seed is not None and not isinstance(seed, np.random.SeedSequence):   # a batch hands each run its own
         seed = check_integer(seed, "seed", minimum=0)
     job.check_initial_state(x)
@@ -477,11 +507,11 @@ def simulate_closed_loop(controller: TrackingController, x0, xd0, *, duration: f
     runs = job.draws([seed], [plant], x[None], xd[None])
     if job.compiled:
         out = run_closed_loop(job.loop, runs)
-        if out.status[0] >= 0 and divergence_error is None:
+        if out.status[0] >= 0 and job.divergence_error is None:
             raise NonFiniteStateError(f"the compiled closed loop left the finite numbers at step {out.status[0]} "
                                       f"(t = {controller.samples.t[out.status[0]]:.6g} s)")
     else:
-        bar = _Progress(job.steps, progress, f"closed loop ({job.model}, {job.mode})")
+        bar = _Progress(job.steps, options.progress, f"closed loop ({job.model}, {job.mode})")
         out = run_loop(LQGComponent(job.loop), job.stepper(plant), job.loop, runs, progress=bar.update).output
     return _result(controller, plant, out, 0, job, _time.perf_counter() - start)
 
@@ -638,29 +668,18 @@ class _Job:
     loop: LoopArrays
 
     @classmethod
-    def check(cls, controller, plant, *, truth_given, duration, model, feedback, output_feedback, noise_std, limits,
-              integrator, rtol, atol, substeps, stabilization, divergence_error, backend, imperfections) -> "_Job":
+    def check(cls, controller, plant, *, truth_given, duration, options: "ClosedLoopOptions") -> "_Job":
+        o = options
+        model, limits, integrator, rtol, atol = o.model, o.limits, o.method, o.rtol, o.atol
+        substeps, stabilization, divergence_error, backend = o.substeps, o.stabilization, o.divergence_error, o.backend
+        imperfections, noise_std = o.imperfections, o.noise_std
         system = controller.system
-        if backend not in ("auto", "compiled", "python"):
-            raise ParameterError(f"backend must be 'auto', 'compiled' or 'python', got {backend!r}")
         if plant.n_inputs != system.n_inputs:
             raise ParameterError(f"truth has {plant.n_inputs} inputs, the controller {system.n_inputs}")
         missing = [nm for nm in system.coordinate_names if nm not in plant.coordinate_names]
         if missing:
             raise ParameterError(f"truth coordinates {plant.coordinate_names} must include the design's "
                                  f"{system.coordinate_names}")
-        check_choice(model, "model", ("nonlinear", "linear"))
-        feedback = check_bool(feedback, "feedback")
-        if output_feedback is not None:
-            output_feedback = check_bool(output_feedback, "output_feedback")
-        if limits is not None:
-            check_instance(limits, "limits", RigLimits)
-        if imperfections is not None:
-            check_instance(imperfections, "imperfections", LoopImperfections)
-        check_choice(integrator, "integrator", INTEGRATORS)
-        rtol, atol = check_tolerances(rtol, atol)
-        substeps = check_integer(substeps, "substeps", minimum=1)
-        stabilization = check_stabilization(stabilization)
         if model == "linear" and truth_given:
             raise ParameterError("model='linear' integrates the design's linear model; it takes no truth plant")
         dt = controller.dt
@@ -679,17 +698,12 @@ class _Job:
             raise ParameterError(f"substeps = {substeps} gives more than {MAX_STEPS:.0e} RK4 steps over the run; "
                                  f"lower substeps")
         est = controller.estimator
-        if output_feedback is None:
-            output_feedback = est is not None and feedback
-        if output_feedback and est is None:
-            raise ParameterError("output_feedback=True needs a controller designed with sensors "
-                                 "(controller.estimator)")
-        if output_feedback and noise_std:
+        mode = o.feedback if o.feedback != "auto" else ("output" if est is not None else "state")
+        if mode == "output" and est is None:
+            raise ParameterError("feedback='output' needs a controller designed with sensors (controller.estimator)")
+        if mode == "output" and noise_std:
             raise ParameterError("noise_std is for state feedback; with output feedback the sensors carry the noise")
         noise = None
-        if noise_std is not None and not isinstance(noise_std, Mapping):
-            raise ParameterTypeError(f"noise_std must be a mapping of coordinate name to standard deviation "
-                                     f"(m, rad, m/s or rad/s), got {type(noise_std).__name__}")
         if noise_std:
             names = controller.state_names
             noise = np.zeros(len(names))
@@ -702,21 +716,15 @@ class _Job:
                 value = check_nonnegative(value, f"noise_std[{key!r}]", "m, rad, m/s or rad/s")
                 if key in names:
                     noise[names.index(key)] = value
-        if divergence_error is not None:
-            divergence_error = check_positive(divergence_error, "divergence_error", "m")
         code = kernel_code(plant)
         compiled = integrator == "rk4" and model == "nonlinear" and code >= 0
         if backend == "compiled" and not compiled:
-            raise ParameterError("backend='compiled' needs integrator='rk4', model='nonlinear' and a truth plant "
+            raise ParameterError("backend='compiled' needs method='rk4', model='nonlinear' and a truth plant "
                                  f"with compiled kernels ({type(plant).__name__})")
         compiled = compiled and backend != "python"
-        mode = "open" if not feedback else ("output" if output_feedback else "state")
         limits = limits or RigLimits()
-        loop = controller_loop(controller, plant, steps, mode="output" if output_feedback else
-                               ("state" if feedback else "open"), limits=limits, imperfections=imperfections,
+        loop = controller_loop(controller, plant, steps, mode=mode, limits=limits, imperfections=imperfections,
                                solver=(substeps, stabilization), divergence_error=divergence_error)
-        if not feedback and output_feedback:   # open loop with the estimator running alongside
-            loop = replace(loop, feedback=False)
         return cls(controller, plant, model, mode, steps, limits, noise, imperfections, integrator, rtol, atol,
                    substeps, stabilization, divergence_error, compiled, loop)
 
@@ -875,9 +883,8 @@ def _stack(runs, backend, status, wall, T) -> ClosedLoopBatchResult:
                                  stack("X_measured"), np.asarray(status), backend, wall)
 
 
-def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, output_feedback, noise_std, seed,
-                    limits, integrator, rtol, atol, substeps, stabilization, divergence_error, progress,
-                    backend, imperfections) -> ClosedLoopBatchResult:
+def _simulate_batch(controller, x0, xd0, *, duration, truth, seed, options: ClosedLoopOptions
+                    ) -> ClosedLoopBatchResult:
     start = _time.perf_counter()
     design = controller.system
     if truth is None:
@@ -906,19 +913,16 @@ def _simulate_batch(controller, x0, xd0, *, duration, model, feedback, truth, ou
     seeds = _batch_seeds(seed, B)
     truths = plants or [design] * B
     one_layout = len({tuple(p.coordinate_names) for p in truths}) == 1 and len({kernel_code(p) for p in truths}) == 1
-    kwargs = dict(duration=duration, model=model, feedback=feedback, output_feedback=output_feedback,
-                  noise_std=noise_std, limits=limits, integrator=integrator, rtol=rtol, atol=atol,
-                  substeps=substeps, stabilization=stabilization, divergence_error=divergence_error,
-                  imperfections=imperfections)
-    job = _Job.check(controller, truths[0], truth_given=plants is not None, backend=backend, **kwargs)
+    job = _Job.check(controller, truths[0], truth_given=plants is not None, duration=duration, options=options)
     if not (job.compiled and one_layout):
-        if backend == "compiled":
+        if options.backend == "compiled":
             raise ParameterError("backend='compiled' needs truth plants of one type with compiled kernels")
         runs = []
-        bar = _Progress(B, progress, "closed-loop runs")
+        bar = _Progress(B, options.progress, "closed-loop runs")
+        single = replace(options, progress=False, backend="python" if job.compiled else options.backend)
         for i in range(B):
             runs.append(simulate_closed_loop(controller, X0[i], XD0[i], truth=None if plants is None else plants[i],
-                                             seed=seeds[i], backend="python" if job.compiled else backend, **kwargs))
+                                             seed=seeds[i], duration=duration, options=single))
             bar.update(i + 1)
         status = [-1 if r.diverged_at is None else len(r.t) - 1 for r in runs]
         return _stack(runs, "python", status, _time.perf_counter() - start, controller.samples.t[:job.steps + 1])

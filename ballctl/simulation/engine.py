@@ -1,7 +1,7 @@
 r"""The compiled fixed-step closed loop: many runs of a sampled LQR or LQG tracking loop at once.
 
 This is the fast backend of :func:`ballctl.simulate_closed_loop` (selected by
-``integrator="rk4"`` when the truth plant carries compiled kernels, see
+``ClosedLoopOptions(method="rk4")`` when the truth plant carries compiled kernels, see
 :mod:`ballctl.plants.kernels`) and the engine under :func:`ballctl.monte_carlo`.
 It runs the *same* loop as the Python reference path of
 :mod:`ballctl.simulation.closed_loop`, step for step (:mod:`ballctl.simulation.loop_step`):

@@ -41,13 +41,12 @@ import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError
 from .._validation import check_positive
-from ..hardware import RigLimits
 from .arrays import LoopArrays, RunDraws, sensor_draws
-from .closed_loop import controller_loop
+from .closed_loop import ClosedLoopOptions, controller_loop
 from .engine import kernel_code, run_closed_loop
 from ..design.tracking import TrackingController
 
-__all__ = ["Normal", "Uniform", "Uncertainty", "MonteCarloResult", "monte_carlo"]
+__all__ = ["Normal", "Uniform", "Uncertainty", "MonteCarloSettings", "MonteCarloResult", "monte_carlo"]
 
 
 @dataclass(frozen=True)
@@ -305,53 +304,62 @@ def _run_chunk(job: _Job, seeds) -> dict:
     return {"error": error, "metrics": metrics, "samples": samples}
 
 
-def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Uncertainty | None = None,
-                seed: int | np.random.SeedSequence | None = 0, executor: Executor | None = None,
-                chunk_size: int = 100, x0=None, xd0=None, limits: RigLimits | None = None, substeps: int = 1,
-                stabilization: tuple[float, float] | None = (10.0, 10.0), failure_error: float = 0.01,
-                percentiles=(5.0, 25.0, 50.0, 75.0, 95.0),
-                progress: Callable[[int, int], None] | None = None,
-                output_feedback: bool | None = None) -> MonteCarloResult:
-    """Run ``n_runs`` closed loops of ``controller`` on randomly perturbed plants (see the module docstring).
+@dataclass(frozen=True, kw_only=True)
+class MonteCarloSettings:
+    """Where and how the runs of :func:`monte_carlo` run and what they report.
 
-    Parameters
+    Attributes
     ----------
-    controller : TrackingController
-        From :func:`ballctl.design_tracking_lqr` or :func:`ballctl.ball_plate.design.design_for_rig`;
-        its plant must have compiled kernels (the built-in ball-plate and
-        moving/servo plates have; a parameter sample changes the ball and
-        keeps the plate and its servos).
-    n_runs : int
-        Number of runs (>= 1).
-    uncertainty : Uncertainty, optional
-        What varies per run (default: nothing, all runs equal).
-    seed : int or SeedSequence or None
-        Root seed; run ``i`` uses ``SeedSequence(seed).spawn(n_runs)[i]``.
     executor : concurrent.futures.Executor, optional
         Where the chunks run (``None``: here, one after the other). A Dask
         client's ``get_executor()`` runs them on its cluster.
     chunk_size : int
         Runs per chunk (>= 1); does not change the results.
-    x0, xd0 : array_like, shape (n,), optional
-        Nominal initial state (default: the reference at the first control time).
-    limits : RigLimits, optional
-        Rig limits of every run (``uncertainty.latency``, when given, replaces its delay).
-    substeps : int
-        RK4 steps per held segment.
-    stabilization : (a, b) or None
-        Baumgarte gains in 1/s.
     failure_error : float
         A run fails when it diverges or its final position error exceeds this, m.
     percentiles : sequence of float
         Percentiles of the error bands, in %.
     progress : callable, optional
         Called as ``progress(runs_done, n_runs)`` after each chunk.
-    output_feedback : bool, optional
-        Run the controller's Kalman filter on its sensors (default: when the
-        controller has an ``estimator``, as :func:`ballctl.simulate_closed_loop`).
-        The sensors carry the noise (``uncertainty.noise_std`` must be empty);
-        ``uncertainty.bias`` keys are then measured signals, added to their
-        sensors' bias.
+    """
+
+    executor: Executor | None = None
+    chunk_size: int = 100
+    failure_error: float = 0.01
+    percentiles: tuple = (5.0, 25.0, 50.0, 75.0, 95.0)
+    progress: Callable[[int, int], None] | None = None
+
+
+def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Uncertainty | None = None,
+                seed: int | np.random.SeedSequence | None = 0, x0=None, xd0=None,
+                options: ClosedLoopOptions | None = None, settings: MonteCarloSettings | None = None
+                ) -> MonteCarloResult:
+    """Run ``n_runs`` closed loops of ``controller`` on randomly perturbed plants (see the module docstring).
+
+    Parameters
+    ----------
+    controller : TrackingController
+        From :func:`ballctl.design_tracking_lqr` or :func:`ballctl.ball_plate.design.design_for_rig`;
+        its plant must have compiled loop kernels (a parameter sample changes
+        what the plant's ``physical_parameters`` name, through its ``with_parameters``).
+    n_runs : int
+        Number of runs (>= 1).
+    uncertainty : Uncertainty, optional
+        What varies per run (default: nothing, all runs equal).
+    seed : int or SeedSequence or None
+        Root seed; run ``i`` uses ``SeedSequence(seed).spawn(n_runs)[i]``.
+    x0, xd0 : array_like, shape (n,), optional
+        Nominal initial state (default: the reference at the first control time).
+    options : ClosedLoopOptions, optional
+        The loop of every run: ``feedback`` (``"auto"``: the controller's
+        Kalman filter on its sensors when it has an estimator; the sensors then
+        carry the noise, ``uncertainty.noise_std`` must be empty and
+        ``uncertainty.bias`` keys are measured signals, added to their
+        sensors' bias), ``limits`` (``uncertainty.latency``, when given,
+        replaces its delay), ``substeps`` and ``stabilization``. The runs are
+        compiled RK4 (``method`` must be ``"rk4"``, the default here).
+    settings : MonteCarloSettings, optional
+        Executor, chunk size, failure threshold, percentiles and progress.
 
     Returns
     -------
@@ -367,17 +375,34 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     ...     states=part.state_names[:6], Q=np.eye(6), R=np.eye(2))
     >>> unc = ballctl.Uncertainty(parameters={"mass": ballctl.Normal(0.1, 0.005)},
     ...                           initial_offset={"contact_x": ballctl.Uniform(-0.01, 0.01)})
-    >>> mc = ballctl.monte_carlo(ctrl, 8, uncertainty=unc, seed=1, chunk_size=3)
+    >>> mc = ballctl.monte_carlo(ctrl, 8, uncertainty=unc, seed=1,
+    ...                         settings=ballctl.simulation.MonteCarloSettings(chunk_size=3))
     >>> mc.bands.shape, bool(mc.failure_rate < 1)
     ((5, 51), True)
     """
     start = _time.perf_counter()
+    options = ClosedLoopOptions(method="rk4") if options is None else options
+    settings = MonteCarloSettings() if settings is None else settings
+    if not isinstance(options, ClosedLoopOptions):
+        raise ParameterTypeError(f"options must be a ClosedLoopOptions, got {type(options).__name__}")
+    if not isinstance(settings, MonteCarloSettings):
+        raise ParameterTypeError(f"settings must be a MonteCarloSettings, got {type(settings).__name__}")
+    if options.method != "rk4" or options.model != "nonlinear" or options.feedback == "open":
+        raise ParameterError("monte_carlo runs the compiled closed loop: options.method must be 'rk4', "
+                             f"options.model 'nonlinear' and options.feedback not 'open', got {options.method!r}, "
+                             f"{options.model!r}, {options.feedback!r}")
+    for name in ("imperfections", "noise_std", "divergence_error"):
+        if getattr(options, name):
+            raise ParameterError(f"options.{name} is not used by monte_carlo (the noise is uncertainty.noise_std, a "
+                                 "run fails by settings.failure_error); leave it None")
+    executor, chunk_size, failure_error = settings.executor, settings.chunk_size, settings.failure_error
+    percentiles, progress, limits = settings.percentiles, settings.progress, options.limits
+    substeps, stabilization = options.substeps, options.stabilization
+    output_feedback = {"auto": None, "output": True, "state": False}[options.feedback]
     if not isinstance(n_runs, (int, np.integer)) or isinstance(n_runs, bool) or n_runs < 1:
         raise ParameterError(f"n_runs must be an integer >= 1, got {n_runs!r}")
     if not isinstance(chunk_size, (int, np.integer)) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ParameterError(f"chunk_size must be an integer >= 1 (runs), got {chunk_size!r}")
-    if not isinstance(substeps, (int, np.integer)) or substeps < 1:
-        raise ParameterError(f"substeps must be an integer >= 1, got {substeps!r}")
     failure_error = check_positive(failure_error, "failure_error", "m")
     if executor is not None and not isinstance(executor, Executor):
         raise ParameterTypeError("executor must be a concurrent.futures.Executor (e.g. a Dask client's "
@@ -404,7 +429,7 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     if output_feedback is None:
         output_feedback = est is not None
     if output_feedback and est is None:
-        raise ParameterError("output_feedback=True needs a controller designed with sensors (controller.estimator)")
+        raise ParameterError("options.feedback='output' needs a controller designed with sensors (controller.estimator)")
     if output_feedback and unc.noise_std:
         raise ParameterError("uncertainty.noise_std is for state feedback; with output feedback the controller's "
                              "sensors carry the noise (design it with other sensors to change it)")

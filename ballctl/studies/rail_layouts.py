@@ -30,11 +30,15 @@ can change them by non-straight manoeuvres). A layout is therefore called
 *controllable along the roll* when the rank is ``N - 2``
 (:data:`ROLL_INVARIANTS`); :attr:`LayoutResult.fully_controllable` asks for N.
 
-The Gramian is computed for the states scaled by ``state_scales`` (1 m and
-1 rad, rates per s by default) and its rank with a relative tolerance
-(``rank_rtol``); the smallest relative eigenvalue is reported too, so a
-layout that is controllable only in a weak, ill-conditioned sense is
-visible.
+The rank is the one rank test of ballctl,
+:func:`~ballctl.design.controllability.gramian_rank` (the Jacobi-scaled Gramian,
+so the verdict does not depend on the units of the states; relative tolerance
+``rank_rtol``, default :data:`~ballctl.design.controllability.RANK_RTOL`); the
+smallest relative eigenvalue of that scaled Gramian outside the invariants is
+reported too, so a layout that is controllable only in a weak,
+ill-conditioned sense is visible. ``state_scales`` (1 m and 1 rad, rates per
+s by default) set the units in which the least controllable direction is
+written.
 
 References
 ----------
@@ -64,7 +68,6 @@ __all__ = [
     "RailLayout",
     "LayoutResult",
     "LayoutTable",
-    "straight_roll_setup",
     "default_layouts",
     "compare_rail_layouts",
 ]
@@ -184,11 +187,12 @@ class LayoutResult:
     n_states : int
         N = 2 n + 8.
     rank : int
-        Rank of the scaled discrete reachability Gramian over one revolution.
+        Rank of the discrete reachability Gramian over one revolution
+        (:func:`~ballctl.design.controllability.gramian_rank`).
     min_relative_eigenvalue : float
-        The smallest eigenvalue outside the two invariants (the third
-        smallest), over the largest: how well the weakest steerable
-        direction is reached.
+        The smallest eigenvalue of the Jacobi-scaled Gramian outside the two
+        invariants (the third smallest), over the largest: how well the
+        weakest steerable direction is reached.
     least_controllable : tuple
         ``(state, weight)`` pairs of the least controllable direction.
     reference_acceleration : float
@@ -321,10 +325,11 @@ def compare_rail_layouts(layouts: Sequence[RailLayout] | None = None, *, roll_ra
     samples : int
         Linearization samples (= discretization steps) over the horizon.
     rank_rtol : float
-        Relative eigenvalue threshold of the Gramian rank.
+        Relative tolerance of the rank test (:func:`~ballctl.design.controllability.gramian_rank`).
     state_scales : dict, optional
-        Scale (deviation of unit size) of named reduced states; the Gramian is
-        that of the scaled states ``X / scale``. Default 1 for every state.
+        Scale (deviation of unit size) of named reduced states; the reported
+        directions are those of the scaled states ``X / scale`` (the rank does
+        not depend on them). Default 1 for every state.
     executor : concurrent.futures.Executor, optional
         Evaluate the layouts there, one task each (a ``ThreadPoolExecutor``,
         a ``ProcessPoolExecutor`` or a Dask client's ``get_executor()``); the
@@ -385,8 +390,8 @@ def _layout_row(layout: RailLayout, roll_rate: float, times: np.ndarray, dt: flo
     Sinv = np.diag(scales)
     rep = discrete_gramian(DiscreteLTVSystem.from_arrays(S @ disc.Ad @ Sinv, S @ disc.Bd, dt=disc.dt,
                                                          state_names=ltv.state_names), rank_rtol=rank_rtol)
-    ev = rep.eigenvalues
+    ev = rep.scaled_eigenvalues
     acc = float(np.max(np.abs(ref(times[:4]).xdd)))
     k = min(ROLL_INVARIANTS, len(ev) - 1)
     weakest = rep.directions[k] if rep.rank >= ltv.n_states - ROLL_INVARIANTS else rep.directions[0]
-    return LayoutResult(layout, ltv.n_states, int(rep.rank), float(max(ev[k], 0.0) / ev[-1]), tuple(weakest), acc)
+    return LayoutResult(layout, ltv.n_states, int(rep.rank), float(max(ev[k], 0.0)), tuple(weakest), acc)

@@ -19,7 +19,7 @@ from ..._guards import guard_rhs
 from ..._validation import check_finite_scalar, check_positive, names_tuple
 from ...linear.ltv import LTVSystem
 
-__all__ = ["LTVCallables", "Coefficients", "check_interval", "integrate_matrix_ode", "named_vector", "format_direction"]
+__all__ = ["LTVCallables"]
 
 # Relative mismatch allowed between the periodic copy and the first sample.
 _PERIODIC_COPY_RTOL = 1e-6

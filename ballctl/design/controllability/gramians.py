@@ -104,13 +104,6 @@ def gramian_rank(W, *, rank_rtol: float = RANK_RTOL) -> int:
     if not seen.any():
         return 0
     s = np.linalg.svd(scaled[np.ix_(seen, seen)], compute_uv=False, hermitian=True)
-    import os, traceback  # TEMP-RANKLOG
-    if os.environ.get("BALLCTL_RANK_LOG"):  # TEMP-RANKLOG
-        r = s / s[0]  # TEMP-RANKLOG
-        lo = r[r <= rank_rtol]; hi = r[r > rank_rtol]  # TEMP-RANKLOG
-        caller = [f.name for f in traceback.extract_stack()[-6:-1]]  # TEMP-RANKLOG
-        with open(os.environ["BALLCTL_RANK_LOG"], "a") as fh:  # TEMP-RANKLOG
-            fh.write(f"{lo.max() if lo.size else 0:.3g} {hi.min():.3g} {os.environ.get('PYTEST_CURRENT_TEST','')} {caller}\n")  # TEMP-RANKLOG
     return int(np.sum(s > rank_rtol * s[0]))
 
 # ---------------------------------------------------------------- transition matrix
@@ -217,7 +210,7 @@ class GramianReport:
 
     @property
     def least_controllable(self) -> tuple:
-        """Directions of the ``N - rank`` smallest eigenvalues (the uncontrollable ones), or the smallest one if none."""
+        """Directions of the ``N - rank`` smallest eigenvalues (the uncontrollable ones), or the smallest if none."""
         return self.directions[:max(self.n_states - self.rank, 1)]
 
     def to_table(self, *, weights: int = 3) -> str:
