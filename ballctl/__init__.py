@@ -38,7 +38,7 @@ from .schedule import GainSchedule, write_c_controller
 from .ode import IntegrationOptions
 from .simulate import SimulationOptions, SimulationResult, simulate
 from .system import ConstrainedSystem, check_system
-from .design.tracking import TrackingController, design_tracking_lqr
+from .design.tracking import LQRWeights, TrackingController, design_tracking_lqr
 from .ball_plate.design import design_for_rig
 from .design.observability import observability_gramian, sensor_table
 
@@ -71,7 +71,7 @@ __all__ = [
     "periodic_lqr", "PeriodicLQR", "riccati_sweep",
     # tracking
     "TrackingController", "design_tracking_lqr", "simulate_closed_loop", "ClosedLoopResult", "RigLimits",
-    "GainSchedule", "ClosedLoopSummary", "ClosedLoopBatchResult", "ClosedLoopOptions",
+    "GainSchedule", "ClosedLoopSummary", "ClosedLoopBatchResult", "ClosedLoopOptions", "LQRWeights",
     # rigs and estimation
     "RigProfile", "RigProfileError", "Sensor", "PRESETS", "rig_preset", "finite_horizon_kalman", "periodic_kalman",
     "KalmanFilterResult", "PeriodicKalmanResult", "design_for_rig", "observability_gramian", "sensor_table",

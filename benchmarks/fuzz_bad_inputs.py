@@ -339,7 +339,8 @@ def _catalogue() -> list[Case]:
                        ("projection_interval", "nan", "NAN"), ("projection_interval", "tiny", "1e-300"),
                        ("t_eval", "outside", "[0.0, 5.0]"), ("t_eval", "nan", "[0.0, NAN]"),
                        ("t_eval", "decreasing", "[0.1, 0.0]"), ("project_initial", "str", "'yes'")):
-        c.append(_api(f"simulate.{kw}={tag}", sim.format(**dict(sbase, extra=f", {kw}={v}")), kw))
+        extra = f", {kw}={v}" if kw == "t_eval" else f", options=SimulationOptions({kw}={v})"
+        c.append(_api(f"simulate.{kw}={tag}", sim.format(**dict(sbase, extra=extra)), kw))
     c.append(_api("simulate.x0_beyond_chart",
                   "x = s0().x.copy(); x[3] = np.deg2rad(89.5); simulate(plant(), x, plant().project_velocities(x, "
                   "s0().xd), s0().u, (0.0, 0.2))", "x0"))
@@ -361,9 +362,9 @@ def _catalogue() -> list[Case]:
             ("u=huge", dict(u="lambda t: np.full(3, 1e200)"), "t ="),
             ("t_span=reversed", dict(span="(1.0, 0.0)"), "t_span"),
             ("t_span=nan", dict(span="(0.0, NAN)"), "t_span"),
-            ("method=bad", dict(extra=", method='euler'"), "method"),
-            ("rtol=neg", dict(extra=", rtol=-1.0"), "rtol"),
-            ("atol=nan", dict(extra=", atol=NAN"), "atol"),
+            ("method=bad", dict(extra=", options=IntegrationOptions(method='euler')"), "method"),
+            ("rtol=neg", dict(extra=", options=IntegrationOptions(rtol=-1.0)"), "rtol"),
+            ("atol=nan", dict(extra=", options=IntegrationOptions(atol=NAN)"), "atol"),
             ("breakpoints=nan", dict(extra=", breakpoints=[NAN]"), "breakpoints"),
             ("t_eval=outside", dict(extra=", t_eval=[0.0, 9.0]"), "t_eval")):
         c.append(_api(f"RollingBall.simulate.{tag}", bsim.format(**dict(bbase, **args)), expect))
@@ -427,8 +428,11 @@ def _catalogue() -> list[Case]:
     c.append(_api("gramian.method=bad", "gramian(ltv(), 0.0, 0.5, method='magic')", "method"))
     c.append(_api("gramian.system=array", "gramian(np.eye(2), 0.0, 1.0)", "system"))
     c.append(_api("gramian.rank_rtol=2", "gramian(ltv(), 0.0, 0.5, rank_rtol=2.0)", "rank_rtol"))
-    c.append(_api("discrete_gramian.nan", "discrete_gramian(np.full((2, 2, 2), NAN), np.zeros((2, 2, 1)))", "Ad"))
-    c.append(_api("discrete_gramian.shape", "discrete_gramian(np.zeros((2, 2, 2)), np.zeros((3, 2, 1)))", "Bd"))
+    c.append(_api("discrete_gramian.nan",
+                  "discrete_gramian(DiscreteLTVSystem.from_arrays(np.full((2, 2, 2), NAN), np.zeros((2, 2, 1))))",
+                  "Ad"))
+    c.append(_api("discrete_gramian.shape",
+                  "discrete_gramian(DiscreteLTVSystem.from_arrays(np.zeros((2, 2, 2)), np.zeros((3, 2, 1))))", "Bd"))
     c.append(_api("transition_matrix.nan", "transition_matrix(ltv(), 0.0, NAN)", "t1"))
     c.append(_api("silverman_meadows.order=neg", "silverman_meadows(ltv(), [0.1, 0.2], order=-1)", "order"))
     c.append(_api("silverman_meadows.times=empty", "silverman_meadows(ltv(), [])", "times"))
@@ -527,7 +531,8 @@ def _catalogue() -> list[Case]:
                   "f = os.path.join(d, 'f'); open(f, 'w').write('x'); "
                   "save_figure(plt.figure(), os.path.join(f, 'a.png'))",
                   "path"))
-    c.append(_api("plot_reference.t=nan", "import matplotlib; matplotlib.use('Agg'); from ballctl.figures.plotting import "
+    c.append(_api("plot_reference.t=nan",
+                  "import matplotlib; matplotlib.use('Agg'); from ballctl.figures.plotting import "
                   "plot_reference; plot_reference(ref(), [0.0, NAN])", "t"))
     c.append(_api("simulate_paper_ball.samples=1", "from ballctl.studies import simulate_paper_ball; import tempfile; "
                   "simulate_paper_ball(tempfile.mkdtemp(), samples=1)", "samples"))

@@ -213,12 +213,21 @@ def main(argv=None) -> int:
     # 1. closed loop at 1 ms
     dt = 1e-3
     steps = int(np.floor(4 * np.pi / scale / dt))
-    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=steps * dt, states=part.state_names[:6],
-                                       Q=np.eye(6), R=np.eye(2), Q_N=10 * np.eye(6))
+    ctrl = ballctl.design_tracking_lqr(
+        plant,
+        ref,
+        part,
+        dt=dt,
+        horizon=steps * dt,
+        weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2), Q_N=10 * np.eye(6)),
+    )
     sim_time = steps * dt
-    ballctl.simulate_closed_loop(ctrl, x0, s0.xd, duration=10 * dt, options=ballctl.ClosedLoopOptions(method="rk4"))  # compile/load
-    ours, res = _best(lambda: ballctl.simulate_closed_loop(ctrl, x0, s0.xd,
-                                                           options=ballctl.ClosedLoopOptions(method="rk4")), rep)
+    ballctl.simulate_closed_loop(
+        ctrl, x0, s0.xd, duration=10 * dt, options=ballctl.ClosedLoopOptions(method="rk4")
+    )  # compile/load
+    ours, res = _best(
+        lambda: ballctl.simulate_closed_loop(ctrl, x0, s0.xd, options=ballctl.ClosedLoopOptions(method="rk4")), rep
+    )
     sel = ballctl.design.tracking.state_selection(ctrl.partition, ctrl.state_names, plant.n_coordinates)
     smp = ctrl.samples
     K = steps + 1
@@ -226,8 +235,12 @@ def main(argv=None) -> int:
                                                      smp.xd[:K], smp.u[:K], ctrl.lqr.gains, sel), 1)
     gap = np.abs(yh[:, :2] - res.x[:, :2]).max()
     py_steps = max(steps // 10, 10)
-    py, rpy = _best(lambda: ballctl.simulate_closed_loop(ctrl, x0, s0.xd, duration=py_steps * dt,
-                                                         options=ballctl.ClosedLoopOptions(method="rk4", backend="python")), 1)
+    py, rpy = _best(
+        lambda: ballctl.simulate_closed_loop(
+            ctrl, x0, s0.xd, duration=py_steps * dt, options=ballctl.ClosedLoopOptions(method="rk4", backend="python")
+        ),
+        1,
+    )
     py_scaled = py * steps / py_steps
     row(f"closed loop {sim_time:.4g} s at 1 ms, RK4, warm",
         f"{ours:.4f} s ({sim_time / ours:.0f}x real time; {_cpu(res)})",
@@ -253,8 +266,12 @@ def main(argv=None) -> int:
     sim = ballctl.ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=2, divergence_error=0.2)
     ballctl.simulate_closed_loop(lqg, xe0, se.xd, duration=10 * rig.dt, truth=truth, seed=0, options=sim)  # load
     rig_c, rc = _best(lambda: ballctl.simulate_closed_loop(lqg, xe0, se.xd, truth=truth, seed=0, options=sim), rep)
-    rig_p, rp = _best(lambda: ballctl.simulate_closed_loop(lqg, xe0, se.xd, truth=truth, seed=0,
-                                                           options=dataclasses.replace(sim, backend="python")), 1)
+    rig_p, rp = _best(
+        lambda: ballctl.simulate_closed_loop(
+            lqg, xe0, se.xd, truth=truth, seed=0, options=dataclasses.replace(sim, backend="python")
+        ),
+        1,
+    )
     row(f"rig loop {horizon:.4g} s at {rig.dt * 1e3:.0f} ms: LQG on the servo plate (tabletop rig), warm",
         f"{rig_c:.4f} s ({_cpu(rc)})", f"ballctl Python loop {rig_p:.3f} s ({_cpu(rp)})",
         f"{rig_p / rig_c:.1f}x; contact points agree to {np.abs(rc.x[:, :2] - rp.x[:, :2]).max():.1e} m, "
@@ -270,8 +287,14 @@ def main(argv=None) -> int:
     # 3. Monte Carlo
     dt_mc = 0.01
     steps_mc = int(round(4 * np.pi / dt_mc))
-    ctrl_mc = ballctl.design_tracking_lqr(plant, ref, part, dt=dt_mc, horizon=steps_mc * dt_mc,
-                                          states=part.state_names[:6], Q=np.eye(6), R=np.eye(2))
+    ctrl_mc = ballctl.design_tracking_lqr(
+        plant,
+        ref,
+        part,
+        dt=dt_mc,
+        horizon=steps_mc * dt_mc,
+        weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2)),
+    )
     unc = ballctl.Uncertainty(parameters={"mass": ballctl.Normal(0.1, 0.005), "radius": ballctl.Normal(0.02, 0.0005)},
                               noise_std={"contact_x": 1e-3, "contact_y": 1e-3},
                               bias={"contact_x": ballctl.Normal(0, 5e-4), "contact_y": ballctl.Normal(0, 5e-4)},
@@ -280,13 +303,17 @@ def main(argv=None) -> int:
                                               "contact_y": ballctl.Normal(0, 0.02)})
     n_runs = 1000 // scale
     ballctl.monte_carlo(ctrl_mc, 2, uncertainty=unc)  # compile/load
-    serial, mc = _best(lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0,
-                                                   settings=ballctl.simulation.MonteCarloSettings(chunk_size=100)), 1)
+    serial, mc = _best(
+        lambda: ballctl.monte_carlo(
+            ctrl_mc, n_runs, uncertainty=unc, seed=0, settings=ballctl.simulation.MonteCarloSettings(chunk_size=100)
+        ),
+        1,
+    )
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(2) as pool:
-        threads, mct = _best(lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0,
-                                                         settings=ballctl.simulation.MonteCarloSettings(chunk_size=100, executor=pool)), 1)
+        on_pool = ballctl.simulation.MonteCarloSettings(chunk_size=100, executor=pool)
+        threads, mct = _best(lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0, settings=on_pool), 1)
     same = np.array_equal(mc.bands, mct.bands)
     dask_txt = "skipped"
     if not args.no_dask:
@@ -298,14 +325,17 @@ def main(argv=None) -> int:
             with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
                     Client(cl) as client:
                 ex = client.get_executor()
-                ballctl.monte_carlo(ctrl_mc, 2, uncertainty=unc,
-                                    settings=ballctl.simulation.MonteCarloSettings(executor=ex))
-                dsk, mcd = _best(lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0,
-                                                             settings=ballctl.simulation.MonteCarloSettings(chunk_size=100, executor=ex)), 1)
+                ballctl.monte_carlo(
+                    ctrl_mc, 2, uncertainty=unc, settings=ballctl.simulation.MonteCarloSettings(executor=ex)
+                )
+                on_dask = ballctl.simulation.MonteCarloSettings(chunk_size=100, executor=ex)
+                dsk, mcd = _best(
+                    lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0, settings=on_dask), 1
+                )
             dask_txt = f"LocalCluster 2 workers {dsk:.2f} s (bit-identical: {np.array_equal(mc.bands, mcd.bands)})"
     few = 3
-    unit, _ = _best(lambda: [ballctl.simulate_closed_loop(ctrl_mc, x0, s0.xd, seed=i,
-                                                          options=ballctl.ClosedLoopOptions(method="rk4", backend="python", noise_std={"contact_x": 1e-3}))
+    one_by_one = ballctl.ClosedLoopOptions(method="rk4", backend="python", noise_std={"contact_x": 1e-3})
+    unit, _ = _best(lambda: [ballctl.simulate_closed_loop(ctrl_mc, x0, s0.xd, seed=i, options=one_by_one)
                              for i in range(few)], 1)
     row(f"Monte Carlo {n_runs} runs x {steps_mc} steps (10 ms)",
         f"serial {serial:.2f} s ({_cpu(mc)}); 2 threads {threads:.2f} s (identical: {same}); {dask_txt}",

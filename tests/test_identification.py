@@ -14,7 +14,8 @@ import pytest
 
 from ballctl.cli import main
 from ballctl.simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
-from ballctl.ball_plate.identification import (TOLERANCES, excitation_log, identify_rig, rig_parameter_values, rig_to_toml,
+from ballctl.ball_plate.identification import (TOLERANCES, excitation_log, identify_rig, rig_parameter_values,
+                                               rig_to_toml,
                                    write_identification)
 from ballctl.references.moving_plate import exact_circular_motion
 from ballctl.references.paths import LissajousPath
@@ -40,8 +41,16 @@ def _log(preset, *, duration, radius=0.5, omega=1.0, roll_rate=40.0, offset_free
     s = ref(0.0)
     x0 = s.x.copy()
     x0[0] += 0.02
-    run = simulate_closed_loop(ctrl, truth.truth_initial_state(x0), s.xd, truth=truth.truth_plant(), seed=seed,
-                               options=ClosedLoopOptions(method="rk4", imperfections=truth.imperfections.loop, limits=truth.limits, substeps=2))
+    run = simulate_closed_loop(
+        ctrl,
+        truth.truth_initial_state(x0),
+        s.xd,
+        truth=truth.truth_plant(),
+        seed=seed,
+        options=ClosedLoopOptions(
+            method="rk4", imperfections=truth.imperfections.loop, limits=truth.limits, substeps=2
+        ),
+    )
     return truth, RigLog.from_closed_loop(run, truth, ctrl, source=f"{preset} test log")
 
 

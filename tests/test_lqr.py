@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from ballctl.linear.discretize import DiscreteLTVSystem, discretize
-from ballctl.design.lqr import (FiniteHorizonLQR, RiccatiConditioningWarning, RiccatiConvergenceError, bryson, riccati_sweep,
+from ballctl.design.lqr import (FiniteHorizonLQR, RiccatiConditioningWarning, RiccatiConvergenceError, bryson,
+                                riccati_sweep,
                          finite_horizon_lqr, periodic_lqr)
 from ballctl.linear.ltv import LTVSystem
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from .._errors import ParameterError
 from .._validation import check_positive
-from ..design.estimator import IntegralAction
-from ..design.tracking import TrackingController, design_tracking_lqr
+from ..design.estimator import EstimatorSettings, InputDisturbance, IntegralAction
+from ..design.tracking import EstimatorDesign, LQRWeights, TrackingController, TrackingOptions, design_tracking_lqr
 from ..linear.partition import Partition
 from ..references.base import Reference, ReferenceSample
 
@@ -126,12 +126,24 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         # the level-error states act from the same moment (a large initial transient that saturates the
         # servos is not taken for a disturbance: no wind-up)
         dmap = np.eye(len(in_names))[None] * _fade_in(times - t0, DISTURBANCE_START, DISTURBANCE_FADE)[:, None, None]
+    weights = LQRWeights(states=states,
+                         max_state_errors={k: v / np.sqrt(weight_scale) for k, v in errors.items() if k in kept},
+                         max_input_errors={nm: max_input_error for nm in in_names})
+    estimator = None
+    if output_feedback:
+        estimator = EstimatorDesign(sensors=rig.sensors, settings=EstimatorSettings(process_std=process_std),
+                                    disturbance=InputDisturbance(directions=dmap) if offset_free else None,
+                                    integral=integral)
     return design_tracking_lqr(
-        plant, reference, part, dt=rig.dt, horizon=horizon, t0=t0, states=states,
-        max_state_errors={k: v / np.sqrt(weight_scale) for k, v in errors.items() if k in kept},
-        max_input_errors={nm: max_input_error for nm in in_names}, integrator="rk4", substeps=substeps,
-        sensors=rig.sensors if output_feedback else None, process_std=process_std,
-        input_disturbance=offset_free, disturbance_map=dmap, integral=integral)
+        plant,
+        reference,
+        part,
+        dt=rig.dt,
+        horizon=horizon,
+        weights=weights,
+        estimator=estimator,
+        options=TrackingOptions(t0=t0, method="rk4", substeps=substeps),
+    )
 
 
 #: integrators of the path-frame error: Bryson limit (m s), start and fade-in (s) after the start of the run

@@ -586,11 +586,11 @@ class _Model:
                 ex, exd = np.empty((m, n)), np.empty((m, n))
                 for d in np.unique(deadbands[members]):  # members sharing a dead band share the plant's inputs
                     sel = np.nonzero(deadbands[members] == d)[0]
-                    loop = LoopArrays.build(kernel_code=self.code, n_constraints=self.n_constraints, dt=self.dt,
-                                            times=t[s:s + M + 1], x_ref=zeros, xd_ref=zeros,
-                                            u_ref=inputs[d][s:s + M + 1], gains=gains, selection=selection,
-                                            tracked_index=np.zeros(0, dtype=np.int64), feedback=False,
-                                            substeps=self.substeps)
+                    loop = LoopArrays(kernel_code=self.code, n_constraints=self.n_constraints, dt=self.dt,
+                                      times=t[s:s + M + 1], x_ref=zeros, xd_ref=zeros,
+                                      u_ref=inputs[d][s:s + M + 1], gains=gains, selection=selection,
+                                      tracked_index=np.zeros(0, dtype=np.int64), feedback=False,
+                                      substeps=self.substeps)
                     out = run_closed_loop(loop, draw_runs(loop, range(len(sel)), params[[members[i] for i in sel]],
                                                           x0[sel], xd0[sel]))
                     ok = out.status < 0
@@ -1539,9 +1539,20 @@ def excitation_log(base: RigProfile | str = "tabletop", *, duration_s: float = 6
     excited = replace(ctrl, samples=replace(ctrl.samples, u=ctrl.samples.u + dither))
     s = ref(0.0)
     x0, xd0 = s.x.copy(), s.xd.copy()
-    run = simulate_closed_loop(excited, base.truth_initial_state(x0), xd0, truth=base.truth_plant(), seed=seed,
-                               options=ClosedLoopOptions(method="rk4", imperfections=base.imperfections.loop, limits=base.limits,
-                  substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))), divergence_error=max(0.2, 2 * radius_m)))
+    run = simulate_closed_loop(
+        excited,
+        base.truth_initial_state(x0),
+        xd0,
+        truth=base.truth_plant(),
+        seed=seed,
+        options=ClosedLoopOptions(
+            method="rk4",
+            imperfections=base.imperfections.loop,
+            limits=base.limits,
+            substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
+            divergence_error=max(0.2, 2 * radius_m),
+        ),
+    )
     if run.diverged_at is not None:
         raise ParameterError(f"the excitation of {amplitude_deg:g} deg drives the ball off the circle at "
                              f"t = {run.diverged_at:.3g} s on rig {base.name!r}; lower amplitude_deg")

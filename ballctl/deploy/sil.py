@@ -318,7 +318,8 @@ def _component_loop(controller, plant, steps: int, rig: RigProfile, imperfection
     times = t0 + dt * np.arange(K)
     u_ref = np.vstack([loop.u_ref, np.repeat(loop.u_ref[-1:], K - loop.K, axis=0)])
     gains = np.zeros((K - 1,) + loop.gains.shape[1:])
-    return replace(loop, times=times, y_ref=y_ref, u_ref=u_ref, gains=gains, estimator=est)
+    return replace(loop, times=times, x_ref=y_ref[:, :loop.n], xd_ref=y_ref[:, loop.n:], u_ref=u_ref, gains=gains,
+                   estimator=est)
 
 
 def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps: int, seed: int | None = 0,
@@ -479,9 +480,14 @@ class ExportReport:
 def _design_run(controller, rig, x0, xd0, seed, substeps, imperfections):
     from ..simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
 
-    return simulate_closed_loop(controller, x0, xd0, truth=rig.truth_plant(), seed=seed,
-                                options=ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=substeps,
-                                                          imperfections=imperfections))
+    return simulate_closed_loop(
+        controller,
+        x0,
+        xd0,
+        truth=rig.truth_plant(),
+        seed=seed,
+        options=ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=substeps, imperfections=imperfections),
+    )
 
 
 def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: int | None = 0,

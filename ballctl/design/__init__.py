@@ -28,7 +28,16 @@ from .controllability import (
     monodromy,
     periodic_controllability,
 )
-from .tracking import TrackingController, design_tracking_lqr, FEEDFORWARD_METHODS, zoh_reference, state_selection
+from .tracking import (
+    TrackingController,
+    LQRWeights,
+    EstimatorDesign,
+    TrackingOptions,
+    design_tracking_lqr,
+    FEEDFORWARD_METHODS,
+    zoh_reference,
+    state_selection,
+)
 
 __all__ = [
     "bryson",
@@ -67,6 +76,9 @@ __all__ = [
     "monodromy",
     "periodic_controllability",
     "TrackingController",
+    "LQRWeights",
+    "EstimatorDesign",
+    "TrackingOptions",
     "design_tracking_lqr",
     "FEEDFORWARD_METHODS",
     "zoh_reference",

@@ -164,23 +164,6 @@ def _check_weights(Q: np.ndarray, R: np.ndarray, Q_N: np.ndarray | None) -> None
         raise ParameterError("; ".join(problems))
 
 
-def _deprecated_arrays(func: str, sys, args: tuple, n_old: int) -> tuple:
-    """Map the 0.1 call ``func(Ad, Bd, Q, R[, Q_N])`` (or ``func(sys, None, ...)``) onto the new one."""
-    full = (sys,) + tuple(args)
-    if len(full) != n_old:
-        raise ParameterTypeError(f"{func}(sys, Q, R, ...) takes a DiscreteLTVSystem and two weights; the deprecated "
-                                 f"array form takes {n_old} positional arguments, got {len(full)}")
-    warnings.warn(f"{func}(Ad, Bd, Q, R, ...) is deprecated: pass a DiscreteLTVSystem, "
-                  f"{func}(sys, Q, R, ...) (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps arrays)",
-                  DeprecationWarning, stacklevel=3)
-    Ad, Bd = full[0], full[1]
-    if isinstance(Ad, DiscreteLTVSystem):
-        if Bd is not None:
-            raise ParameterError("pass Bd=None when Ad is a DiscreteLTVSystem (its Bd is used)")
-        return (Ad,) + full[2:]
-    return (DiscreteLTVSystem.from_arrays(Ad, Bd),) + full[2:]
-
-
 def _system_arrays(sys) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(sys, DiscreteLTVSystem):
         raise ParameterTypeError("sys must be a DiscreteLTVSystem (DiscreteLTVSystem.from_arrays(Ad, Bd) wraps "
@@ -449,7 +432,7 @@ class FiniteHorizonLQR:
         return LQRRollout(X, du, J)
 
 
-def finite_horizon_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, Q_N=None,
+def finite_horizon_lqr(sys: DiscreteLTVSystem, Q, R, *, Q_N=None,
                        cond_limit: float = DEFAULT_COND_LIMIT) -> FiniteHorizonLQR:
     r"""Discrete finite-horizon LQR of a time-varying system (eqs. 24-29).
 
@@ -457,16 +440,12 @@ def finite_horizon_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, Q_N=None,
     ----------
     sys : DiscreteLTVSystem
         The discrete system (eq. 23), ``Ad (Kt, N, N)``, ``Bd (Kt, N, nu)``;
-        :meth:`DiscreteLTVSystem.from_arrays` wraps plain arrays. The array
-        form ``finite_horizon_lqr(Ad, Bd, Q, R, Q_N)`` of 0.1 still works for
-        one release with a ``DeprecationWarning``.
+        :meth:`DiscreteLTVSystem.from_arrays` wraps plain arrays.
     Q : ndarray, shape (N, N) or (Kt, N, N)
         State weight :math:`Q_w`, symmetric positive semidefinite; may vary
         with the step.
     R : ndarray, shape (nu, nu) or (Kt, nu, nu)
         Input weight :math:`R_w`, symmetric positive definite.
-    *deprecated_args
-        Only for the deprecated array form.
     Q_N : ndarray, shape (N, N), optional
         Terminal weight :math:`Q_{N_t}`, symmetric positive semidefinite;
         default the last stage weight ``Q[-1]``.
@@ -501,11 +480,6 @@ def finite_horizon_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, Q_N=None,
     >>> K.shape, S.shape, E.shape
     ((3, 1, 1), (4, 1, 1), (3, 1))
     """
-    if deprecated_args or not isinstance(sys, DiscreteLTVSystem):
-        if Q_N is not None:
-            raise ParameterTypeError("the deprecated array form takes Q_N positionally; use "
-                                     "finite_horizon_lqr(sys, Q, R, Q_N=...)")
-        sys, Q, R, Q_N = _deprecated_arrays("finite_horizon_lqr", sys, (Q, R) + deprecated_args, 5)
     Ad, Bd = _system_arrays(sys)
     Kt, N, nu = Bd.shape
     Qs = _as_stack(Q, "Q", Kt, (N, N))
@@ -584,7 +558,7 @@ def _monodromy(Ad, Bd, gains) -> np.ndarray:
     return Phi
 
 
-def periodic_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, tol: float = 1e-12, max_periods: int = 10_000,
+def periodic_lqr(sys: DiscreteLTVSystem, Q, R, *, tol: float = 1e-12, max_periods: int = 10_000,
                  cond_limit: float = DEFAULT_COND_LIMIT) -> PeriodicLQR:
     r"""LQR of a periodic discrete system by iterating the Riccati sweep over periods.
 
@@ -599,15 +573,12 @@ def periodic_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, tol: float = 1e
     ----------
     sys : DiscreteLTVSystem
         One period of the discrete system, ``Ad (T, N, N)``, ``Bd (T, N, nu)``
-        (the step after ``T - 1`` is step 0 again). The array form
-        ``periodic_lqr(Ad, Bd, Q, R)`` of 0.1 still works for one release
-        with a ``DeprecationWarning``.
+        (the step after ``T - 1`` is step 0 again);
+        :meth:`DiscreteLTVSystem.from_arrays` wraps plain arrays.
     Q : ndarray, shape (N, N) or (T, N, N)
         State weight, symmetric positive semidefinite.
     R : ndarray, shape (nu, nu) or (T, nu, nu)
         Input weight, symmetric positive definite.
-    *deprecated_args
-        Only for the deprecated array form.
     tol : float
         Convergence threshold on the relative change of :math:`P_0` over
         one period.
@@ -645,8 +616,6 @@ def periodic_lqr(sys: DiscreteLTVSystem, Q, R, *deprecated_args, tol: float = 1e
     >>> bool(np.all(np.abs(E) < 1.0))
     True
     """
-    if deprecated_args or not isinstance(sys, DiscreteLTVSystem):
-        sys, Q, R = _deprecated_arrays("periodic_lqr", sys, (Q, R) + deprecated_args, 4)
     Ad, Bd = _system_arrays(sys)
     T, N, nu = Bd.shape
     Qs = _as_stack(Q, "Q", T, (N, N))

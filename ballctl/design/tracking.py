@@ -63,7 +63,8 @@ from ..hardware import Sensor
 from ..schedule import GainSchedule
 from ..system import ConstrainedSystem
 
-__all__ = ["TrackingController", "design_tracking_lqr", "FEEDFORWARD_METHODS", "zoh_reference", "state_selection"]
+__all__ = ["TrackingController", "LQRWeights", "EstimatorDesign", "TrackingOptions", "design_tracking_lqr",
+           "FEEDFORWARD_METHODS", "zoh_reference", "state_selection"]
 
 #: how the held feedforward is chosen (see the module docstring)
 FEEDFORWARD_METHODS = ("zoh", "sample")
@@ -202,18 +203,111 @@ class TrackingController:
                                      augmented_state_names=augmented)
 
 
-def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partition: Partition, *,
-                        dt: float, horizon: float, t0: float = 0.0,
-                        states: Sequence[str] | None = None,
-                        Q: np.ndarray | None = None, R: np.ndarray | None = None, Q_N: np.ndarray | None = None,
-                        max_state_errors: Mapping[str, float] | None = None,
-                        max_input_errors: Mapping[str, float] | None = None,
-                        terminal_factor: float = 1.0, terminal: str = "weight",
-                        feedforward: str = "zoh", integrator: str = "rk4", substeps: int = 4,
-                        sensors: Sequence[Sensor] | None = None,
-                        process_std: float = np.deg2rad(0.5), input_disturbance: bool = False,
-                        disturbance_map: np.ndarray | None = None,
-                        integral: IntegralAction | None = None) -> TrackingController:
+@dataclass(frozen=True, kw_only=True)
+class LQRWeights:
+    """The states a tracking LQR acts on and its weights (eqs. 24-26).
+
+    Attributes
+    ----------
+    states : sequence of str, optional
+        Controller states: a subset of the partition's reduced state that is
+        not driven by the others (e.g. ``(dx_ai, dxd_ai)`` when A23 = 0).
+        Default: the full reduced state.
+    Q, R, Q_N : ndarray, optional
+        Weights; or give ``max_state_errors`` / ``max_input_errors``, with
+        ``Q_N = terminal_factor * Q``.
+    max_state_errors, max_input_errors : mapping of str to float, optional
+        Bryson's rule (eq. 26) by state and input name (their units), instead of ``Q`` and ``R``.
+    terminal_factor : float
+        ``Q_N = terminal_factor * Q`` when ``Q_N`` is not given.
+    terminal : {"weight", "periodic"}
+        ``"weight"``: the finite-horizon LQR of eqs. (24)-(29) with ``Q_N``.
+        ``"periodic"`` (periodic references only, a whole number of steps per
+        period): the terminal weight is the periodic Riccati solution at the
+        horizon's phase, so the gains are the infinite-horizon periodic
+        LQR's over the whole horizon (no end effects); a ``Q_N`` given with
+        it is an error (it would be ignored).
+    """
+
+    states: Sequence[str] | None = None
+    Q: np.ndarray | None = None
+    R: np.ndarray | None = None
+    Q_N: np.ndarray | None = None
+    max_state_errors: Mapping[str, float] | None = None
+    max_input_errors: Mapping[str, float] | None = None
+    terminal_factor: float = 1.0
+    terminal: str = "weight"
+
+    def __post_init__(self) -> None:
+        if self.terminal not in ("weight", "periodic"):
+            raise ParameterError(f"terminal must be 'weight' or 'periodic', got {self.terminal!r}")
+        if self.terminal == "periodic" and self.Q_N is not None:
+            raise ParameterError("Q_N must not be given with terminal='periodic' (the periodic Riccati solution is "
+                                 "the terminal weight); use terminal='weight' to keep your Q_N")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EstimatorDesign:
+    """The sensors of an output-feedback design and its Kalman filter.
+
+    The filter is :func:`~ballctl.design.estimator.design_estimator`'s.
+
+    Attributes
+    ----------
+    sensors : sequence of Sensor
+        The rig's sensors.
+    settings : EstimatorSettings, optional
+        The filter's noise model (default ``EstimatorSettings()``).
+    disturbance : InputDisturbance, optional
+        Disturbance states acting through the inputs, estimated and cancelled by the law (offset-free).
+    integral : IntegralAction, optional
+        Integrators of the measured error in the estimator, and an LQR over the
+        design's states and the integrators together (``TrackingController.integral_lqr``).
+    """
+
+    sensors: Sequence[Sensor]
+    settings: EstimatorSettings | None = None
+    disturbance: InputDisturbance | None = None
+    integral: IntegralAction | None = None
+
+    def __post_init__(self) -> None:
+        if self.integral is not None and not isinstance(self.integral, IntegralAction):
+            raise ParameterError(f"integral must be an IntegralAction, got {type(self.integral).__name__}")
+        object.__setattr__(self, "sensors", tuple(self.sensors))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrackingOptions:
+    """Where along the reference a design starts and how its held feedforward is computed.
+
+    Attributes
+    ----------
+    t0 : float
+        Start time in s; the controller runs on ``[t0, t0 + horizon)``.
+    feedforward : {"zoh", "sample"}
+        ``"zoh"``: feedforward and linearization along the zero-order-hold
+        solution of the plant (module docstring); ``"sample"``: the reference
+        input at each sample (the paper's choice; lags by half a step).
+    method : {"DOP853", "RK45", "Radau", "rk4"}
+        How the ``"zoh"`` sampled reference is integrated (``rk4`` with
+        ``substeps`` steps per sample; adaptive methods at rtol 1e-10).
+    substeps : int
+        RK4 steps per control sample of the ``"zoh"`` sampled reference.
+    """
+
+    t0: float = 0.0
+    feedforward: str = "zoh"
+    method: str = "rk4"
+    substeps: int = 4
+
+    def __post_init__(self) -> None:
+        if self.feedforward not in FEEDFORWARD_METHODS:
+            raise ParameterError(f"feedforward must be one of {FEEDFORWARD_METHODS}, got {self.feedforward!r}")
+
+
+def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partition: Partition, *, dt: float,
+                        horizon: float, weights: LQRWeights | None = None, estimator: EstimatorDesign | None = None,
+                        options: TrackingOptions | None = None) -> TrackingController:
     """Design a finite-horizon LQR tracking a reference (eqs. 18-29), optionally with a Kalman filter.
 
     Parameters
@@ -224,74 +318,35 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
         Controller sample time in s (its discretization and LQR use it).
     horizon : float
         Horizon in s; the controller runs on ``[t0, t0 + horizon)``.
-    t0 : float
-        Start time in s.
-    states : sequence of str, optional
-        Controller states: a subset of the partition's reduced state that is
-        not driven by the others (e.g. ``(dx_ai, dxd_ai)`` when A23 = 0).
-        Default: the full reduced state.
-    Q, R, Q_N : ndarray, optional
-        Weights; or give ``max_state_errors`` / ``max_input_errors`` (Bryson's
-        rule, eq. 26, by state and input name), with ``Q_N = terminal_factor * Q``.
-    terminal : {"weight", "periodic"}
-        ``"weight"``: the finite-horizon LQR of eqs. (24)-(29) with ``Q_N``.
-        ``"periodic"`` (periodic references only, a whole number of steps
-        per period): the terminal weight is the periodic Riccati solution
-        at the horizon's phase, so the gains are the infinite-horizon
-        periodic LQR's over the whole horizon (no end effects); a ``Q_N``
-        given with it is an error (it would be ignored).
-    max_state_errors, max_input_errors : mapping of str to float, optional
-        Bryson's rule (eq. 26) by state and input name, instead of ``Q`` and ``R``.
-    terminal_factor : float
-        ``Q_N = terminal_factor * Q`` when ``Q_N`` is not given.
-    feedforward : {"zoh", "sample"}
-        ``"zoh"``: feedforward and linearization along the zero-order-hold
-        solution of the plant (module docstring); ``"sample"``: the reference
-        input at each sample (the paper's choice; lags by half a step).
-    integrator : {"DOP853", "RK45", "Radau", "rk4"}
-        How the ``"zoh"`` sampled reference is integrated (``rk4`` with
-        ``substeps`` steps per sample; adaptive methods at rtol 1e-10).
-    substeps : int
-        RK4 steps per control sample of the ``"zoh"`` sampled reference.
-    sensors : sequence of Sensor, optional
-        Rig sensors: adds the LTV Kalman filter for output feedback
-        (:func:`ballctl.design.estimator.design_estimator`).
-    process_std : float
-        Input-referred process noise of the Kalman filter in rad.
-    input_disturbance : bool
-        With ``sensors``: the Kalman filter also estimates disturbances acting
-        through the inputs and the law cancels them (offset-free tracking of a
-        plate level error; :mod:`ballctl.design.estimator`).
-    disturbance_map : ndarray, shape (K, nu, nd), optional
-        The disturbances' input directions at the control steps (default: one
-        constant disturbance per input).
-    integral : IntegralAction, optional
-        With ``sensors``: integrators of the measured error in the estimator,
-        and an LQR over the design's states and the integrators together
-        (``TrackingController.integral_lqr``; terminal weight ``Q_N`` and the
-        integrators' Bryson weight).
+    weights : LQRWeights, optional
+        The controller's states and weights (default: the full reduced state, identity weights).
+    estimator : EstimatorDesign, optional
+        Rig sensors: adds the LTV Kalman filter for output feedback, with
+        input-disturbance states and integrators for offset-free tracking.
+    options : TrackingOptions, optional
+        Start time and the feedforward's computation.
 
     Returns
     -------
     TrackingController
     """
     dt = check_positive(dt, "dt", "s")
-    if (input_disturbance or integral is not None) and sensors is None:
-        raise ParameterError("input_disturbance and integral need sensors (both live in the Kalman filter of an "
-                             "output-feedback design)")
-    if integral is not None and not isinstance(integral, IntegralAction):
-        raise ParameterError(f"integral must be an IntegralAction, got {type(integral).__name__}")
+    w = LQRWeights() if weights is None else weights
+    o = TrackingOptions() if options is None else options
+    for value, name, kind in ((w, "weights", LQRWeights), (o, "options", TrackingOptions)):
+        if not isinstance(value, kind):
+            raise ParameterError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+    if estimator is not None and not isinstance(estimator, EstimatorDesign):
+        raise ParameterError(f"estimator must be an EstimatorDesign, got {type(estimator).__name__}")
+    states, Q, R, Q_N = w.states, w.Q, w.R, w.Q_N
+    max_state_errors, max_input_errors, terminal_factor, terminal = (w.max_state_errors, w.max_input_errors,
+                                                                      w.terminal_factor, w.terminal)
+    t0, feedforward, integrator, substeps = o.t0, o.feedforward, o.method, o.substeps
+    integral = None if estimator is None else estimator.integral
     horizon = check_positive(horizon, "horizon", "s")
     steps = int(round(horizon / dt))
     if steps < 1 or abs(steps * dt - horizon) > 1e-9 * max(1.0, horizon):
         raise ParameterError(f"horizon must be a whole number of steps dt = {dt} s, got horizon = {horizon} s")
-    if feedforward not in FEEDFORWARD_METHODS:
-        raise ParameterError(f"feedforward must be one of {FEEDFORWARD_METHODS}, got {feedforward!r}")
-    if terminal not in ("weight", "periodic"):
-        raise ParameterError(f"terminal must be 'weight' or 'periodic', got {terminal!r}")
-    if terminal == "periodic" and Q_N is not None:
-        raise ParameterError("Q_N must not be given with terminal='periodic' (the periodic Riccati solution is the "
-                         "terminal weight); use terminal='weight' to keep your Q_N")
     times = t0 + dt * np.arange(steps + 1)
     samples = reference(times)  # evaluated once: the linearization uses all but the last sample
     continuous = samples
@@ -307,16 +362,14 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
         names = system.coordinate_names
         idx = [names.index(nm) for nm in system.tracked_coordinates] or list(range(len(names)))
         deviation = float(np.max(np.linalg.norm(samples.x[:, idx] - continuous.x[:, idx], axis=1)))
-    estimator = None
-    if sensors is not None:
-        estimator = design_estimator(ltv, disc, system.coordinate_names, sensors,
-                                     settings=EstimatorSettings(process_std=process_std),
-                                     disturbance=InputDisturbance(directions=disturbance_map) if input_disturbance
-                                     else None, integral=integral)
+    est = None
+    if estimator is not None:
+        est = design_estimator(ltv, disc, system.coordinate_names, estimator.sensors, settings=estimator.settings,
+                               disturbance=estimator.disturbance, integral=integral)
     integral_lqr = None
     if integral is not None:
-        integral_lqr = _integral_lqr(disc, estimator.integral_map, Q, R, Q_N, integral.max_integral_error)
-    return TrackingController(system, reference, partition, dt, ltv, disc, lqr, samples, Q, R, Q_N, estimator,
+        integral_lqr = _integral_lqr(disc, est.integral_map, Q, R, Q_N, integral.max_integral_error)
+    return TrackingController(system, reference, partition, dt, ltv, disc, lqr, samples, Q, R, Q_N, est,
                               feedforward, deviation, integral_lqr)
 
 
@@ -402,11 +455,11 @@ def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, 
     if backend not in ("auto", "python"):
         raise ParameterError(f"backend must be 'auto' or 'python', got {backend!r}")
     # a state-feedback closed loop without noise or limits: the loop of ballctl.simulation, compiled or not
-    loop = LoopArrays.build(kernel_code=code, n_constraints=system.n_constraints,
-                            dt=float(samples.t[1] - samples.t[0]), times=samples.t[:Kt + 1], x_ref=samples.x[:Kt + 1],
-                            xd_ref=samples.xd[:Kt + 1], u_ref=samples.u[:Kt + 1], gains=gains,
-                            selection=state_selection(ltv.partition, ltv.state_names, n),
-                            tracked_index=np.zeros(0, dtype=np.int64), substeps=substeps)
+    loop = LoopArrays(kernel_code=code, n_constraints=system.n_constraints,
+                      dt=float(samples.t[1] - samples.t[0]), times=samples.t[:Kt + 1], x_ref=samples.x[:Kt + 1],
+                      xd_ref=samples.xd[:Kt + 1], u_ref=samples.u[:Kt + 1], gains=gains,
+                      selection=state_selection(ltv.partition, ltv.state_names, n),
+                      tracked_index=np.zeros(0, dtype=np.int64), substeps=substeps)
     runs = draw_runs(loop, [0], np.asarray(getattr(system, "kernel_parameters", np.zeros(1)), dtype=float)[None],
                      samples.x[:1], samples.xd[:1])
     if integrator == "rk4" and code >= 0 and backend == "auto":

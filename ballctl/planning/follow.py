@@ -27,7 +27,7 @@ from ..simulation.closed_loop import ClosedLoopOptions, ClosedLoopResult, simula
 from ..linear.partition import Partition
 from ..plants.rolling_ball import RollingBall
 from ..references.rolling import IntegratedReference
-from ..design.tracking import TrackingController, design_tracking_lqr
+from ..design.tracking import TrackingOptions, LQRWeights, TrackingController, design_tracking_lqr
 from .maneuver import ManeuverPlan
 
 __all__ = ["PlanTracking", "plan_chart_rotation", "plan_reference", "track_plan"]
@@ -220,9 +220,17 @@ def track_plan(plan: ManeuverPlan, *, dt: float = 0.1, contact_offset_m: Sequenc
     if max_input_errors is None:
         max_input_errors = {name: 1.0 for name in system.input_names}
     horizon = float(plan.nodes[-1] - plan.nodes[0])
-    ctrl = design_tracking_lqr(system, ref, part, dt=dt, horizon=horizon, t0=float(plan.nodes[0]),
-                               max_state_errors=max_state_errors, max_input_errors=max_input_errors,
-                               terminal_factor=terminal_factor)
+    ctrl = design_tracking_lqr(
+        system,
+        ref,
+        part,
+        dt=dt,
+        horizon=horizon,
+        weights=LQRWeights(
+            max_state_errors=max_state_errors, max_input_errors=max_input_errors, terminal_factor=terminal_factor
+        ),
+        options=TrackingOptions(t0=float(plan.nodes[0])),
+    )
     s0 = ref(float(plan.nodes[0]))
     x0, xd0 = s0.x.copy(), s0.xd.copy()
     off = np.asarray(contact_offset_m, dtype=float)

@@ -17,7 +17,8 @@ else packs the loop's arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 
@@ -82,170 +83,149 @@ class EstimatorArrays:
         return int(self.signal_index.shape[0])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LoopArrays:
-    r"""One controller on one truth-plant layout, as both loops take it.
+    r"""One controller on one truth-plant layout, as both loops take it (packed and checked once, here).
 
-    Build it with :meth:`build` (which checks every shape once); the truth
-    plant's coordinates index everything.
+    Every array is stored C-contiguous with a fixed dtype (one numba
+    specialization serves every request); the truth plant's coordinates
+    index everything.
 
     Attributes
     ----------
     kernel_code : int
         Index of the truth plant's kernels in
         :data:`ballctl.plants.kernels.LOOP_KERNELS` (-1: none, Python driver only).
-    n, n_constraints : int
-        Truth coordinates and constraint rows (m + l).
+    n_constraints : int
+        Constraint rows m + l of the truth plant.
     dt : float
         Control period in s.
     times : ndarray, shape (K,)
         Control times in s (K - 1 steps are run).
-    y_ref : ndarray, shape (K, 2n)
+    x_ref, xd_ref : ndarray, shape (K, n)
         Reference coordinates and velocities at the control times.
     u_ref : ndarray, shape (K, nu)
         Feedforward input.
-    u_start : ndarray, shape (nu,)
-        The input held before the first command: the feedforward, quantized and within the tilt limit.
     gains : ndarray, shape (K - 1, nu, Ne)
         Feedback gains on the design's N states (state feedback) or the filter's Ne states.
     selection : ndarray of int, shape (N,)
         Index of each controller state in ``(x, xd)``.
+    tracked_index : ndarray of int, shape (p,)
+        Truth coordinates of the tracked point (the plant's ``tracked_coordinates``).
     feedback : bool
         False runs open loop (``u = u_ff``; the rig limits still apply).
-    quantum, max_angle, max_rate : float
-        Rig limits in rad, rad and rad/s (0: none).
-    delay_s : float
-        Actuation latency in s of every run without a drawn one.
+    limits : RigLimits
+        Tilt, slew, quantum and the actuation latency of every run without a drawn one.
     substeps : int
         RK4 steps per held segment.
     stabilization : (float, float)
-        Baumgarte gains in 1/s ((0, 0): none).
+        Baumgarte gains in 1/s (None is stored as (0, 0): none).
     divergence_error : float
-        Stop a run whose tracked point is farther than this from its reference (m; 0: never).
-    tracked_index : ndarray of int, shape (p,)
-        Truth coordinates of the tracked point (the plant's ``tracked_coordinates``).
+        Stop a run whose tracked point is farther than this from its reference (m; None is stored as 0: never).
     deadband : float
         Actuator dead band in input units (0: none).
     estimator : EstimatorArrays or None
         Output feedback through this filter; None: state feedback.
+    n : int
+        Truth coordinates (derived).
+    y_ref : ndarray, shape (K, 2n)
+        ``(x_ref, xd_ref)`` side by side (derived).
+    u_start : ndarray, shape (nu,)
+        The input held before the first command: the feedforward, quantized and within the tilt limit (derived).
     """
 
     kernel_code: int
-    n: int
     n_constraints: int
     dt: float
     times: np.ndarray
-    y_ref: np.ndarray
+    x_ref: np.ndarray
+    xd_ref: np.ndarray
     u_ref: np.ndarray
-    u_start: np.ndarray
     gains: np.ndarray
     selection: np.ndarray
-    feedback: bool
-    quantum: float
-    max_angle: float
-    max_rate: float
-    delay_s: float
-    substeps: int
-    stabilization: tuple
-    divergence_error: float
     tracked_index: np.ndarray
-    deadband: float
-    estimator: EstimatorArrays | None
+    feedback: bool = True
+    limits: RigLimits = field(default_factory=RigLimits)
+    substeps: int = 1
+    stabilization: tuple | None = (10.0, 10.0)
+    divergence_error: float | None = None
+    deadband: float = 0.0
+    estimator: EstimatorArrays | None = None
+    n: int = field(init=False)
+    y_ref: np.ndarray = field(init=False, repr=False)
+    u_start: np.ndarray = field(init=False, repr=False)
 
-    @classmethod
-    def build(cls, *, kernel_code: int, n_constraints: int, dt: float, times, x_ref, xd_ref, u_ref, gains,
-              selection, tracked_index, feedback: bool = True, limits: RigLimits | None = None,
-              substeps: int = 1, stabilization: tuple | None = (10.0, 10.0), divergence_error: float | None = None,
-              imperfections: LoopImperfections | None = None, estimator: EstimatorArrays | None = None
-              ) -> "LoopArrays":
-        """Pack and check the arrays (shapes, dtypes, layout) once.
-
-        Parameters
-        ----------
-        kernel_code : int
-            Index of the truth plant's kernels in ``LOOP_KERNELS`` (-1: none).
-        n_constraints : int
-            Constraint rows m + l of the truth plant.
-        dt : float
-            Control period in s.
-        times : array_like, shape (K,)
-            Control times in s.
-        x_ref, xd_ref : array_like, shape (K, n)
-            Reference coordinates and velocities in the truth's coordinates.
-        u_ref : array_like, shape (K, nu)
-            Feedforward input.
-        gains : array_like, shape (K - 1, nu, Ne)
-            Feedback gains.
-        selection : array_like of int, shape (N,)
-            Index of each controller state in ``(x, xd)``.
-        tracked_index : array_like of int, shape (p,)
-            Truth coordinates of the tracked point.
-        feedback : bool
-            False: open loop.
-        limits : RigLimits, optional
-            Tilt, slew, quantum and the delay of every run.
-        substeps : int
-            RK4 steps per held segment.
-        stabilization : (float, float) or None
-            Baumgarte gains in 1/s.
-        divergence_error : float, optional
-            Stop a run whose tracked point is farther than this from its reference (m).
-        imperfections : LoopImperfections, optional
-            Its dead band (lost samples and jitter are drawn per run).
-        estimator : EstimatorArrays, optional
-            Output feedback through this filter.
-
-        Returns
-        -------
-        LoopArrays
-        """
-        limits = limits or RigLimits()
-        T = _arr(times, np.float64, 1, "times")
+    def __post_init__(self) -> None:
+        put = partial(object.__setattr__, self)
+        limits = self.limits if self.limits is not None else RigLimits()
+        put("limits", limits)
+        T = _arr(self.times, np.float64, 1, "times")
         K = T.shape[0]
-        x_ref = _arr(x_ref, np.float64, 2, "x_ref")[:K]
-        xd_ref = _arr(xd_ref, np.float64, 2, "xd_ref")[:K]
+        x_ref = _arr(np.asarray(self.x_ref)[:K], np.float64, 2, "x_ref")
+        xd_ref = _arr(np.asarray(self.xd_ref)[:K], np.float64, 2, "xd_ref")
         if x_ref.shape != xd_ref.shape or x_ref.shape[0] != K:
             raise ShapeError(f"x_ref and xd_ref must have shape ({K}, n), got {x_ref.shape} and {xd_ref.shape}")
-        n = x_ref.shape[1]
-        u_ref = _arr(u_ref, np.float64, 2, "u_ref")[:K]
+        u_ref = _arr(np.asarray(self.u_ref)[:K], np.float64, 2, "u_ref")
         if u_ref.shape[0] != K:
             raise ShapeError(f"u_ref must have {K} rows, got {u_ref.shape[0]}")
-        gains = _arr(gains, np.float64, 3, "gains")[:K - 1]
-        sel = _arr(selection, np.int64, 1, "selection")
-        N = sel.shape[0]
-        nu = u_ref.shape[1]
+        gains = _arr(np.asarray(self.gains)[:K - 1], np.float64, 3, "gains")
+        sel = _arr(self.selection, np.int64, 1, "selection")
+        N, nu = sel.shape[0], u_ref.shape[1]
         if gains.shape[0] != K - 1 or gains.shape[1] != nu:
             raise ShapeError(f"gains must have shape ({K - 1}, {nu}, Ne), got {gains.shape}")
         Ne = gains.shape[2]
-        if estimator is None and Ne != N:
+        e = self.estimator
+        if e is None and Ne != N:
             raise ShapeError(f"state feedback: gains must act on the {N} selected states, got {Ne}")
-        if estimator is not None and estimator.Ad.shape[1] != Ne:
-            raise ShapeError(f"gains act on {Ne} states but the estimator's model has {estimator.Ad.shape[1]}")
-        u_start = np.ascontiguousarray(u_ref[0], dtype=float).copy()
+        if e is not None:
+            ny = int(np.shape(e.signal_index)[0])
+            e = replace(
+                e, sampled=_arr(e.sampled, np.bool_, 2, "sampled"), C=_arr(e.C, np.float64, 3, "C"),
+                update_gains=_arr(e.update_gains, np.float64, 3, "update_gains"),
+                Ad=_arr(e.Ad, np.float64, 3, "Ad"), Bd=_arr(e.Bd, np.float64, 3, "Bd"),
+                signal_index=_arr(e.signal_index, np.int64, 1, "signal_index"),
+                signal_reference=_arr(np.asarray(e.signal_reference)[:K], np.float64, 2, "signal_reference"),
+                bias=_arr(np.broadcast_to(e.bias, (ny,)), np.float64, 1, "bias"),
+                noise_std=_arr(e.noise_std, np.float64, 1, "noise_std"), latency_steps=int(e.latency_steps),
+                sensor_widths=tuple(int(w) for w in e.sensor_widths) or (ny,))
+            if e.Ad.shape[1] != Ne:
+                raise ShapeError(f"gains act on {Ne} states but the estimator's model has {e.Ad.shape[1]}")
+            if e.signal_reference.shape != (K, ny):
+                raise ShapeError(f"signal_reference must have shape ({K}, {ny}), got {e.signal_reference.shape}")
+        u_start = u_ref[0].copy()
         quantize_clamp(u_start, float(limits.quantum or 0.0), float(limits.max_angle or 0.0))
-        a, b = (0.0, 0.0) if stabilization is None else (float(stabilization[0]), float(stabilization[1]))
-        if estimator is not None:
-            ny = estimator.n_signals
-            estimator = replace(
-                estimator, sampled=_arr(estimator.sampled, np.bool_, 2, "sampled"),
-                C=_arr(estimator.C, np.float64, 3, "C"),
-                update_gains=_arr(estimator.update_gains, np.float64, 3, "update_gains"),
-                Ad=_arr(estimator.Ad, np.float64, 3, "Ad"), Bd=_arr(estimator.Bd, np.float64, 3, "Bd"),
-                signal_index=_arr(estimator.signal_index, np.int64, 1, "signal_index"),
-                signal_reference=_arr(np.asarray(estimator.signal_reference)[:K], np.float64, 2, "signal_reference"),
-                bias=_arr(np.broadcast_to(estimator.bias, (ny,)), np.float64, 1, "bias"),
-                noise_std=_arr(estimator.noise_std, np.float64, 1, "noise_std"),
-                latency_steps=int(estimator.latency_steps),
-                sensor_widths=tuple(int(w) for w in estimator.sensor_widths) or (ny,))
-            if estimator.signal_reference.shape != (K, ny):
-                raise ShapeError(f"signal_reference must have shape ({K}, {ny}), got "
-                                 f"{estimator.signal_reference.shape}")
-        return cls(int(kernel_code), int(n), int(n_constraints), float(dt), T,
-                   np.ascontiguousarray(np.concatenate([x_ref, xd_ref], axis=1)), u_ref, u_start, gains, sel,
-                   bool(feedback), float(limits.quantum or 0.0), float(limits.max_angle or 0.0),
-                   float(limits.max_rate or 0.0), float(limits.delay), int(substeps), (a, b),
-                   float(divergence_error or 0.0), _arr(tracked_index, np.int64, 1, "tracked_index"),
-                   0.0 if imperfections is None else float(imperfections.actuator_deadband), estimator)
+        stab = self.stabilization
+        for name, value in (("kernel_code", int(self.kernel_code)), ("n_constraints", int(self.n_constraints)),
+                            ("dt", float(self.dt)), ("times", T), ("x_ref", x_ref), ("xd_ref", xd_ref),
+                            ("u_ref", u_ref), ("gains", gains), ("selection", sel),
+                            ("tracked_index", _arr(self.tracked_index, np.int64, 1, "tracked_index")),
+                            ("feedback", bool(self.feedback)), ("substeps", int(self.substeps)),
+                            ("stabilization", (0.0, 0.0) if stab is None else (float(stab[0]), float(stab[1]))),
+                            ("divergence_error", float(self.divergence_error or 0.0)),
+                            ("deadband", float(self.deadband)), ("estimator", e), ("n", int(x_ref.shape[1])),
+                            ("y_ref", np.ascontiguousarray(np.concatenate([x_ref, xd_ref], axis=1))),
+                            ("u_start", u_start)):
+            put(name, value)
+
+    @property
+    def quantum(self) -> float:
+        """Command resolution in rad (0: continuous)."""
+        return float(self.limits.quantum or 0.0)
+
+    @property
+    def max_angle(self) -> float:
+        """Tilt limit in rad (0: none)."""
+        return float(self.limits.max_angle or 0.0)
+
+    @property
+    def max_rate(self) -> float:
+        """Slew limit in rad/s (0: none)."""
+        return float(self.limits.max_rate or 0.0)
+
+    @property
+    def delay_s(self) -> float:
+        """Actuation latency in s."""
+        return float(self.limits.delay)
 
     @property
     def K(self) -> int:

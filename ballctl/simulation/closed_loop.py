@@ -611,11 +611,12 @@ def controller_loop(controller: TrackingController, truth: ConstrainedSystem, st
             latency_steps=est.latency_steps, sensor_widths=tuple(len(s.signals) for s in est.sensors))
     gains = controller.feedback_gains if est is not None else controller.lqr.gains
     substeps, stabilization = solver
-    return LoopArrays.build(kernel_code=kernel_code(truth), n_constraints=truth.n_constraints, dt=controller.dt,
-                            times=ref.t[:K], x_ref=x_ref, xd_ref=xd_ref, u_ref=ref.u[:K], gains=gains[:steps],
-                            selection=selection, tracked_index=_tracked_index(truth), feedback=mode != "open",
-                            limits=limits, substeps=substeps, stabilization=stabilization,
-                            divergence_error=divergence_error, imperfections=imperfections, estimator=arrays)
+    return LoopArrays(kernel_code=kernel_code(truth), n_constraints=truth.n_constraints, dt=controller.dt,
+                      times=ref.t[:K], x_ref=x_ref, xd_ref=xd_ref, u_ref=ref.u[:K], gains=gains[:steps],
+                      selection=selection, tracked_index=_tracked_index(truth), feedback=mode != "open",
+                      limits=limits or RigLimits(), substeps=substeps, stabilization=stabilization,
+                      divergence_error=divergence_error,
+                      deadband=0.0 if imperfections is None else imperfections.actuator_deadband, estimator=arrays)
 
 
 class _LinearStepper:
@@ -921,8 +922,17 @@ def _simulate_batch(controller, x0, xd0, *, duration, truth, seed, options: Clos
         bar = _Progress(B, options.progress, "closed-loop runs")
         single = replace(options, progress=False, backend="python" if job.compiled else options.backend)
         for i in range(B):
-            runs.append(simulate_closed_loop(controller, X0[i], XD0[i], truth=None if plants is None else plants[i],
-                                             seed=seeds[i], duration=duration, options=single))
+            runs.append(
+                simulate_closed_loop(
+                    controller,
+                    X0[i],
+                    XD0[i],
+                    truth=None if plants is None else plants[i],
+                    seed=seeds[i],
+                    duration=duration,
+                    options=single,
+                )
+            )
             bar.update(i + 1)
         status = [-1 if r.diverged_at is None else len(r.t) - 1 for r in runs]
         return _stack(runs, "python", status, _time.perf_counter() - start, controller.samples.t[:job.steps + 1])

@@ -371,8 +371,8 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     >>> plant = ballctl.BallPlate()
     >>> ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
     >>> part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-    >>> ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.02, horizon=1.0,
-    ...     states=part.state_names[:6], Q=np.eye(6), R=np.eye(2))
+    >>> w = ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2))
+    >>> ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.02, horizon=1.0, weights=w)
     >>> unc = ballctl.Uncertainty(parameters={"mass": ballctl.Normal(0.1, 0.005)},
     ...                           initial_offset={"contact_x": ballctl.Uniform(-0.01, 0.01)})
     >>> mc = ballctl.monte_carlo(ctrl, 8, uncertainty=unc, seed=1,
@@ -429,7 +429,8 @@ def monte_carlo(controller: TrackingController, n_runs: int, *, uncertainty: Unc
     if output_feedback is None:
         output_feedback = est is not None
     if output_feedback and est is None:
-        raise ParameterError("options.feedback='output' needs a controller designed with sensors (controller.estimator)")
+        raise ParameterError("options.feedback='output' needs a controller designed with sensors "
+                             "(controller.estimator)")
     if output_feedback and unc.noise_std:
         raise ParameterError("uncertainty.noise_std is for state feedback; with output feedback the controller's "
                              "sensors carry the noise (design it with other sensors to change it)")

@@ -32,7 +32,7 @@ class MonodromyReport:
         Column ``i`` is a unit left eigenvector (``v^H M = mu_i v^H``).
     t0 : float
         Start of the period in s.
-    period : float
+    period_s : float
         T in s.
     state_names : tuple of str
     """
@@ -42,7 +42,7 @@ class MonodromyReport:
     exponents: np.ndarray
     left_eigenvectors: np.ndarray
     t0: float
-    period: float
+    period_s: float
     state_names: tuple[str, ...]
 
     @property
@@ -56,7 +56,7 @@ class MonodromyReport:
 
     def to_table(self) -> str:
         """Plain-text table: Floquet multipliers with their moduli and left eigenvectors."""
-        lines = [f"Monodromy over [{self.t0:.6g}, {self.t0 + self.period:.6g}] s (period {self.period:.6g} s), "
+        lines = [f"Monodromy over [{self.t0:.6g}, {self.t0 + self.period_s:.6g}] s (period {self.period_s:.6g} s), "
                  f"spectral radius {self.spectral_radius:.6g}",
                  f"{'#':>3}  {'multiplier':>24}  {'|mu|':>10}  {'exponent [1/s]':>24}"]
         for i, (mu, ex) in enumerate(zip(self.multipliers, self.exponents)):
