@@ -202,8 +202,8 @@ def _catalogue() -> list[Case]:
                   "parameter_range=(1.0, 0.0))", "parameter_range"))
     c.append(_api("CallableRail.function=wrong_return", "CallableRail(function=lambda th: th)", "function"))
     c.append(_api("CallableRail.function=raises", "CallableRail(function=lambda th: 1/0)", "function"))
-    c.append(_api("frisvad_basis.not_unit", "ballctl.rails.frisvad_basis([1.0, 1.0, 0.0])", "normal"))
-    c.append(_api("frisvad_basis.nan", "ballctl.rails.frisvad_basis([NAN, 0.0, 1.0])", "normal"))
+    c.append(_api("frisvad_basis.not_unit", "ballctl.plants.rails.frisvad_basis([1.0, 1.0, 0.0])", "normal"))
+    c.append(_api("frisvad_basis.nan", "ballctl.plants.rails.frisvad_basis([NAN, 0.0, 1.0])", "normal"))
     # --- references
     circle = "CircularMotion(plant(), {radius}, {omega}, {roll_rate}{extra})"
     base = dict(radius="0.5", omega="1.0", roll_rate="40.0", extra="")

@@ -50,7 +50,7 @@ from ballctl.figures.plotting import OPEN_LOOP_COLOR, RUN_COLORS, save_figure
 from ballctl.plants.ball_plate_moving import (MovingPlateBallPlate, MovingPlateParameters, ServoParameters,
                                               ServoPlateBallPlate)
 from ballctl.references.moving_plate import _Fourier, exact_circular_motion
-from ballctl import NonFiniteStateError
+from ballctl.errors import NonFiniteStateError
 from ballctl.simulate import rk4
 
 __all__ = ["Case", "CaseResult", "run_case", "study", "main"]
@@ -251,7 +251,7 @@ def study(cases: list[Case], *, revolutions: float = 2.0, progress: bool = True)
         start = time.perf_counter()
         try:
             res = run_case(case, revolutions=revolutions)
-        except ballctl.InfeasibleReferenceError as exc:  # the exact inversion has no periodic solution here
+        except ballctl.errors.InfeasibleReferenceError as exc:  # the exact inversion has no periodic solution here
             if progress:
                 print(f"  radius {case.radius} m, omega {case.omega} rad/s, offset {case.offset} m: {exc}",
                       file=sys.stderr)

@@ -24,25 +24,25 @@ BUILTIN_EXCEPTIONS = {name for name in dir(builtins) if name.endswith(("Error", 
 
 # ------------------------------------------------------------------ hierarchy
 def test_every_error_and_warning_is_exported_from_the_package():
-    # the classes ballctl._errors defines (a private module has no __all__)
+    # the classes ballctl._errors defines (a private module has no __all__), all public in ballctl.errors
     error_names = [name for name, obj in vars(_errors).items()
                    if isinstance(obj, type) and obj.__module__ == _errors.__name__]
-    assert set(error_names) <= set(ballctl.__all__)
+    assert set(error_names) == set(ballctl.errors.__all__)
     for name in error_names:
-        cls = getattr(ballctl, name)
+        cls = getattr(ballctl.errors, name)
         assert issubclass(cls, (ballctl.BallctlError, ballctl.BallctlWarning)), name
 
 
 @pytest.mark.parametrize("cls, builtin", [
-    (ballctl.ParameterError, ValueError), (ballctl.ShapeError, ValueError),
-    (ballctl.ParameterTypeError, TypeError), (ballctl.ParameterTypeError, ValueError),
-    (ballctl.ConstraintViolationError, ValueError), (ballctl.InfeasibleReferenceError, ValueError),
-    (ballctl.ChartSingularityError, ValueError), (ballctl.PartitionError, ValueError),
-    (ballctl.ConfigError, ValueError), (ballctl.FileArgumentError, ValueError),
-    (ballctl.ScheduleFileError, ValueError), (ballctl.SampleIndexError, IndexError),
-    (ballctl.NumericalError, RuntimeError), (ballctl.SingularMatrixError, np.linalg.LinAlgError),
-    (ballctl.RiccatiConvergenceError, RuntimeError), (ballctl.IntegrationError, RuntimeError),
-    (ballctl.NonFiniteStateError, RuntimeError), (ballctl.IntegrationBudgetError, RuntimeError),
+    (ballctl.ParameterError, ValueError), (ballctl.errors.ShapeError, ValueError),
+    (ballctl.errors.ParameterTypeError, TypeError), (ballctl.errors.ParameterTypeError, ValueError),
+    (ballctl.errors.ConstraintViolationError, ValueError), (ballctl.errors.InfeasibleReferenceError, ValueError),
+    (ballctl.errors.ChartSingularityError, ValueError), (ballctl.errors.PartitionError, ValueError),
+    (ballctl.errors.ConfigError, ValueError), (ballctl.errors.FileArgumentError, ValueError),
+    (ballctl.errors.ScheduleFileError, ValueError), (ballctl.errors.SampleIndexError, IndexError),
+    (ballctl.NumericalError, RuntimeError), (ballctl.errors.SingularMatrixError, np.linalg.LinAlgError),
+    (ballctl.errors.RiccatiConvergenceError, RuntimeError), (ballctl.errors.IntegrationError, RuntimeError),
+    (ballctl.errors.NonFiniteStateError, RuntimeError), (ballctl.errors.IntegrationBudgetError, RuntimeError),
 ])
 def test_errors_derive_from_ballctl_error_and_the_matching_builtin(cls, builtin):
     assert issubclass(cls, ballctl.BallctlError)
@@ -67,13 +67,13 @@ def test_no_plain_builtin_raise_left_in_the_package():
 
 # ------------------------------------------------------------------ validation helpers
 @pytest.mark.parametrize("value, cls, match", [
-    ("abc", ballctl.ParameterTypeError, "x must be a numeric array"),
-    (None, ballctl.ParameterTypeError, "x must be a numeric array"),
+    ("abc", ballctl.errors.ParameterTypeError, "x must be a numeric array"),
+    (None, ballctl.errors.ParameterTypeError, "x must be a numeric array"),
     ([1.0, np.nan, 2.0], ballctl.ParameterError, r"x must be finite, got 1 NaN/inf entry \(first at index \(1,\)\)"),
-    ([[1.0, 2.0]], ballctl.ShapeError, r"x must be a 1-D array of length 3, got shape \(1, 2\)"),
-    ([1.0, 2.0], ballctl.ShapeError, "x must have length 3, got length 2"),
-    ([[1.0], [1.0, 2.0]], ballctl.ShapeError, "ragged"),
-    ([1 + 2j, 0, 0], ballctl.ParameterTypeError, "x must be real"),
+    ([[1.0, 2.0]], ballctl.errors.ShapeError, r"x must be a 1-D array of length 3, got shape \(1, 2\)"),
+    ([1.0, 2.0], ballctl.errors.ShapeError, "x must have length 3, got length 2"),
+    ([[1.0], [1.0, 2.0]], ballctl.errors.ShapeError, "ragged"),
+    ([1 + 2j, 0, 0], ballctl.errors.ParameterTypeError, "x must be real"),
 ])
 def test_as_vector_names_the_parameter(value, cls, match):
     with pytest.raises(cls, match=match):
@@ -83,12 +83,12 @@ def test_as_vector_names_the_parameter(value, cls, match):
 def test_as_stack_accepts_a_constant_and_rejects_a_wrong_stack():
     Q = as_stack(np.eye(2), "Q", (5, 2, 2), allow_constant=True)
     assert Q.shape == (5, 2, 2)
-    with pytest.raises(ballctl.ShapeError, match=r"Q must have shape \(5, 2, 2\) or \(2, 2\), got shape \(4, 2, 2\)"):
+    with pytest.raises(ballctl.errors.ShapeError, match=r"Q must have shape \(5, 2, 2\) or \(2, 2\), got shape \(4, 2, 2\)"):
         as_stack(np.zeros((4, 2, 2)), "Q", (5, 2, 2), allow_constant=True)
 
 
-@pytest.mark.parametrize("value, cls", [(True, ballctl.ParameterTypeError), (2.0, ballctl.ParameterTypeError),
-                                        ("3", ballctl.ParameterTypeError), (0, ballctl.ParameterError)])
+@pytest.mark.parametrize("value, cls", [(True, ballctl.errors.ParameterTypeError), (2.0, ballctl.errors.ParameterTypeError),
+                                        ("3", ballctl.errors.ParameterTypeError), (0, ballctl.ParameterError)])
 def test_check_integer(value, cls):
     with pytest.raises(cls, match=r"order must be an integer >= 1"):
         check_integer(value, "order", minimum=1)
@@ -97,7 +97,7 @@ def test_check_integer(value, cls):
 
 @pytest.mark.parametrize("value", [np.nan, np.inf, "1.0", None, True, 1j, np.array([1.0, 2.0])])
 def test_check_finite_scalar_rejects_non_numbers(value):
-    with pytest.raises(ballctl.ParameterError if isinstance(value, float) else ballctl.ParameterTypeError,
+    with pytest.raises(ballctl.ParameterError if isinstance(value, float) else ballctl.errors.ParameterTypeError,
                        match="dt must be"):
         check_finite_scalar(value, "dt", "s")
 
@@ -112,7 +112,7 @@ def test_uniform_spacing_tolerates_linspace_rounding_only():
 
 # ------------------------------------------------------------------ integration guards
 def test_check_finite_at_names_time_and_entry():
-    with pytest.raises(ballctl.NonFiniteStateError, match=r"state became non-finite at t = 1.5 s \(y = nan") as info:
+    with pytest.raises(ballctl.errors.NonFiniteStateError, match=r"state became non-finite at t = 1.5 s \(y = nan") as info:
         check_finite_at([0.0, np.nan], time=1.5, quantity="state", names=["x", "y"])
     assert info.value.time == 1.5 and info.value.quantity == "state"
 
@@ -124,13 +124,13 @@ def test_guard_rhs_stops_solve_ivp_on_a_nan_derivative():
     def f(t, y):
         return np.array([np.nan if t > 0.3 else -y[0]])
 
-    with pytest.raises(ballctl.NonFiniteStateError, match=r"demo: state derivative became non-finite at t = 0.3"):
+    with pytest.raises(ballctl.errors.NonFiniteStateError, match=r"demo: state derivative became non-finite at t = 0.3"):
         solve_ivp(guard_rhs(f, context="demo"), (0.0, 1.0), [1.0], rtol=1e-8)
 
 
 def test_step_budget_stops_an_endless_loop():
     budget = StepBudget("loop", max_steps=100)
-    with pytest.raises(ballctl.IntegrationBudgetError, match="loop: step budget of 100 steps exhausted at t = 100"):
+    with pytest.raises(ballctl.errors.IntegrationBudgetError, match="loop: step budget of 100 steps exhausted at t = 100"):
         for k in range(10**9):
             budget.tick(float(k))
 
@@ -150,7 +150,7 @@ def test_simulate_stops_on_an_input_that_turns_nan(ball_plate_circle):
     def u(t):
         return np.array([np.nan, 0.0]) if t > 0.05 else s.u
 
-    with pytest.raises(ballctl.NonFiniteStateError, match=r"simulate: input u became non-finite at t = 0.05\d* s "
+    with pytest.raises(ballctl.errors.NonFiniteStateError, match=r"simulate: input u became non-finite at t = 0.05\d* s "
                                                            r"\(alpha = nan"):
         ballctl.simulate(plant, s.x, s.xd, u, (0.0, 0.2))
 
@@ -174,10 +174,10 @@ def test_simulate_checks_the_initial_velocity_constraint(ball_plate_circle):
     s = ref(0.0)
     xd = s.xd.copy()
     xd[0] += 0.3
-    with pytest.raises(ballctl.ConstraintViolationError, match=r"xd0 violates the velocity constraints: "
+    with pytest.raises(ballctl.errors.ConstraintViolationError, match=r"xd0 violates the velocity constraints: "
                                                                r"residual -?0.3 \(m/s or rad/s\)"):
         ballctl.simulate(plant, s.x, xd, s.u, (0.0, 0.1))
-    with pytest.warns(ballctl.ConstraintProjectionWarning, match="velocity 0.3 m/s"):
+    with pytest.warns(ballctl.errors.ConstraintProjectionWarning, match="velocity 0.3 m/s"):
         run = ballctl.simulate(plant, s.x, xd, s.u, (0.0, 0.1), options=ballctl.SimulationOptions(project_initial=True))
     assert run.max_constraint_residual < 1e-9  # projected onto D xd = 0, then held by Baumgarte
 
@@ -187,7 +187,7 @@ def test_simulate_refuses_a_start_beyond_the_chart(ball_plate_circle):
     s = ref(0.0)
     x = s.x.copy()
     x[3] = np.deg2rad(89.5)  # beyond LEAN_LIMIT = 89 deg
-    with pytest.raises(ballctl.ChartSingularityError, match="x0 lies beyond the edge"):
+    with pytest.raises(ballctl.errors.ChartSingularityError, match="x0 lies beyond the edge"):
         ballctl.simulate(plant, x, plant.project_velocities(x, s.xd), s.u, (0.0, 0.1))
 
 
@@ -195,7 +195,7 @@ def test_rolling_ball_stops_on_nan_rail_input():
     from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters
 
     ball = ballctl.RollingBall(paper_ball_parameters())
-    with pytest.raises(ballctl.NonFiniteStateError, match=r"rail_input became non-finite at t = 0.1\d* s"):
+    with pytest.raises(ballctl.errors.NonFiniteStateError, match=r"rail_input became non-finite at t = 0.1\d* s"):
         ball.simulate(paper_ball_initial_state(), (0.0, 0.5),
                       lambda t: np.array([1.0, np.nan, 0.0]) if t > 0.1 else np.ones(3), breakpoints=(0.1,))
 
@@ -203,7 +203,7 @@ def test_rolling_ball_stops_on_nan_rail_input():
 def test_rolling_ball_stops_a_mass_leaving_the_ball():
     from ballctl.plants.rails import SegmentRail
 
-    params = ballctl.RollingBallParameters(
+    params = ballctl.plants.RollingBallParameters(
         mass_kg=1.0, radius_m=0.5, principal_inertia_kgm2=[0.1, 0.1, 0.1],
         point_masses=(ballctl.PointMass(mass_kg=0.2, rail=SegmentRail(start_m=[0, 0, 0], end_m=[0.2, 0, 0])),))
     ball = ballctl.RollingBall(params)
@@ -215,27 +215,27 @@ def test_rolling_ball_stops_a_mass_leaving_the_ball():
 
 def test_rigid_body_inertia_must_satisfy_the_triangle_inequality():
     with pytest.raises(ballctl.ParameterError, match="triangle inequality"):
-        ballctl.RollingBallParameters(mass_kg=1.0, radius_m=1.0, principal_inertia_kgm2=[0.1, 0.1, 0.5])
+        ballctl.plants.RollingBallParameters(mass_kg=1.0, radius_m=1.0, principal_inertia_kgm2=[0.1, 0.1, 0.5])
 
 
 def test_overflowing_ball_parameters_are_refused():
     with pytest.raises(ballctl.ParameterError, match="overflow"):
-        ballctl.BallPlateParameters(mass=1e300, radius=1e200)
-    with pytest.raises(ballctl.ParameterTypeError, match="params must be a BallPlateParameters"):
+        ballctl.plants.BallPlateParameters(mass=1e300, radius=1e200)
+    with pytest.raises(ballctl.errors.ParameterTypeError, match="params must be a BallPlateParameters"):
         ballctl.BallPlate({"mass": 0.1})
 
 
 # ------------------------------------------------------------------ reference feasibility
 def test_circle_reports_the_binding_limit_first():
     plant = ballctl.BallPlate()
-    with pytest.raises(ballctl.InfeasibleReferenceError,
+    with pytest.raises(ballctl.errors.InfeasibleReferenceError,
                        match=r"^the plate cannot supply .* need \|omega\| < 3.74\d* rad/s; also: roll_rate too low"):
         ballctl.CircularMotion(plant, 0.5, 5.0, 40.0)
 
 
 def test_large_tilt_warns_with_the_tilt():
     plant = ballctl.BallPlate()
-    with pytest.warns(ballctl.LargeTiltWarning, match=r"plate tilt of 7\d(\.\d)? deg"):
+    with pytest.warns(ballctl.errors.LargeTiltWarning, match=r"plate tilt of 7\d(\.\d)? deg"):
         ballctl.CircularMotion(plant, 0.5, 3.65, 200.0)  # k = sin(tilt) = rho w^2 / (k_b g) = 0.95
 
 
@@ -253,12 +253,12 @@ def test_a_users_path_that_raises_or_has_the_wrong_shape_is_named():
         z = np.zeros((np.size(t), 3))
         return z, z, z
 
-    with pytest.raises(ballctl.ShapeError, match=r"the path's position must have shape \(K, 2\)"):
+    with pytest.raises(ballctl.errors.ShapeError, match=r"the path's position must have shape \(K, 2\)"):
         ballctl.PathMotion(plant, three_d, duration=1.0)
 
 
 def test_exact_circle_names_the_plant_it_needs():
-    with pytest.raises(ballctl.ParameterTypeError, match="MovingPlateBallPlate or ServoPlateBallPlate .*got BallPlate"):
+    with pytest.raises(ballctl.errors.ParameterTypeError, match="MovingPlateBallPlate or ServoPlateBallPlate .*got BallPlate"):
         ballctl.exact_circular_motion(ballctl.BallPlate(), ballctl.LissajousPath.circle(0.5, 1.0), 40.0)
 
 

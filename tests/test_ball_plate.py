@@ -123,7 +123,7 @@ def test_spin_energy_and_contact_motion_survive_chart_changes():
     xd0 = plant.rolling_velocities(x0, v0, spin=3.0)
     u = np.array([0.05, -0.03])
     t = np.linspace(0, 6.0, 61)
-    with pytest.raises(ballctl.ChartSingularityError, match="rechart=True"):
+    with pytest.raises(ballctl.errors.ChartSingularityError, match="rechart=True"):
         ballctl.simulate(plant, x0, xd0, u, (0, 6.0), t_eval=t)
     res = ballctl.simulate(plant, x0, xd0, u, (0, 6.0), t_eval=t, options=ballctl.SimulationOptions(rechart=True))
     assert len(res.chart_changes) >= 1

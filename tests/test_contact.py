@@ -123,7 +123,7 @@ def test_rolling_resistance_travels_through_every_construction_path():
     ("0.1", "rolling_resistance must be a real number"),
 ])
 def test_rolling_resistance_is_validated(value, match):
-    with pytest.raises((ballctl.ParameterError, ballctl.ParameterTypeError), match=match):
+    with pytest.raises((ballctl.ParameterError, ballctl.errors.ParameterTypeError), match=match):
         BallPlateParameters(rolling_resistance=value)
 
 
@@ -276,7 +276,7 @@ def test_set_point_offset_is_validated():
     for value, match in (((0.2, 0.0), r"set_point_offset must lie in \(-0.2, 0.2\) rad"),
                          ((0.0, float("nan")), "set_point_offset must be finite"),
                          ((0.1,), "set_point_offset must have 2 entries")):
-        with pytest.raises((ballctl.ParameterError, ballctl.ShapeError), match=match):
+        with pytest.raises((ballctl.ParameterError, ballctl.errors.ShapeError), match=match):
             ServoParameters(set_point_offset=value)
 
 
@@ -330,7 +330,7 @@ def test_friction_coefficient_required():
     mu = friction_coefficient_required([2.0, 0.0, -1.0, 1.0], [[0.3, 0.4], [0.1, 0.0], [0.0, 0.0], [0.0, 0.0]])
     np.testing.assert_array_equal(mu, [0.25, np.inf, np.inf, 0.0])
     np.testing.assert_array_equal(friction_coefficient_required(4.0, [-1.0]), 0.25)
-    with pytest.raises(ballctl.ShapeError, match="matching leading shapes"):
+    with pytest.raises(ballctl.errors.ShapeError, match="matching leading shapes"):
         friction_coefficient_required([1.0, 2.0], [[0.1, 0.2]] * 3)
 
 

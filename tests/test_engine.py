@@ -132,7 +132,7 @@ def test_batch_runs_keep_a_run_axis_and_equal_single_runs(loop_setup):
     batch = ballctl.simulate_closed_loop(
         ctrl, X0, xd0, truth=samples, seed=11, options=ballctl.ClosedLoopOptions(method="rk4", noise_std=noise)
     )
-    assert isinstance(batch, ballctl.ClosedLoopBatchResult) and batch.backend == "compiled"
+    assert isinstance(batch, ballctl.simulation.ClosedLoopBatchResult) and batch.backend == "compiled"
     K = len(batch.t)
     assert batch.x.shape == (3, K, 5) and batch.u.shape == (3, K, 2) and batch.position_error.shape == (3, K)
     assert np.all(batch.status == -1)

@@ -140,7 +140,7 @@ def test_a_diverging_design_stops_at_the_same_sample(references):
     assert slow.backend == "python"
     np.testing.assert_array_equal(slow.status, batch.status)
     np.testing.assert_array_equal(np.isnan(slow.x), np.isnan(batch.x))
-    with pytest.raises(ballctl.NonFiniteStateError):  # without divergence_error a blow-up raises
+    with pytest.raises(ballctl.errors.NonFiniteStateError):  # without divergence_error a blow-up raises
         simulate_closed_loop(
             ctrl,
             x0,

@@ -78,7 +78,7 @@ def test_other_parameters_and_user_entry_points(example):
     # linearize_at agrees with the batched path at one sample
     s = out["reference"](out["ltv"].t[3:4])
     part = out["ltv"].partition
-    A, B = ballctl.linearize_at(out["system"], s.x[0], s.xd[0], s.xdd[0], s.u[0], part, lam=s.lam[0])
+    A, B = ballctl.linear.linearize_at(out["system"], s.x[0], s.xd[0], s.xdd[0], s.u[0], part, lam=s.lam[0])
     np.testing.assert_allclose(A, out["ltv"].A[3], atol=1e-13)
     np.testing.assert_allclose(B, out["ltv"].B[3], atol=1e-15)
     # full deviations: expand then reduce is the identity; the expanded velocity satisfies the

@@ -136,7 +136,7 @@ def test_ball_plate_against_finite_differences_of_the_reduced_ode(rng):
         t = rng.uniform(0, 10, 3)
         s = ref(t)
         for k in range(3):
-            A, B = ballctl.linearize_at(plant, s.x[k], s.xd[k], s.xdd[k], s.u[k], part)
+            A, B = ballctl.linear.linearize_at(plant, s.x[k], s.xd[k], s.xdd[k], s.u[k], part)
             A_fd, B_fd = reduced_ode_jacobian(plant, part, s.x[k], s.xd[k], s.u[k])
             # central differences with h = 1e-6: O(h^2) truncation, 1e-10/h rounding -> ~1e-6 relative
             np.testing.assert_allclose(A, A_fd, atol=2e-6 * np.abs(A).max())
@@ -239,7 +239,7 @@ def test_knife_edge_turning_against_finite_differences():
     s = ref(np.array([0.4]))
     assert np.abs(sys.dynamics_residual(s.x[0], s.xd[0], s.xdd[0], s.lam[0], s.u[0])).max() < 1e-12
     part = ballctl.Partition.from_coordinates(sys, ["x", "heading"], ["y"])
-    A, B = ballctl.linearize_at(sys, s.x[0], s.xd[0], s.xdd[0], s.u[0], part)
+    A, B = ballctl.linear.linearize_at(sys, s.x[0], s.xd[0], s.xdd[0], s.u[0], part)
     A_fd, B_fd = reduced_ode_jacobian(sys, part, s.x[0], s.xd[0], s.u[0])
     np.testing.assert_allclose(A, A_fd, atol=1e-7)
     np.testing.assert_allclose(B, B_fd, atol=1e-7)
@@ -250,7 +250,7 @@ def test_pendulum_with_holonomic_constraint_linearizes_to_the_textbook_oscillato
     sys = cart_pendulum(m, L, g)
     part = ballctl.Partition.from_coordinates(sys, ["px"], [], ["py"])
     # hanging equilibrium: lam from m g = -D^T lam -> D = (0, -2L): lam = -m g / (2 L)... solved internally
-    A, B = ballctl.linearize_at(sys, [0.0, -L], [0.0, 0.0], [0.0, 0.0], [0.0], part)
+    A, B = ballctl.linear.linearize_at(sys, [0.0, -L], [0.0, 0.0], [0.0, 0.0], [0.0], part)
     np.testing.assert_allclose(A, [[0, 1], [-g / L, 0]], atol=1e-12)
     np.testing.assert_allclose(B, [[0], [1 / m]], atol=1e-14)
     # and along a large swing, against the independent numerical path
@@ -258,7 +258,7 @@ def test_pendulum_with_holonomic_constraint_linearizes_to_the_textbook_oscillato
     x = np.array([L * np.sin(th), -L * np.cos(th)])
     xd = np.array([L * np.cos(th), L * np.sin(th)]) * thd
     xdd = np.array([L * np.cos(th), L * np.sin(th)]) * thdd + np.array([-L * np.sin(th), L * np.cos(th)]) * thd ** 2
-    A, B = ballctl.linearize_at(sys, x, xd, xdd, [0.0], part)
+    A, B = ballctl.linear.linearize_at(sys, x, xd, xdd, [0.0], part)
     A_fd, B_fd = reduced_ode_jacobian(sys, part, x, xd, np.array([0.0]))
     np.testing.assert_allclose(A, A_fd, atol=1e-7)
     np.testing.assert_allclose(B, B_fd, atol=1e-8)
@@ -270,7 +270,7 @@ def test_system_with_both_constraint_kinds():
     x = np.array([0.3, 0.06, 3.0])
     xd = np.array([0.5, 0.1, 5.0])
     xdd, lam = sys.accelerations(x, xd, [0.1])
-    A, B = ballctl.linearize_at(sys, x, xd, xdd, [0.1], part)
+    A, B = ballctl.linear.linearize_at(sys, x, xd, xdd, [0.1], part)
     A_fd, B_fd = reduced_ode_jacobian(sys, part, x, xd, np.array([0.1]))
     np.testing.assert_allclose(A, A_fd, atol=1e-7)
     np.testing.assert_allclose(B, B_fd, atol=1e-7)
@@ -282,17 +282,17 @@ def test_automatic_partition_and_singular_partitions():
     x = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
     auto = ballctl.Partition.automatic(plant, x)
     assert len(auto.independent) == 3 and len(auto.admissible_dependent) == 2
-    with pytest.raises(ballctl.PartitionError, match="missing: roll"):
+    with pytest.raises(ballctl.errors.PartitionError, match="missing: roll"):
         ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "lean"])
-    with pytest.raises(ballctl.PartitionError, match="independent must have 3 coordinates"):
+    with pytest.raises(ballctl.errors.PartitionError, match="independent must have 3 coordinates"):
         ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y"], ["yaw", "lean", "roll"])
-    with pytest.raises(ballctl.PartitionError, match="unknown coordinate 'pitch'"):
+    with pytest.raises(ballctl.errors.PartitionError, match="unknown coordinate 'pitch'"):
         ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "pitch"], ["lean", "roll"])
     # contact_x and contact_y dependent are fine, but (contact_x, lean) dependent is singular
     # when yaw = 0 and lean = 0: D[:, (x, lean)] = [[1, 0], [0, R]] is fine; at yaw = pi/2 it is [[1, -R], [0, 0]]
     bad = ballctl.Partition.from_coordinates(plant, ["contact_y", "yaw", "roll"], ["contact_x", "lean"])
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
-    with pytest.raises(ballctl.PartitionError, match=r"D_dd \(columns of D for contact_x, lean\) is singular at t=0 s"):
+    with pytest.raises(ballctl.errors.PartitionError, match=r"D_dd \(columns of D for contact_x, lean\) is singular at t=0 s"):
         ballctl.linearize(plant, ref, [0.0, 1.0], bad)
 
 
@@ -324,7 +324,7 @@ def test_one_by_one_dependent_block_near_zero_is_caught():
     sys = knife_edge()
     part = ballctl.Partition.from_coordinates(sys, ["x", "heading"], ["y"])
     part.check(sys, [0.0, 0.0, 1.0])
-    with pytest.raises(ballctl.PartitionError, match="is singular"):
+    with pytest.raises(ballctl.errors.PartitionError, match="is singular"):
         part.check(sys, [0.0, 0.0, np.pi / 2 - 1e-12])
 
 

@@ -51,12 +51,12 @@ def test_silverman_meadows_and_floquet_along_the_circle():
         part = ballctl.Partition.from_coordinates(plant, independent, admissible)
         ltv = ballctl.linearize(plant, ref, np.linspace(0, T, 257), part)
         sub = ltv.select_states(part.state_names[:6])
-        sm = ballctl.silverman_meadows(sub, [0.3, 1.7, 4.0], period=T)
+        sm = ballctl.design.silverman_meadows(sub, [0.3, 1.7, 4.0], period=T)
         assert list(sm.ranks) == [rank] * 3
-        pc = ballctl.periodic_controllability(sub)
+        pc = ballctl.design.periodic_controllability(sub)
         assert pc.gramian.rank == rank
         # every Floquet multiplier is 1: the uncontrolled motion along the circle neither grows nor decays
-        np.testing.assert_allclose(np.abs(ballctl.monodromy(sub).multipliers), 1.0, atol=1e-6)
+        np.testing.assert_allclose(np.abs(ballctl.design.monodromy(sub).multipliers), 1.0, atol=1e-6)
     # the unreachable direction is the linearized spin yaw' + sin(lean0) roll' + Omega cos(lean0) lean
     expected = np.array([1.0, np.sin(ref.lean), ref.roll_rate * np.cos(ref.lean)])
     expected /= np.linalg.norm(expected)

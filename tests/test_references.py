@@ -130,13 +130,13 @@ def test_user_path_without_jerk():
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(radius=0.5, omega=5.0, roll_rate=200.0), ballctl.InfeasibleReferenceError,
+    (dict(radius=0.5, omega=5.0, roll_rate=200.0), ballctl.errors.InfeasibleReferenceError,
      "cannot supply the centripetal acceleration.*need \\|omega\\| < 3.7"),
-    (dict(radius=0.5, omega=1.0, roll_rate=10.0), ballctl.InfeasibleReferenceError,
+    (dict(radius=0.5, omega=1.0, roll_rate=10.0), ballctl.errors.InfeasibleReferenceError,
      "roll_rate too low for the speed.*roll_rate >= 25"),
-    (dict(radius=0.5, omega=1.0, roll_rate=40.0, max_tilt=np.deg2rad(2.0)), ballctl.InfeasibleReferenceError,
+    (dict(radius=0.5, omega=1.0, roll_rate=40.0, max_tilt=np.deg2rad(2.0)), ballctl.errors.InfeasibleReferenceError,
      "plate tilt of 4.0.*above max_tilt = 2 deg"),
-    (dict(radius=0.5, omega=1.0, roll_rate=5000.0), ballctl.ChartSingularityError, "singularity"),
+    (dict(radius=0.5, omega=1.0, roll_rate=5000.0), ballctl.errors.ChartSingularityError, "singularity"),
     (dict(radius=-0.5, omega=1.0, roll_rate=40.0), ValueError, "radius must be > 0 m"),
     (dict(radius=0.5, omega=0.0, roll_rate=40.0), ValueError, "omega must be non-zero"),
     (dict(radius=0.5, omega=1.0, roll_rate=40.0, center=(0, 0, 0)), ValueError, "center must have length 2"),
@@ -148,9 +148,9 @@ def test_infeasible_circles_are_refused(kwargs, exc, match):
 
 def test_infeasible_paths_and_chart_edge_are_refused():
     plant = ballctl.BallPlate()
-    with pytest.raises(ballctl.InfeasibleReferenceError, match="at t=.*k_b\\*g"):
+    with pytest.raises(ballctl.errors.InfeasibleReferenceError, match="at t=.*k_b\\*g"):
         ballctl.PathMotion(plant, ballctl.LissajousPath.figure_eight(0.5, 6.0), duration=2.0)
-    with pytest.raises(ballctl.ChartSingularityError, match="lean reaches 89 deg at t = "):
+    with pytest.raises(ballctl.errors.ChartSingularityError, match="lean reaches 89 deg at t = "):
         # heading across the initial velocity: the ball must lean over at once
         ballctl.PathMotion(plant, ballctl.LissajousPath.figure_eight(0.3, 0.8), duration=30.0,
                            initial_orientation=(3 * np.pi / 4, 0.0, 0.0))

@@ -228,7 +228,7 @@ def test_layout_study_through_an_executor_equals_the_serial_table():
     for a, b in zip(serial.rows, parallel.rows):
         assert (a.rank, a.min_relative_eigenvalue, a.least_controllable) == (b.rank, b.min_relative_eigenvalue,
                                                                              b.least_controllable)
-    with pytest.raises(ballctl.ParameterTypeError, match="executor"):
+    with pytest.raises(ballctl.errors.ParameterTypeError, match="executor"):
         compare_rail_layouts(layouts[:1], samples=4, executor="threads")
 
 

@@ -373,9 +373,9 @@ def test_disk_simulate_batch_with_one_input_for_all_runs_and_its_errors():
     assert batch.x.shape == (2, 2, 10)
     assert np.max(np.abs(one.x - batch.x[1])) < 1e-10       # default tolerance 1e-12
     import ballctl
-    with pytest.raises(ballctl.ShapeError, match=r"rail_input must return shape \(4,\) or \(2, 4\)"):
+    with pytest.raises(ballctl.errors.ShapeError, match=r"rail_input must return shape \(4,\) or \(2, 4\)"):
         disk.simulate(X0, (0.0, 1.0), lambda t: np.ones((3, 4)))
-    with pytest.raises(ballctl.NonFiniteStateError, match="rail_input"):
+    with pytest.raises(ballctl.errors.NonFiniteStateError, match="rail_input"):
         disk.simulate(X0, (0.0, 1.0), lambda t: np.full(4, np.nan))
 
 

@@ -114,7 +114,7 @@ def test_bad_options_are_refused_early_with_the_parameter_named(run, periodic, t
     with pytest.raises(ballctl.ParameterError, match="drop_states"):
         controller_data(periodic[1], drop_states=["contact_x"])
     (tmp_path / "file").write_text("x")
-    with pytest.raises(ballctl.FileArgumentError, match="is a file"):
+    with pytest.raises(ballctl.errors.FileArgumentError, match="is a file"):
         write_c_controller(ctrl, tmp_path / "file")
 
 

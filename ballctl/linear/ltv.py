@@ -194,7 +194,7 @@ class LTVSystem:
     def select_states(self, names, *, coupling_tol: float = 1e-9) -> "LTVSystem":
         """The subsystem of the named states (e.g. the dynamic part ``(dx_ai, dxd_ai)``).
 
-        Raises a :class:`~ballctl.PartitionError` unless the other states do not
+        Raises a :class:`~ballctl.errors.PartitionError` unless the other states do not
         drive the selected ones (``|A[:, sel, other]| <= coupling_tol * max|A|``),
         so the subsystem is exact, as for the ball-plate with independent (contact_x, contact_y,
         yaw), where A23 = 0 along the circle.

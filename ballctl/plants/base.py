@@ -46,8 +46,9 @@ O2. ``rhs(t, x, u) -> (..., n_states)``, batched over leading axes and
     ``(n_states, n_states)``.
 O3. ``validate_state(x, name)`` checking the state's invariants (length,
     finiteness, a unit quaternion for the ball).
-O4. ``simulate(x0, t_span, u_of_t, *, method, rtol, atol, breakpoints, t_eval)``
-    returning an :class:`~ballctl.ode.ODETrajectory`.
+O4. ``simulate(x0, t_span, u_of_t, *, options, breakpoints, t_eval)``, with
+    ``options`` an :class:`~ballctl.ode.IntegrationOptions` (method,
+    tolerances, largest step), returning an :class:`~ballctl.ode.ODETrajectory`.
 O5. ``to_constrained_system()`` returning a constrained plant (C1-C6) with
     ``to_ode_state(x, xd)`` and ``from_ode_state(x_ode)``, describing the
     same motion: the time derivative of ``to_ode_state`` along the

@@ -3,7 +3,7 @@ r"""Rolling ball actuated by internal point masses on rails.
 A ball of mass ``m0``, radius ``r``, principal inertia ``(d1, d2, d3)`` about
 its own centre of mass (CM), whose CM sits at ``chi0`` from the geometric
 centre (GC), rolls without slipping on a horizontal plane. ``n >= 0`` point
-masses move along rails fixed in the ball (:mod:`ballctl.rails`); an optional
+masses move along rails fixed in the ball (:mod:`ballctl.plants.rails`); an optional
 external force ``F_e(t)`` acts at the GC. Putkaradze & Rogers (2018),
 eqs. (5.23)/(5.24) and (5.28); ``n = 0`` is the static-structure ball (5.26).
 
@@ -21,7 +21,7 @@ Inputs
 ``inputs="acceleration"`` (the paper): ``u = theta_ddot`` (eq. 7.2), the
 prescribed rail accelerations. ``inputs="force"``: ``u = tau``, the
 generalized motor forces along the rails (the force along the rail tangent
-times ``|d zeta/d theta|``; N for a :class:`~ballctl.rails.SegmentRail`,
+times ``|d zeta/d theta|``; N for a :class:`~ballctl.plants.rails.SegmentRail`,
 N m for a circle parametrised by angle). The two are related by the rail
 equation of each mass (frictionless rail, reaction normal to the rail)::
 

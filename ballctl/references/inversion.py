@@ -26,14 +26,14 @@ from ..plants.ball_plate import BallPlate
 
 __all__ = ["plate_angles_for_acceleration"]
 
-#: Plate tilt (rad) above which a reference draws a :class:`~ballctl.LargeTiltWarning`: 20 deg, the upper end
+#: Plate tilt (rad) above which a reference draws a :class:`~ballctl.errors.LargeTiltWarning`: 20 deg, the upper end
 #: of typical rig limits (5-20 deg); beyond it the quasi-static plate model's error, which grows with the
 #: square of the path's angular rate, and rig saturation degrade the tracking design.
 LARGE_TILT = float(np.deg2rad(20.0))
 
 
 def warn_large_tilt(tilt, what: str, t=None, *, stacklevel: int = 3) -> None:
-    """Issue a :class:`~ballctl.LargeTiltWarning` when a plate tilt exceeds :data:`LARGE_TILT`.
+    """Issue a :class:`~ballctl.errors.LargeTiltWarning` when a plate tilt exceeds :data:`LARGE_TILT`.
 
     Parameters
     ----------

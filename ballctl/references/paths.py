@@ -21,7 +21,7 @@ the plate normal,
 integrated once, at construction, to rtol = atol = 1e-12 (eqs. (45)-(46)).
 The yaw-lean-roll chart is singular at lean = ±90 degrees and, unlike on a
 circle, the lean drifts on paths of varying curvature; a reference whose lean
-reaches ``LEAN_LIMIT`` raises :class:`~ballctl.ChartSingularityError` naming
+reaches ``LEAN_LIMIT`` raises :class:`~ballctl.errors.ChartSingularityError` naming
 the time (shorten the duration, or change ``spin`` / ``initial_orientation``).
 The contact dynamics and plate angles do not depend on the orientation.
 """

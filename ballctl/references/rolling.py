@@ -156,7 +156,7 @@ class DiskRollReference(Reference):
     Parameters
     ----------
     system : RollingDiskSystem
-        Its masses must ride on :class:`~ballctl.rails.CircleRail` rails
+        Its masses must ride on :class:`~ballctl.plants.rails.CircleRail` rails
         centred at the GC, and the disk's own CM must be at the GC
         (``cm_offset_m = 0``).
     cruise_speed_mps : float

@@ -73,7 +73,7 @@ def gramian_rank(W, *, rank_rtol: float = RANK_RTOL) -> int:
 
     The one rank test of ballctl: every controllability and observability verdict (:func:`gramian`,
     :func:`discrete_gramian`, :func:`~ballctl.observability_gramian`, :func:`~ballctl.compare_partitions`,
-    :func:`~ballctl.compare_rail_layouts`) is this function of its Gramian. ``W`` is scaled symmetrically,
+    :func:`~ballctl.studies.compare_rail_layouts`) is this function of its Gramian. ``W`` is scaled symmetrically,
     :math:`\hat W = D^{-1/2} W D^{-1/2}` with :math:`D = \mathrm{diag}(W)` (:func:`jacobi_scaled`; a state with no
     energy at all is a missing direction), and the rank is the number of singular values of :math:`\hat W` above
     ``rank_rtol`` times the largest. A change of units :math:`X \to S X` (``S`` diagonal, positive) maps ``W`` to
