@@ -83,11 +83,13 @@ def test_as_vector_names_the_parameter(value, cls, match):
 def test_as_stack_accepts_a_constant_and_rejects_a_wrong_stack():
     Q = as_stack(np.eye(2), "Q", (5, 2, 2), allow_constant=True)
     assert Q.shape == (5, 2, 2)
-    with pytest.raises(ballctl.errors.ShapeError, match=r"Q must have shape \(5, 2, 2\) or \(2, 2\), got shape \(4, 2, 2\)"):
+    with pytest.raises(ballctl.errors.ShapeError,
+                       match=r"Q must have shape \(5, 2, 2\) or \(2, 2\), got shape \(4, 2, 2\)"):
         as_stack(np.zeros((4, 2, 2)), "Q", (5, 2, 2), allow_constant=True)
 
 
-@pytest.mark.parametrize("value, cls", [(True, ballctl.errors.ParameterTypeError), (2.0, ballctl.errors.ParameterTypeError),
+@pytest.mark.parametrize("value, cls", [(True, ballctl.errors.ParameterTypeError), (2.0,
+                                                                                    ballctl.errors.ParameterTypeError),
                                         ("3", ballctl.errors.ParameterTypeError), (0, ballctl.ParameterError)])
 def test_check_integer(value, cls):
     with pytest.raises(cls, match=r"order must be an integer >= 1"):
@@ -112,7 +114,8 @@ def test_uniform_spacing_tolerates_linspace_rounding_only():
 
 # ------------------------------------------------------------------ integration guards
 def test_check_finite_at_names_time_and_entry():
-    with pytest.raises(ballctl.errors.NonFiniteStateError, match=r"state became non-finite at t = 1.5 s \(y = nan") as info:
+    with pytest.raises(ballctl.errors.NonFiniteStateError,
+                       match=r"state became non-finite at t = 1.5 s \(y = nan") as info:
         check_finite_at([0.0, np.nan], time=1.5, quantity="state", names=["x", "y"])
     assert info.value.time == 1.5 and info.value.quantity == "state"
 
@@ -124,13 +127,15 @@ def test_guard_rhs_stops_solve_ivp_on_a_nan_derivative():
     def f(t, y):
         return np.array([np.nan if t > 0.3 else -y[0]])
 
-    with pytest.raises(ballctl.errors.NonFiniteStateError, match=r"demo: state derivative became non-finite at t = 0.3"):
+    with pytest.raises(ballctl.errors.NonFiniteStateError,
+                       match=r"demo: state derivative became non-finite at t = 0.3"):
         solve_ivp(guard_rhs(f, context="demo"), (0.0, 1.0), [1.0], rtol=1e-8)
 
 
 def test_step_budget_stops_an_endless_loop():
     budget = StepBudget("loop", max_steps=100)
-    with pytest.raises(ballctl.errors.IntegrationBudgetError, match="loop: step budget of 100 steps exhausted at t = 100"):
+    with pytest.raises(ballctl.errors.IntegrationBudgetError,
+                       match="loop: step budget of 100 steps exhausted at t = 100"):
         for k in range(10**9):
             budget.tick(float(k))
 
@@ -150,7 +155,8 @@ def test_simulate_stops_on_an_input_that_turns_nan(ball_plate_circle):
     def u(t):
         return np.array([np.nan, 0.0]) if t > 0.05 else s.u
 
-    with pytest.raises(ballctl.errors.NonFiniteStateError, match=r"simulate: input u became non-finite at t = 0.05\d* s "
+    with pytest.raises(ballctl.errors.NonFiniteStateError,
+                       match=r"simulate: input u became non-finite at t = 0.05\d* s "
                                                            r"\(alpha = nan"):
         ballctl.simulate(plant, s.x, s.xd, u, (0.0, 0.2))
 
@@ -258,7 +264,8 @@ def test_a_users_path_that_raises_or_has_the_wrong_shape_is_named():
 
 
 def test_exact_circle_names_the_plant_it_needs():
-    with pytest.raises(ballctl.errors.ParameterTypeError, match="MovingPlateBallPlate or ServoPlateBallPlate .*got BallPlate"):
+    with pytest.raises(ballctl.errors.ParameterTypeError,
+                       match="MovingPlateBallPlate or ServoPlateBallPlate .*got BallPlate"):
         ballctl.exact_circular_motion(ballctl.BallPlate(), ballctl.LissajousPath.circle(0.5, 1.0), 40.0)
 
 

@@ -292,7 +292,8 @@ def test_automatic_partition_and_singular_partitions():
     # when yaw = 0 and lean = 0: D[:, (x, lean)] = [[1, 0], [0, R]] is fine; at yaw = pi/2 it is [[1, -R], [0, 0]]
     bad = ballctl.Partition.from_coordinates(plant, ["contact_y", "yaw", "roll"], ["contact_x", "lean"])
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
-    with pytest.raises(ballctl.errors.PartitionError, match=r"D_dd \(columns of D for contact_x, lean\) is singular at t=0 s"):
+    with pytest.raises(ballctl.errors.PartitionError,
+                       match=r"D_dd \(columns of D for contact_x, lean\) is singular at t=0 s"):
         ballctl.linearize(plant, ref, [0.0, 1.0], bad)
 
 

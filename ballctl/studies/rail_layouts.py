@@ -103,7 +103,8 @@ class RailLayout:
     def __post_init__(self) -> None:
         rails = tuple(self.rails)
         if not rails or not all(isinstance(r, Rail) for r in rails):
-            raise ParameterTypeError(f"layout {self.name!r}: rails must be a non-empty sequence of ballctl.plants.rails.Rail")
+            raise ParameterTypeError(f"layout {self.name!r}: rails must be a non-empty sequence of "
+                                     "ballctl.plants.rails.Rail")
         park = tuple(float(a) for a in self.park_angles) if self.park_angles else (0.0,) * len(rails)
         if len(park) != len(rails):
             raise ParameterError(f"layout {self.name!r}: park_angles needs one value per rail ({len(rails)}), "
