@@ -14,7 +14,7 @@ import numpy as np
 from ._errors import ParameterError
 from ._validation import ProblemCollector, check_finite_scalar, check_nonnegative, check_positive
 
-__all__ = ["RigLimits", "Sensor", "LoopImperfections"]
+__all__ = ["RigLimits", "Sensor", "LoopImperfections", "per_signal"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,3 +163,14 @@ class LoopImperfections:
         check.raise_if_any()
         for name in ("frame_drop", "actuator_deadband", "timing_jitter_s"):
             object.__setattr__(self, name, float(getattr(self, name)))
+
+
+def per_signal(sensors, field: str) -> np.ndarray:
+    """A sensor field (``"noise_std"`` or ``"bias"``, m or rad) stacked signal by signal, sensor by sensor, shape (ny,).
+
+    Parameters
+    ----------
+    sensors : sequence of Sensor
+    field : {"noise_std", "bias"}
+    """
+    return np.array([v for s in sensors for v in getattr(s, field)], dtype=float)

@@ -56,20 +56,12 @@ def _track_run(design_rig, truth, horizon, seed, *, offset=0.05, radius=0.5):
     x0 = s.x.copy()
     x0[0] += offset
     dt = design_rig.dt
-    run = simulate_closed_loop(
-        _with_noise_of(ctrl, truth),
-        truth.truth_initial_state(x0),
-        s.xd,
-        truth=truth.truth_plant(),
-        seed=seed,
-        options=ClosedLoopOptions(
-            method="rk4",
-            imperfections=truth.imperfections.loop,
-            limits=truth.limits,
-            substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
-            divergence_error=1.0,
-        ),
-    )
+    run = simulate_closed_loop(_with_noise_of(ctrl, truth), truth.truth_initial_state(x0), s.xd,
+                               truth=truth.truth_plant(), seed=seed,
+                               options=ClosedLoopOptions(method="rk4", imperfections=truth.imperfections.loop,
+                                                         limits=truth.limits,
+                                                         substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
+                                                         divergence_error=1.0))
     return ctrl, run
 
 
@@ -161,14 +153,9 @@ def cost(seconds=60.0):
         options=ClosedLoopOptions(method="rk4", substeps=2),
     )  # warm
     t0 = time.perf_counter()
-    simulate_closed_loop(
-        ctrl,
-        base.truth_initial_state(s.x),
-        s.xd,
-        truth=base.truth_plant(),
-        seed=0,
-        options=ClosedLoopOptions(method="rk4", imperfections=base.imperfections.loop, limits=base.limits, substeps=2),
-    )
+    simulate_closed_loop(ctrl, base.truth_initial_state(s.x), s.xd, truth=base.truth_plant(), seed=0,
+                         options=ClosedLoopOptions(method="rk4", imperfections=base.imperfections.loop,
+                                                   limits=base.limits, substeps=2))
     one_run = time.perf_counter() - t0
     t0 = time.perf_counter()
     result = identify_rig(log, base, workers=2)

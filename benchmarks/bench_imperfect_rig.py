@@ -34,16 +34,9 @@ DEG = np.pi / 180
 
 
 def _run(rig, ctrl, x0, xd0, period):
-    r = simulate_closed_loop(
-        ctrl,
-        rig.truth_initial_state(x0),
-        xd0,
-        truth=rig.truth_plant(),
-        seed=0,
-        options=ClosedLoopOptions(
-            method="rk4", limits=rig.limits, substeps=2, divergence_error=1.0, imperfections=rig.imperfections.loop
-        ),
-    )
+    r = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(), seed=0,
+                             options=ClosedLoopOptions(method="rk4", limits=rig.limits, substeps=2,
+                                                       divergence_error=1.0, imperfections=rig.imperfections.loop))
     s = r.summary()
     if s.diverged:
         return "diverged", "diverged"

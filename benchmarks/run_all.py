@@ -92,7 +92,7 @@ def handwritten_closed_loop(params, x0, xd0, t, x_ref, xd_ref, u_ref, gains, sel
     ndarray, shape (K, 10)
         ``(x, xd)`` at the control times.
     """
-    m, R, inertia, g = params
+    m, R, inertia, g = params[:4]   # no rolling resistance in this hand-written peer
     kkt = np.zeros((7, 7))
     kkt[0, 0] = kkt[1, 1] = m
 
@@ -186,12 +186,58 @@ def _first_call(cache_dir: str) -> tuple[float, float]:
     return imp, first
 
 
+_LOOP_AT_REVISION = r"""
+import sys, time, numpy as np
+sys.path.insert(0, sys.argv[1])
+import ballctl
+scale, rep = float(sys.argv[2]), int(sys.argv[3])
+plant = ballctl.BallPlate()
+ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
+part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
+s0 = ref(0.0)
+x0 = np.array(s0.x, dtype=float).reshape(-1)
+xd0 = np.array(s0.xd, dtype=float).reshape(-1)
+x0[0] += 0.02
+dt = 1e-3
+steps = int(np.floor(4 * np.pi / scale / dt))
+if hasattr(ballctl, "LQRWeights"):
+    w = ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2), Q_N=10 * np.eye(6))
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=steps * dt, weights=w)
+    run = lambda: ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(method="rk4"))
+else:   # the API before the options objects
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=steps * dt, states=part.state_names[:6],
+                                       Q=np.eye(6), R=np.eye(2), Q_N=10 * np.eye(6))
+    run = lambda: ballctl.simulate_closed_loop(ctrl, x0, xd0, integrator="rk4")
+run()
+best = min((lambda t0: (run(), time.perf_counter() - t0)[1])(time.perf_counter()) for _ in range(rep))
+print(best)
+"""
+
+
+def _loop_at_revision(rev: str, scale: float, rep: int) -> float:
+    """Best wall time of the row-1 closed loop at git revision ``rev`` (temporary worktree, fresh process)."""
+    root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = os.path.join(tmp, "tree")
+        subprocess.run(["git", "-C", root, "worktree", "add", "--detach", "-q", tree, rev], check=True)
+        try:
+            out = subprocess.run([sys.executable, "-c", _LOOP_AT_REVISION, tree, str(scale), str(rep)],
+                                 capture_output=True, text=True, check=True)
+        finally:
+            subprocess.run(["git", "-C", root, "worktree", "remove", "--force", tree], check=False)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> int:
     """Run every row and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one tenth of every horizon and run count")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of the fast rows (best kept)")
     parser.add_argument("--no-dask", action="store_true", help="skip the LocalCluster row")
+    parser.add_argument("--against", metavar="REV",
+                        help="also time the same closed loop at git revision REV (a temporary worktree, a fresh "
+                             "process): the before/after ratio of a change")
     args = parser.parse_args(argv)
     import ballctl
 
@@ -213,14 +259,9 @@ def main(argv=None) -> int:
     # 1. closed loop at 1 ms
     dt = 1e-3
     steps = int(np.floor(4 * np.pi / scale / dt))
-    ctrl = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=dt,
-        horizon=steps * dt,
-        weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2), Q_N=10 * np.eye(6)),
-    )
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=steps * dt,
+                                       weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6),
+                                                                  R=np.eye(2), Q_N=10 * np.eye(6)))
     sim_time = steps * dt
     ballctl.simulate_closed_loop(
         ctrl, x0, s0.xd, duration=10 * dt, options=ballctl.ClosedLoopOptions(method="rk4")
@@ -235,13 +276,19 @@ def main(argv=None) -> int:
                                                      smp.xd[:K], smp.u[:K], ctrl.lqr.gains, sel), 1)
     gap = np.abs(yh[:, :2] - res.x[:, :2]).max()
     py_steps = max(steps // 10, 10)
-    py, rpy = _best(
-        lambda: ballctl.simulate_closed_loop(
-            ctrl, x0, s0.xd, duration=py_steps * dt, options=ballctl.ClosedLoopOptions(method="rk4", backend="python")
-        ),
-        1,
-    )
+    py, rpy = _best(lambda: ballctl.simulate_closed_loop(ctrl, x0, s0.xd, duration=py_steps * dt,
+                                                         options=ballctl.ClosedLoopOptions(method="rk4",
+                                                                                           backend="python")), 1)
     py_scaled = py * steps / py_steps
+    agree = np.abs(rpy.x - res.x[:py_steps + 1]).max()   # the Python driver and the compiled loop, same steps
+    row(f"closed loop {sim_time:.4g} s at 1 ms, RK4: Python driver vs compiled loop (the same kernels)",
+        f"max |x - x_compiled| = {agree:.1e} m or rad over {py_steps} steps", "tested bound 1e-10",
+        "agree" if agree <= 1e-10 else "DISAGREE")
+    if args.against:
+        before = _loop_at_revision(args.against, scale, rep)
+        row(f"closed loop {sim_time:.4g} s at 1 ms, RK4, warm: this tree vs revision {args.against}",
+            f"{ours:.4f} s", f"{before:.4f} s (same machine, same run, fresh process)",
+            f"{before / ours:.2f}x (>= 1: as fast or faster)")
     row(f"closed loop {sim_time:.4g} s at 1 ms, RK4, warm",
         f"{ours:.4f} s ({sim_time / ours:.0f}x real time; {_cpu(res)})",
         f"hand-written numpy loop {hand:.3f} s ({_cpu(yh)}); ballctl Python loop {py_scaled:.2f} s "
@@ -266,12 +313,8 @@ def main(argv=None) -> int:
     sim = ballctl.ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=2, divergence_error=0.2)
     ballctl.simulate_closed_loop(lqg, xe0, se.xd, duration=10 * rig.dt, truth=truth, seed=0, options=sim)  # load
     rig_c, rc = _best(lambda: ballctl.simulate_closed_loop(lqg, xe0, se.xd, truth=truth, seed=0, options=sim), rep)
-    rig_p, rp = _best(
-        lambda: ballctl.simulate_closed_loop(
-            lqg, xe0, se.xd, truth=truth, seed=0, options=dataclasses.replace(sim, backend="python")
-        ),
-        1,
-    )
+    rig_p, rp = _best(lambda: ballctl.simulate_closed_loop(lqg, xe0, se.xd, truth=truth, seed=0,
+                                                           options=dataclasses.replace(sim, backend="python")), 1)
     row(f"rig loop {horizon:.4g} s at {rig.dt * 1e3:.0f} ms: LQG on the servo plate (tabletop rig), warm",
         f"{rig_c:.4f} s ({_cpu(rc)})", f"ballctl Python loop {rig_p:.3f} s ({_cpu(rp)})",
         f"{rig_p / rig_c:.1f}x; contact points agree to {np.abs(rc.x[:, :2] - rp.x[:, :2]).max():.1e} m, "
@@ -287,14 +330,9 @@ def main(argv=None) -> int:
     # 3. Monte Carlo
     dt_mc = 0.01
     steps_mc = int(round(4 * np.pi / dt_mc))
-    ctrl_mc = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=dt_mc,
-        horizon=steps_mc * dt_mc,
-        weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2)),
-    )
+    ctrl_mc = ballctl.design_tracking_lqr(plant, ref, part, dt=dt_mc, horizon=steps_mc * dt_mc,
+                                          weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6),
+                                                                     R=np.eye(2)))
     unc = ballctl.Uncertainty(parameters={"mass": ballctl.Normal(0.1, 0.005), "radius": ballctl.Normal(0.02, 0.0005)},
                               noise_std={"contact_x": 1e-3, "contact_y": 1e-3},
                               bias={"contact_x": ballctl.Normal(0, 5e-4), "contact_y": ballctl.Normal(0, 5e-4)},
@@ -303,12 +341,8 @@ def main(argv=None) -> int:
                                               "contact_y": ballctl.Normal(0, 0.02)})
     n_runs = 1000 // scale
     ballctl.monte_carlo(ctrl_mc, 2, uncertainty=unc)  # compile/load
-    serial, mc = _best(
-        lambda: ballctl.monte_carlo(
-            ctrl_mc, n_runs, uncertainty=unc, seed=0, settings=ballctl.simulation.MonteCarloSettings(chunk_size=100)
-        ),
-        1,
-    )
+    serial, mc = _best(lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0,
+                                                   settings=ballctl.simulation.MonteCarloSettings(chunk_size=100)), 1)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(2) as pool:
@@ -325,9 +359,8 @@ def main(argv=None) -> int:
             with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
                     Client(cl) as client:
                 ex = client.get_executor()
-                ballctl.monte_carlo(
-                    ctrl_mc, 2, uncertainty=unc, settings=ballctl.simulation.MonteCarloSettings(executor=ex)
-                )
+                ballctl.monte_carlo(ctrl_mc, 2, uncertainty=unc,
+                                    settings=ballctl.simulation.MonteCarloSettings(executor=ex))
                 on_dask = ballctl.simulation.MonteCarloSettings(chunk_size=100, executor=ex)
                 dsk, mcd = _best(
                     lambda: ballctl.monte_carlo(ctrl_mc, n_runs, uncertainty=unc, seed=0, settings=on_dask), 1

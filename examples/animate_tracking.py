@@ -45,18 +45,11 @@ def ball_plate_animation(out: Path, *, frames: int, dt: float):
     ref = ballctl.CircularMotion(plant, radius=0.5, omega=1.0, roll_rate=40.0)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
     horizon = dt * int(ref.period / dt)  # one revolution, a whole number of samples
-    ctrl = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=dt,
-        horizon=horizon,
-        weights=ballctl.LQRWeights(
-            states=part.state_names[:6],
-            max_state_errors=MAX_STATE_ERRORS,
-            max_input_errors={"alpha": np.deg2rad(3.0), "beta": np.deg2rad(3.0)},
-        ),
-    )
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=horizon,
+                                       weights=ballctl.LQRWeights(states=part.state_names[:6],
+                                                                  max_state_errors=MAX_STATE_ERRORS,
+                                                                  max_input_errors={"alpha": np.deg2rad(3.0),
+                                                                                    "beta": np.deg2rad(3.0)}))
     s0 = ref(0.0)
     x0 = s0.x + np.array([0.05, 0.0, 0.0, 0.0, 0.0])
     run = ballctl.simulate_closed_loop(ctrl, x0, s0.xd, options=ballctl.ClosedLoopOptions(method="rk4", substeps=4))

@@ -158,18 +158,11 @@ def run_case(case: Case, *, revolutions: float = 2.0, pivot_depth: float = 0.02,
 
     # (b) quasi-static LQR on the servo plant
     part_qs = ballctl.Partition.from_coordinates(quasi, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-    ctrl_qs = ballctl.design_tracking_lqr(
-        quasi,
-        qs_ref,
-        part_qs,
-        dt=DT,
-        horizon=horizon,
-        weights=ballctl.LQRWeights(
-            states=part_qs.state_names[:6],
-            max_state_errors=QS_STATE_ERRORS,
-            max_input_errors={"alpha": INPUT_ERROR, "beta": INPUT_ERROR},
-        ),
-    )
+    ctrl_qs = ballctl.design_tracking_lqr(quasi, qs_ref, part_qs, dt=DT, horizon=horizon,
+                                          weights=ballctl.LQRWeights(states=part_qs.state_names[:6],
+                                                                     max_state_errors=QS_STATE_ERRORS,
+                                                                     max_input_errors={"alpha": INPUT_ERROR,
+                                                                                       "beta": INPUT_ERROR}))
     s_qs = ctrl_qs.samples
 
     def reduce_qs(k, x, xd):
@@ -180,18 +173,10 @@ def run_case(case: Case, *, revolutions: float = 2.0, pivot_depth: float = 0.02,
 
     # (b') quasi-static LQR on the contact subsystem only (no yaw feedback)
     contact_states = [nm for nm in part_qs.state_names if nm.startswith("contact")]
-    ctrl_qc = ballctl.design_tracking_lqr(
-        quasi,
-        qs_ref,
-        part_qs,
-        dt=DT,
-        horizon=horizon,
-        weights=ballctl.LQRWeights(
-            states=contact_states,
-            max_state_errors={k: v for k, v in QS_STATE_ERRORS.items() if k in contact_states},
-            max_input_errors={"alpha": INPUT_ERROR, "beta": INPUT_ERROR},
-        ),
-    )
+    weights = ballctl.LQRWeights(states=contact_states,
+                                 max_state_errors={k: v for k, v in QS_STATE_ERRORS.items() if k in contact_states},
+                                 max_input_errors={'alpha': INPUT_ERROR, 'beta': INPUT_ERROR})
+    ctrl_qc = ballctl.design_tracking_lqr(quasi, qs_ref, part_qs, dt=DT, horizon=horizon, weights=weights)
 
     def reduce_qc(k, x, xd):
         return ctrl_qc.ltv.reduce(x[:5] - s_qs.x[k], xd[:5] - s_qs.xd[k])
@@ -201,16 +186,10 @@ def run_case(case: Case, *, revolutions: float = 2.0, pivot_depth: float = 0.02,
     # (c) exact LQR on the servo plant
     part = ballctl.Partition.from_coordinates(truth, ["contact_x", "contact_y", "yaw", "alpha", "beta"],
                                               ["lean", "roll"])
-    ctrl = ballctl.design_tracking_lqr(
-        truth,
-        ref,
-        part,
-        dt=DT,
-        horizon=horizon,
-        weights=ballctl.LQRWeights(
-            max_state_errors=EXACT_STATE_ERRORS, max_input_errors={"alpha_cmd": INPUT_ERROR, "beta_cmd": INPUT_ERROR}
-        ),
-    )
+    ctrl = ballctl.design_tracking_lqr(truth, ref, part, dt=DT, horizon=horizon,
+                                       weights=ballctl.LQRWeights(max_state_errors=EXACT_STATE_ERRORS,
+                                                                  max_input_errors={"alpha_cmd": INPUT_ERROR,
+                                                                                    "beta_cmd": INPUT_ERROR}))
     s_ex = ctrl.samples
 
     def reduce_ex(k, x, xd):

@@ -44,16 +44,9 @@ def run(out: Path, *, t_final: float = 10.0, dt: float = 0.1) -> dict:
     errors = {"contact_x": 0.02, "contact_y": 0.02, **{n: 1.0 for n in ("yaw", "pitch", "roll")},
               **{f"{n}_rate": 2.0 for n in ("yaw", "pitch", "roll")},
               **{f"theta_{i}": 1.0 for i in range(1, 4)}, **{f"theta_{i}_rate": 2.0 for i in range(1, 4)}}
-    ctrl = ballctl.design_tracking_lqr(
-        system,
-        ref,
-        part,
-        dt=dt,
-        horizon=t_final,
-        weights=ballctl.LQRWeights(
-            max_state_errors=errors, max_input_errors={f"theta_ddot_{i}": 1.0 for i in range(1, 4)}
-        ),
-    )
+    weights = ballctl.LQRWeights(max_state_errors=errors,
+                                 max_input_errors={f'theta_ddot_{i}': 1.0 for i in range(1, 4)})
+    ctrl = ballctl.design_tracking_lqr(system, ref, part, dt=dt, horizon=t_final, weights=weights)
     s0 = ref(0.0)
     x0, xd0 = s0.x.copy(), s0.xd.copy()
     x0[:3] += [0.05, -0.05, 0.1]

@@ -41,16 +41,9 @@ def run(out: Path, *, dt: float = 0.05, horizon: float = 12.0) -> dict:
                                               ["contact_x"])
     errors = {"phi": 0.02, "phi_rate": 0.05, **{f"theta_{i}": 0.5 for i in range(1, 5)},
               **{f"theta_{i}_rate": 1.0 for i in range(1, 5)}}
-    ctrl = ballctl.design_tracking_lqr(
-        system,
-        ref,
-        part,
-        dt=dt,
-        horizon=horizon,
-        weights=ballctl.LQRWeights(
-            max_state_errors=errors, max_input_errors={f"theta_ddot_{i}": 2.0 for i in range(1, 5)}
-        ),
-    )
+    weights = ballctl.LQRWeights(max_state_errors=errors,
+                                 max_input_errors={f'theta_ddot_{i}': 2.0 for i in range(1, 5)})
+    ctrl = ballctl.design_tracking_lqr(system, ref, part, dt=dt, horizon=horizon, weights=weights)
     s0 = ref(0.0)
     x0, xd0 = s0.x.copy(), s0.xd.copy()
     x0[:2] += [-0.1, 0.1]

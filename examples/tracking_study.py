@@ -29,20 +29,14 @@ ERRORS4 = {k: v for k, v in ERRORS6.items() if not k.startswith("yaw")}
 
 def design(plant, ref, *, dt, horizon, states, errors, input_deg=3.0, scale=1.0, terminal=1.0, t0=0.0):
     part = ballctl.Partition.from_coordinates(plant, *PAPER_PARTITION)
-    return ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=dt,
-        horizon=horizon,
-        weights=ballctl.LQRWeights(
-            states=states,
-            max_state_errors={k: v / np.sqrt(scale) for k, v in errors.items()},
-            max_input_errors={"alpha": np.deg2rad(input_deg), "beta": np.deg2rad(input_deg)},
-            terminal_factor=terminal,
-        ),
-        options=ballctl.design.TrackingOptions(t0=t0),
-    )
+    return ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=horizon,
+                                       weights=ballctl.LQRWeights(states=states,
+                                                                  max_state_errors={k: v / np.sqrt(scale) for k,
+                                                                                    v in errors.items()},
+                                                                  max_input_errors={"alpha": np.deg2rad(input_deg),
+                                                                                    "beta": np.deg2rad(input_deg)},
+                                                                  terminal_factor=terminal),
+                                       options=ballctl.design.TrackingOptions(t0=t0))
 
 
 def offset_start(ref, t0, dx=0.05, dy=0.0):
@@ -68,15 +62,15 @@ def paper_study(plant, dt, horizon, out):
     heavy = design(plant, ref, dt=dt, horizon=horizon, states=states, errors=ERRORS6, scale=100.0,
                    input_deg=0.03, terminal=100.0)  # eq. (84)
     x0, xd0 = offset_start(ref, 0.0)
-    runs = {
-        "base NL": ballctl.simulate_closed_loop(base, x0, xd0),
-        "base L": ballctl.simulate_closed_loop(base, x0, xd0, options=ballctl.ClosedLoopOptions(model="linear")),
-        "open loop": ballctl.simulate_closed_loop(base, x0, xd0, options=ballctl.ClosedLoopOptions(feedback="open")),
-        "heavy (84) NL": ballctl.simulate_closed_loop(heavy, x0, xd0),
-        "noisy NL": ballctl.simulate_closed_loop(
-            heavy, x0, xd0, seed=1, options=ballctl.ClosedLoopOptions(noise_std={"contact_x": 2e-3, "contact_y": 2e-3})
-        ),
-    }
+    runs = {"base NL": ballctl.simulate_closed_loop(base, x0, xd0),
+            "base L": ballctl.simulate_closed_loop(base, x0, xd0, options=ballctl.ClosedLoopOptions(model="linear")),
+            "open loop": ballctl.simulate_closed_loop(base, x0, xd0,
+                                                      options=ballctl.ClosedLoopOptions(feedback="open")),
+            "heavy (84) NL": ballctl.simulate_closed_loop(heavy, x0, xd0),
+            "noisy NL": ballctl.simulate_closed_loop(heavy, x0, xd0, seed=1,
+                                                     options=ballctl.ClosedLoopOptions(noise_std={"contact_x": 2e-3,
+                                                                                                  "contact_y": 2e-3})),
+            }
     summaries = {k: r.summary() for k, r in runs.items()}
     for k, sm in summaries.items():
         print(f"  {k:14s} {fmt(sm)}")
@@ -128,9 +122,8 @@ def sweep(plant, dt, horizon, radii, fractions):
             ctrl = design(plant, ref, dt=dt, horizon=horizon, states=states, errors=ERRORS6)
             x0, xd0 = offset_start(ref, 0.0, 0.02, 0.0)
             try:
-                sm = ballctl.simulate_closed_loop(
-                    ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(limits=limits)
-                ).summary()
+                sm = ballctl.simulate_closed_loop(ctrl, x0, xd0,
+                                                  options=ballctl.ClosedLoopOptions(limits=limits)).summary()
                 final, peak_beta = sm.final_error_m, sm.peak_input_rad["beta"]
                 saturated = sm.limit_steps.get("max_angle", 0.0)
             except (ballctl.BallctlError, np.linalg.LinAlgError) as exc:  # e.g. the chart edge

@@ -21,19 +21,13 @@ def setup():
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
 
     def design(scale=1.0, dt=0.02, horizon=4.0, input_deg=3.0, terminal=1.0):
-        return ballctl.design_tracking_lqr(
-            plant,
-            ref,
-            part,
-            dt=dt,
-            horizon=horizon,
-            weights=ballctl.LQRWeights(
-                states=part.state_names[:6],
-                max_state_errors={k: v / np.sqrt(scale) for k, v in MAX_STATE_ERRORS.items()},
-                max_input_errors={"alpha": np.deg2rad(input_deg), "beta": np.deg2rad(input_deg)},
-                terminal_factor=terminal,
-            ),
-        )
+        return ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=horizon,
+                                           weights=ballctl.LQRWeights(states=part.state_names[:6],
+                                                                      max_state_errors={k: v / np.sqrt(scale) for k,
+                                                                                        v in MAX_STATE_ERRORS.items()},
+                                                                      max_input_errors={"alpha": np.deg2rad(input_deg),
+                                                                                        "beta": np.deg2rad(input_deg)},
+                                                                      terminal_factor=terminal))
 
     s0 = ref(0.0)
     x0 = s0.x.copy()
@@ -63,9 +57,8 @@ def test_heavier_weights_lower_the_peak_plate_angles(setup):
     # state limits / 10, input limits / 100, terminal factor 100
     plant, ref, part, design, x0, xd0 = setup
     base = ballctl.simulate_closed_loop(design(), x0, xd0, options=FAST).summary()
-    heavy = ballctl.simulate_closed_loop(
-        design(scale=100.0, input_deg=0.03, terminal=100.0), x0, xd0, options=FAST
-    ).summary()
+    heavy = ballctl.simulate_closed_loop(design(scale=100.0, input_deg=0.03, terminal=100.0), x0, xd0,
+                                         options=FAST).summary()
     assert heavy.peak_input_rad["beta"] < base.peak_input_rad["beta"]
     assert heavy.final_error_m < 2e-3
 
@@ -73,16 +66,14 @@ def test_heavier_weights_lower_the_peak_plate_angles(setup):
 def test_measurement_noise_is_rejected(setup):
     plant, ref, part, design, x0, xd0 = setup
     ctrl = design()
-    noisy = ballctl.simulate_closed_loop(
-        ctrl, x0, xd0, seed=3, options=replace(FAST, noise_std={"contact_x": 1e-3, "contact_y": 1e-3})
-    )
+    noisy = ballctl.simulate_closed_loop(ctrl, x0, xd0, seed=3, options=replace(FAST, noise_std={"contact_x": 1e-3,
+                                                                                                 "contact_y": 1e-3}))
     s = noisy.summary()
     # 1 mm noise on the measured position: the ball stays within a few mm of the circle
     assert s.steady_state_error_m < 5e-3
     assert np.std(noisy.X_measured[:, 0] - noisy.X[:, 0]) == pytest.approx(1e-3, rel=0.3)
-    again = ballctl.simulate_closed_loop(
-        ctrl, x0, xd0, seed=3, options=replace(FAST, noise_std={"contact_x": 1e-3, "contact_y": 1e-3})
-    )
+    again = ballctl.simulate_closed_loop(ctrl, x0, xd0, seed=3, options=replace(FAST, noise_std={"contact_x": 1e-3,
+                                                                                                 "contact_y": 1e-3}))
     np.testing.assert_array_equal(noisy.x, again.x)  # seeded
 
 
@@ -125,32 +116,19 @@ def test_periodic_terminal_weight_gives_periodic_gains(setup):
     # the gains one period apart agree (to the periodic solution's convergence tolerance)
     plant, ref, part, design, x0, xd0 = setup
     dt = ref.period / 100
-    ctrl = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=dt,
-        horizon=2 * ref.period,
-        weights=ballctl.LQRWeights(
-            states=part.state_names[:6],
-            max_state_errors=MAX_STATE_ERRORS,
-            max_input_errors={"alpha": 0.05, "beta": 0.05},
-            terminal="periodic",
-        ),
-    )
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=2 * ref.period,
+                                       weights=ballctl.LQRWeights(states=part.state_names[:6],
+                                                                  max_state_errors=MAX_STATE_ERRORS,
+                                                                  max_input_errors={"alpha": 0.05, "beta": 0.05},
+                                                                  terminal="periodic"))
     g = ctrl.lqr.gains
     np.testing.assert_allclose(g[:100], g[100:], rtol=1e-8, atol=1e-10 * np.abs(g).max())
     r = ballctl.simulate_closed_loop(ctrl, x0, xd0, options=FAST)
     assert r.summary().final_error_m < 1e-3
     with pytest.raises(ValueError, match="whole number of steps per period"):
-        ballctl.design_tracking_lqr(
-            plant,
-            ref,
-            part,
-            dt=0.01,
-            horizon=1.0,
-            weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2), terminal="periodic"),
-        )
+        ballctl.design_tracking_lqr(plant, ref, part, dt=0.01, horizon=1.0,
+                                    weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2),
+                                                               terminal="periodic"))
 
 
 def test_fixed_step_rk4_agrees_with_adaptive_integration(setup):

@@ -21,18 +21,11 @@ def loop_setup():
     plant = ballctl.BallPlate()
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-    ctrl = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=0.02,
-        horizon=2.0,
-        weights=ballctl.LQRWeights(
-            states=part.state_names[:6],
-            max_state_errors=MAX_STATE_ERRORS,
-            max_input_errors={"alpha": np.deg2rad(3), "beta": np.deg2rad(3)},
-        ),
-    )
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.02, horizon=2.0,
+                                       weights=ballctl.LQRWeights(states=part.state_names[:6],
+                                                                  max_state_errors=MAX_STATE_ERRORS,
+                                                                  max_input_errors={"alpha": np.deg2rad(3),
+                                                                                    "beta": np.deg2rad(3)}))
     s0 = ref(0.0)
     x0 = s0.x.copy()
     x0[0] += 0.05
@@ -107,12 +100,10 @@ def test_compiled_loop_agrees_with_the_python_loop(loop_setup, options):
     plant, ctrl, x0, xd0 = loop_setup
     options = dict(options)
     seed = options.pop("seed", None)
-    py = ballctl.simulate_closed_loop(
-        ctrl, x0, xd0, seed=seed, options=ballctl.ClosedLoopOptions(method="rk4", backend="python", **options)
-    )
-    cc = ballctl.simulate_closed_loop(
-        ctrl, x0, xd0, seed=seed, options=ballctl.ClosedLoopOptions(method="rk4", backend="compiled", **options)
-    )
+    py = ballctl.simulate_closed_loop(ctrl, x0, xd0, seed=seed,
+                                      options=ballctl.ClosedLoopOptions(method="rk4", backend="python", **options))
+    cc = ballctl.simulate_closed_loop(ctrl, x0, xd0, seed=seed,
+                                      options=ballctl.ClosedLoopOptions(method="rk4", backend="compiled", **options))
     # same equations, same arithmetic up to the order of sums: 1e-10 m over the run
     assert np.abs(py.x[:, :2] - cc.x[:, :2]).max() < 1e-10
     assert np.abs(py.x - cc.x).max() < 1e-9  # angles (roll grows to ~80 rad)
@@ -129,23 +120,17 @@ def test_batch_runs_keep_a_run_axis_and_equal_single_runs(loop_setup):
     X0[:, :2] += offsets
     samples = [ballctl.BallPlate(mass=m, radius=r) for m, r in ((0.1, 0.02), (0.12, 0.021), (0.09, 0.019))]
     noise = {"contact_x": 5e-4, "contact_y": 5e-4}
-    batch = ballctl.simulate_closed_loop(
-        ctrl, X0, xd0, truth=samples, seed=11, options=ballctl.ClosedLoopOptions(method="rk4", noise_std=noise)
-    )
+    batch = ballctl.simulate_closed_loop(ctrl, X0, xd0, truth=samples, seed=11,
+                                         options=ballctl.ClosedLoopOptions(method="rk4", noise_std=noise))
     assert isinstance(batch, ballctl.simulation.ClosedLoopBatchResult) and batch.backend == "compiled"
     K = len(batch.t)
     assert batch.x.shape == (3, K, 5) and batch.u.shape == (3, K, 2) and batch.position_error.shape == (3, K)
     assert np.all(batch.status == -1)
     seeds = np.random.SeedSequence(11).spawn(3)
     for i in (0, 2):
-        one = ballctl.simulate_closed_loop(
-            ctrl,
-            X0[i],
-            xd0,
-            truth=samples[i],
-            seed=seeds[i],
-            options=ballctl.ClosedLoopOptions(method="rk4", noise_std=noise, backend="python"),
-        )
+        one = ballctl.simulate_closed_loop(ctrl, X0[i], xd0, truth=samples[i], seed=seeds[i],
+                                           options=ballctl.ClosedLoopOptions(method="rk4", noise_std=noise,
+                                                                             backend="python"))
         assert np.abs(one.x[:, :2] - batch.x[i, :, :2]).max() < 1e-10
         assert batch.run(i).summary().final_error_m == pytest.approx(one.summary().final_error_m, abs=1e-10)
     # a heavier/larger ball is a different plant: its run differs
@@ -155,9 +140,8 @@ def test_batch_runs_keep_a_run_axis_and_equal_single_runs(loop_setup):
 def test_python_batch_path_matches_compiled(loop_setup):
     plant, ctrl, x0, xd0 = loop_setup
     X0 = np.stack([x0, x0 + [0.0, 0.01, 0, 0, 0]])
-    a = ballctl.simulate_closed_loop(
-        ctrl, X0, xd0, duration=0.5, options=ballctl.ClosedLoopOptions(method="rk4", backend="python")
-    )
+    a = ballctl.simulate_closed_loop(ctrl, X0, xd0, duration=0.5, options=ballctl.ClosedLoopOptions(method="rk4",
+                                                                                                    backend="python"))
     b = ballctl.simulate_closed_loop(ctrl, X0, xd0, duration=0.5, options=ballctl.ClosedLoopOptions(method="rk4"))
     assert a.backend == "python" and b.backend == "compiled"
     assert np.abs(a.x[:, :, :2] - b.x[:, :, :2]).max() < 1e-10
@@ -185,9 +169,8 @@ def test_bad_backend_requests(loop_setup):
             ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(backend="compiled")
         )  # DOP853 is not compiled
     with pytest.raises(ValueError, match="seed"):
-        ballctl.simulate_closed_loop(
-            ctrl, np.stack([x0, x0]), xd0, seed=[1, 2, 3], options=ballctl.ClosedLoopOptions(method="rk4")
-        )
+        ballctl.simulate_closed_loop(ctrl, np.stack([x0, x0]), xd0, seed=[1, 2, 3],
+                                     options=ballctl.ClosedLoopOptions(method="rk4"))
     with pytest.raises(ValueError, match="substeps"):
         ballctl.simulate_closed_loop(ctrl, x0, xd0, options=ballctl.ClosedLoopOptions(method="rk4", substeps=0))
 

@@ -51,12 +51,10 @@ def _design(references, rig, name, output_feedback=True):
 
 def _both(ctrl, x0, xd0, *, truth=None, seed=None, **options):
     """The Python driver and the compiled loop on the same run (``options``: ClosedLoopOptions fields)."""
-    py = simulate_closed_loop(
-        ctrl, x0, xd0, truth=truth, seed=seed, options=ClosedLoopOptions(method="rk4", backend="python", **options)
-    )
-    cc = simulate_closed_loop(
-        ctrl, x0, xd0, truth=truth, seed=seed, options=ClosedLoopOptions(method="rk4", backend="compiled", **options)
-    )
+    py = simulate_closed_loop(ctrl, x0, xd0, truth=truth, seed=seed,
+                              options=ClosedLoopOptions(method="rk4", backend="python", **options))
+    cc = simulate_closed_loop(ctrl, x0, xd0, truth=truth, seed=seed,
+                              options=ClosedLoopOptions(method="rk4", backend="compiled", **options))
     return py, cc
 
 
@@ -112,14 +110,9 @@ def test_a_diverging_design_stops_at_the_same_sample(references):
     # in a batch the diverged run is cut in its own result and padded with NaN in the stacked arrays
     X0 = np.stack([x0, x0])
     X0[1, 0] -= 0.05  # started on the reference: stays within 7 cm
-    batch = simulate_closed_loop(
-        ctrl,
-        X0,
-        xd0,
-        truth=truth,
-        seed=[0, 0],
-        options=ClosedLoopOptions(method="rk4", limits=TABLETOP.limits, substeps=2, divergence_error=0.07),
-    )
+    batch = simulate_closed_loop(ctrl, X0, xd0, truth=truth, seed=[0, 0],
+                                 options=ClosedLoopOptions(method="rk4", limits=TABLETOP.limits, substeps=2,
+                                                           divergence_error=0.07))
     assert batch.backend == "compiled" and batch.status[1] == -1
     assert batch.status[0] == len(cc.t) - 1 and batch.run(0).diverged_at == cc.diverged_at
     assert np.isnan(batch.x[0, len(cc.t):]).all() and np.isfinite(batch.x[1]).all()
@@ -127,28 +120,15 @@ def test_a_diverging_design_stops_at_the_same_sample(references):
     assert err.shape == (2, len(batch.t)) and np.isnan(err[0, len(cc.t):]).all()
     np.testing.assert_array_equal(err[0, :len(cc.t)], cc.position_error)
     np.testing.assert_array_equal(batch.run(0).x, cc.x)
-    slow = simulate_closed_loop(
-        ctrl,
-        X0,
-        xd0,
-        truth=truth,
-        seed=[0, 0],
-        options=ClosedLoopOptions(
-            method="rk4", limits=TABLETOP.limits, substeps=2, divergence_error=0.07, backend="python"
-        ),
-    )
+    slow = simulate_closed_loop(ctrl, X0, xd0, truth=truth, seed=[0, 0],
+                                options=ClosedLoopOptions(method="rk4", limits=TABLETOP.limits, substeps=2,
+                                                          divergence_error=0.07, backend="python"))
     assert slow.backend == "python"
     np.testing.assert_array_equal(slow.status, batch.status)
     np.testing.assert_array_equal(np.isnan(slow.x), np.isnan(batch.x))
     with pytest.raises(ballctl.errors.NonFiniteStateError):  # without divergence_error a blow-up raises
-        simulate_closed_loop(
-            ctrl,
-            x0,
-            1e200 * xd0,
-            truth=truth,
-            duration=0.1,
-            options=ClosedLoopOptions(method="rk4", backend="compiled"),
-        )
+        simulate_closed_loop(ctrl, x0, 1e200 * xd0, truth=truth, duration=0.1,
+                             options=ClosedLoopOptions(method="rk4", backend="compiled"))
 
 
 def test_output_feedback_batch_equals_single_python_runs(references):
@@ -159,27 +139,15 @@ def test_output_feedback_batch_equals_single_python_runs(references):
     X0 = np.repeat(x0[None], 3, axis=0)
     X0[1, 1] += 0.02
     XD0 = np.repeat(xd0[None], 3, axis=0)
-    batch = simulate_closed_loop(
-        ctrl,
-        X0,
-        XD0,
-        truth=truths,
-        seed=7,
-        options=ClosedLoopOptions(method="rk4", limits=ODD.limits, substeps=2, divergence_error=0.2),
-    )
+    batch = simulate_closed_loop(ctrl, X0, XD0, truth=truths, seed=7,
+                                 options=ClosedLoopOptions(method="rk4", limits=ODD.limits, substeps=2,
+                                                           divergence_error=0.2))
     assert batch.backend == "compiled" and batch.x.shape == (3, len(batch.t), 7)
     seeds = np.random.SeedSequence(7).spawn(3)
     for i in range(3):
-        one = simulate_closed_loop(
-            ctrl,
-            X0[i],
-            XD0[i],
-            truth=truths[i],
-            seed=seeds[i],
-            options=ClosedLoopOptions(
-                method="rk4", limits=ODD.limits, substeps=2, divergence_error=0.2, backend="python"
-            ),
-        )
+        one = simulate_closed_loop(ctrl, X0[i], XD0[i], truth=truths[i], seed=seeds[i],
+                                   options=ClosedLoopOptions(method="rk4", limits=ODD.limits, substeps=2,
+                                                             divergence_error=0.2, backend="python"))
         _assert_same_run(one, batch.run(i))
     # different noise draws and plants: different runs
     assert np.abs(batch.X_measured[0] - batch.X_measured[2]).max() > 1e-5
@@ -202,27 +170,15 @@ def test_monte_carlo_keeps_the_servo_plate(references):
     # Monte Carlo on a servo-plate design: each run's plant keeps the plate and its servos, the ball varies
     truth, exact, qs, x0, xd0 = references
     ctrl = _design(references, TABLETOP, "exact", output_feedback=False)
-    mc = ballctl.monte_carlo(
-        ctrl,
-        3,
-        uncertainty=ballctl.Uncertainty(parameters={"mass": ballctl.Uniform(0.09, 0.11)}),
-        seed=2,
-        x0=x0,
-        xd0=xd0,
-        options=ballctl.ClosedLoopOptions(method="rk4", substeps=2),
-    )
+    mc = ballctl.monte_carlo(ctrl, 3,
+                             uncertainty=ballctl.Uncertainty(parameters={"mass": ballctl.Uniform(0.09, 0.11)}), seed=2,
+                             x0=x0, xd0=xd0, options=ballctl.ClosedLoopOptions(method="rk4", substeps=2))
     seeds = np.random.SeedSequence(2).spawn(3)
     for i in range(3):
         m = mc.samples["mass"][i]
         plant = type(truth)(replace(truth.params, ball=replace(truth.params.ball, mass=m)), truth.servo)
-        one = simulate_closed_loop(
-            ctrl,
-            x0,
-            xd0,
-            truth=plant,
-            seed=seeds[i],
-            options=ClosedLoopOptions(method="rk4", substeps=2, backend="python"),
-        )
+        one = simulate_closed_loop(ctrl, x0, xd0, truth=plant, seed=seeds[i],
+                                   options=ClosedLoopOptions(method="rk4", substeps=2, backend="python"))
         assert mc.metrics["final_error"][i] == pytest.approx(one.position_error[-1], abs=1e-10)
     assert np.ptp(mc.samples["mass"]) > 1e-3
 
@@ -232,35 +188,23 @@ def test_monte_carlo_runs_the_kalman_filter_on_the_sensors(references):
     # with no uncertainty the run's generator draws only the sensor noise), and a sensor bias moves the ball
     truth, exact, qs, x0, xd0 = references
     ctrl = _design(references, ODD, "exact")
-    mc = ballctl.monte_carlo(
-        ctrl, 2, seed=4, x0=x0, xd0=xd0, options=ballctl.ClosedLoopOptions(method="rk4", substeps=2, limits=ODD.limits)
-    )
+    mc = ballctl.monte_carlo(ctrl, 2, seed=4, x0=x0, xd0=xd0,
+                             options=ballctl.ClosedLoopOptions(method="rk4", substeps=2, limits=ODD.limits))
     seeds = np.random.SeedSequence(4).spawn(2)
     for i in range(2):
-        one = simulate_closed_loop(
-            ctrl,
-            x0,
-            xd0,
-            seed=seeds[i],
-            options=ClosedLoopOptions(method="rk4", limits=ODD.limits, substeps=2, backend="python"),
-        )
+        one = simulate_closed_loop(ctrl, x0, xd0, seed=seeds[i],
+                                   options=ClosedLoopOptions(method="rk4", limits=ODD.limits, substeps=2,
+                                                             backend="python"))
         assert one.feedback == "output"
         assert mc.metrics["final_error"][i] == pytest.approx(one.position_error[-1], abs=1e-10)
     assert mc.metrics["final_error"][0] != mc.metrics["final_error"][1]  # different noise
-    biased = ballctl.monte_carlo(
-        ctrl,
-        1,
-        seed=4,
-        x0=x0,
-        xd0=xd0,
-        uncertainty=ballctl.Uncertainty(bias={"contact_x": ballctl.Uniform(0.01, 0.01)}),
-        options=ballctl.ClosedLoopOptions(method="rk4", substeps=2, limits=ODD.limits),
-    )
+    biased = ballctl.monte_carlo(ctrl, 1, seed=4, x0=x0, xd0=xd0,
+                                 uncertainty=ballctl.Uncertainty(bias={"contact_x": ballctl.Uniform(0.01, 0.01)}),
+                                 options=ballctl.ClosedLoopOptions(method="rk4", substeps=2, limits=ODD.limits))
     assert biased.samples["bias_contact_x"][0] == pytest.approx(0.01)
     assert abs(biased.metrics["final_error"][0] - mc.metrics["final_error"][0]) > 1e-3
-    state = ballctl.monte_carlo(
-        ctrl, 1, seed=4, x0=x0, xd0=xd0, options=ballctl.ClosedLoopOptions(method="rk4", substeps=2, feedback="state")
-    )
+    state = ballctl.monte_carlo(ctrl, 1, seed=4, x0=x0, xd0=xd0,
+                                options=ballctl.ClosedLoopOptions(method="rk4", substeps=2, feedback="state"))
     assert state.metrics["final_error"][0] < mc.metrics["final_error"][0]  # full state, no noise: closer
     with pytest.raises(ValueError, match="sensors carry the noise"):
         ballctl.monte_carlo(ctrl, 1, uncertainty=ballctl.Uncertainty(noise_std={"contact_x": 1e-3}))
@@ -278,18 +222,10 @@ def test_prescribed_moving_plate_runs_compiled_too():
     ref = exact_circular_motion(plant, ballctl.LissajousPath.circle(0.5, 1.0), 40.0, duration=1.1)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw", "alpha", "beta"],
                                               ["lean", "roll"])
-    ctrl = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=0.01,
-        horizon=1.0,
-        weights=ballctl.LQRWeights(
-            max_state_errors={k: v for k, v in EXACT_STATE_ERRORS.items() if k in part.state_names},
-            max_input_errors={"alpha_acc": 5.0, "beta_acc": 5.0},
-        ),
-        options=ballctl.design.TrackingOptions(method="rk4", substeps=2),
-    )
+    errors = {k: v for k, v in EXACT_STATE_ERRORS.items() if k in part.state_names}
+    weights = ballctl.LQRWeights(max_state_errors=errors, max_input_errors={"alpha_acc": 5.0, "beta_acc": 5.0})
+    design_options = ballctl.design.TrackingOptions(method="rk4", substeps=2)
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.01, horizon=1.0, weights=weights, options=design_options)
     s = ref(0.0)
     x0 = s.x.copy()
     x0[0] += 0.02

@@ -41,16 +41,9 @@ def _log(preset, *, duration, radius=0.5, omega=1.0, roll_rate=40.0, offset_free
     s = ref(0.0)
     x0 = s.x.copy()
     x0[0] += 0.02
-    run = simulate_closed_loop(
-        ctrl,
-        truth.truth_initial_state(x0),
-        s.xd,
-        truth=truth.truth_plant(),
-        seed=seed,
-        options=ClosedLoopOptions(
-            method="rk4", imperfections=truth.imperfections.loop, limits=truth.limits, substeps=2
-        ),
-    )
+    run = simulate_closed_loop(ctrl, truth.truth_initial_state(x0), s.xd, truth=truth.truth_plant(), seed=seed,
+                               options=ClosedLoopOptions(method="rk4", imperfections=truth.imperfections.loop,
+                                                         limits=truth.limits, substeps=2))
     return truth, RigLog.from_closed_loop(run, truth, ctrl, source=f"{preset} test log")
 
 

@@ -133,12 +133,10 @@ def test_compiled_loop_equals_the_python_loop_with_every_imperfection(circle):
     ctrl = design_for_rig(rig, exact, "exact", horizon=2.0, offset_free=True)
     kw = dict(limits=rig.limits, substeps=2, method="rk4", imperfections=rig.imperfections.loop)
     x_truth = rig.truth_initial_state(x0)
-    py = simulate_closed_loop(
-        ctrl, x_truth, xd0, truth=rig.truth_plant(), seed=11, options=ClosedLoopOptions(backend="python", **kw)
-    )
-    cc = simulate_closed_loop(
-        ctrl, x_truth, xd0, truth=rig.truth_plant(), seed=11, options=ClosedLoopOptions(backend="compiled", **kw)
-    )
+    py = simulate_closed_loop(ctrl, x_truth, xd0, truth=rig.truth_plant(), seed=11,
+                              options=ClosedLoopOptions(backend="python", **kw))
+    cc = simulate_closed_loop(ctrl, x_truth, xd0, truth=rig.truth_plant(), seed=11,
+                              options=ClosedLoopOptions(backend="compiled", **kw))
     # the same samples lost (NaN in both), the same readings, commands and states: the only difference is
     # the order of the sums in the filter's products (~1e-16 relative), absorbed by the command quantum
     np.testing.assert_array_equal(np.isnan(py.y), np.isnan(cc.y))
@@ -192,16 +190,10 @@ def test_a_plate_level_error_is_rejected_on_the_servo_plate_truth(circle):
     runs = {}
     for offset_free in (False, True):
         ctrl = design_for_rig(rig, exact, "exact", horizon=horizon, offset_free=offset_free)
-        runs[offset_free] = simulate_closed_loop(
-            ctrl,
-            rig.truth_initial_state(x0),
-            xd0,
-            truth=rig.truth_plant(),
-            seed=3,
-            options=ClosedLoopOptions(
-                method="rk4", limits=rig.limits, substeps=2, imperfections=rig.imperfections.loop
-            ),
-        ).summary()
+        runs[offset_free] = simulate_closed_loop(ctrl, rig.truth_initial_state(x0), xd0, truth=rig.truth_plant(),
+                                                 seed=3,
+                                                 options=ClosedLoopOptions(method="rk4", limits=rig.limits, substeps=2,
+                                                                           imperfections=rig.imperfections.loop)).summary()
     # the plain LQG keeps ~3 cm of error per degree; the offset-free design only the noise floor (1.5 mm camera)
     assert runs[False].rms_error_last_period_m > 0.02
     assert runs[True].rms_error_last_period_m < 2.5e-3

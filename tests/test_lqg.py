@@ -19,18 +19,9 @@ def qs():
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
     contact = [n for n in part.state_names if n.startswith("contact")]
-    ctrl = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=DT,
-        horizon=3.0,
-        weights=ballctl.LQRWeights(
-            states=contact,
-            max_state_errors={k: QS_STATE_ERRORS[k] for k in contact},
-            max_input_errors={"alpha": 0.05, "beta": 0.05},
-        ),
-    )
+    weights = ballctl.LQRWeights(states=contact, max_state_errors={k: QS_STATE_ERRORS[k] for k in contact},
+                                 max_input_errors={'alpha': 0.05, 'beta': 0.05})
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=DT, horizon=3.0, weights=weights)
     s0 = ref(0.0)
     x0 = s0.x.copy()
     x0[0] += 0.02
@@ -66,16 +57,14 @@ def test_latency_is_compensated_exactly_on_the_design_model(qs, latency):
 def test_output_feedback_on_the_nonlinear_plant_with_noise_and_bias(qs):
     plant, ref, part, ctrl, x0, xd0 = qs
     noisy = _with_sensor(ctrl, period_s=DT, latency_s=0.03, noise_std=(1e-3, 1e-3))
-    r = ballctl.simulate_closed_loop(
-        noisy, x0, xd0, seed=4, options=ballctl.ClosedLoopOptions(method="rk4", substeps=2)
-    )
+    r = ballctl.simulate_closed_loop(noisy, x0, xd0, seed=4, options=ballctl.ClosedLoopOptions(method="rk4",
+                                                                                               substeps=2))
     sm = r.summary()
     # the filter averages: its contact-point error is below the 1 mm (per axis) sensor noise
     assert sm.estimator_rms_error_m < np.sqrt(2) * 1e-3
     assert sm.steady_state_error_m < 2e-3
-    again = ballctl.simulate_closed_loop(
-        noisy, x0, xd0, seed=4, options=ballctl.ClosedLoopOptions(method="rk4", substeps=2)
-    )
+    again = ballctl.simulate_closed_loop(noisy, x0, xd0, seed=4, options=ballctl.ClosedLoopOptions(method="rk4",
+                                                                                                   substeps=2))
     np.testing.assert_array_equal(r.x, again.x)  # seeded
     # a bias the filter does not know moves the ball by minus the bias: the loop regulates the measurement
     bias = 3e-3
@@ -92,9 +81,8 @@ def test_state_feedback_and_output_feedback_are_distinguished(qs):
     c = _with_sensor(ctrl, period_s=DT)
     with pytest.raises(ballctl.ParameterError, match="noise_std is for state feedback"):
         ballctl.simulate_closed_loop(c, x0, xd0, options=ballctl.ClosedLoopOptions(noise_std={"contact_x": 1e-3}))
-    r = ballctl.simulate_closed_loop(
-        c, x0, xd0, duration=0.2, options=ballctl.ClosedLoopOptions(feedback="state", method="rk4")
-    )
+    r = ballctl.simulate_closed_loop(c, x0, xd0, duration=0.2, options=ballctl.ClosedLoopOptions(feedback="state",
+                                                                                                 method="rk4"))
     assert r.feedback == "state" and np.array_equal(r.X_measured, r.X)
 
 
@@ -103,17 +91,10 @@ def test_yaw_is_not_observable_from_the_contact_point_on_the_quasi_static_model(
     # contact-point sensor (rank 4 of 6); the 4-state contact model is fully observable
     plant, ref, part, ctrl, x0, xd0 = qs
     six = part.state_names[:6]
-    c6 = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=DT,
-        horizon=1.0,
-        weights=ballctl.LQRWeights(
-            states=six, max_state_errors=QS_STATE_ERRORS, max_input_errors={"alpha": 0.05, "beta": 0.05}
-        ),
-        options=ballctl.design.TrackingOptions(feedforward="sample"),
-    )
+    c6 = ballctl.design_tracking_lqr(plant, ref, part, dt=DT, horizon=1.0,
+                                     weights=ballctl.LQRWeights(states=six, max_state_errors=QS_STATE_ERRORS,
+                                                                max_input_errors={"alpha": 0.05, "beta": 0.05}),
+                                     options=ballctl.design.TrackingOptions(feedforward="sample"))
     C = measurement_matrices(c6.ltv, plant.coordinate_names, ("contact_x", "contact_y"))
     rep = observability_gramian(c6.discrete, C)
     assert rep.rank == 4 and not rep.observable

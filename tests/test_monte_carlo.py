@@ -17,18 +17,11 @@ def ctrl():
     plant = ballctl.BallPlate()
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-    return ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=0.02,
-        horizon=2.0,
-        weights=ballctl.LQRWeights(
-            states=part.state_names[:6],
-            max_state_errors=MAX_STATE_ERRORS,
-            max_input_errors={"alpha": np.deg2rad(3), "beta": np.deg2rad(3)},
-        ),
-    )
+    return ballctl.design_tracking_lqr(plant, ref, part, dt=0.02, horizon=2.0,
+                                       weights=ballctl.LQRWeights(states=part.state_names[:6],
+                                                                  max_state_errors=MAX_STATE_ERRORS,
+                                                                  max_input_errors={"alpha": np.deg2rad(3),
+                                                                                    "beta": np.deg2rad(3)}))
 
 
 UNC = ballctl.Uncertainty(parameters={"mass": ballctl.Normal(0.1, 0.01), "radius": ballctl.Uniform(0.019, 0.021)},
@@ -46,35 +39,23 @@ def assert_same(a, b):
 
 
 def test_results_do_not_depend_on_chunking_or_threads(ctrl):
-    a = ballctl.monte_carlo(
-        ctrl, 10, uncertainty=UNC, seed=4, settings=ballctl.simulation.MonteCarloSettings(chunk_size=10)
-    )
-    b = ballctl.monte_carlo(
-        ctrl, 10, uncertainty=UNC, seed=4, settings=ballctl.simulation.MonteCarloSettings(chunk_size=3)
-    )
+    a = ballctl.monte_carlo(ctrl, 10, uncertainty=UNC, seed=4,
+                            settings=ballctl.simulation.MonteCarloSettings(chunk_size=10))
+    b = ballctl.monte_carlo(ctrl, 10, uncertainty=UNC, seed=4,
+                            settings=ballctl.simulation.MonteCarloSettings(chunk_size=3))
     assert_same(a, b)
     with ThreadPoolExecutor(2) as pool:
-        assert_same(
-            a,
-            ballctl.monte_carlo(
-                ctrl,
-                10,
-                uncertainty=UNC,
-                seed=4,
-                settings=ballctl.simulation.MonteCarloSettings(chunk_size=4, executor=pool),
-            ),
-        )
+        assert_same(a, ballctl.monte_carlo(ctrl, 10, uncertainty=UNC, seed=4,
+                                           settings=ballctl.simulation.MonteCarloSettings(chunk_size=4, executor=pool)))
     # a different root seed draws differently
-    c = ballctl.monte_carlo(
-        ctrl, 10, uncertainty=UNC, seed=5, settings=ballctl.simulation.MonteCarloSettings(chunk_size=10)
-    )
+    c = ballctl.monte_carlo(ctrl, 10, uncertainty=UNC, seed=5,
+                            settings=ballctl.simulation.MonteCarloSettings(chunk_size=10))
     assert not np.array_equal(a.samples["mass"], c.samples["mass"])
 
 
 def test_metrics_and_samples_are_the_runs_that_were_drawn(ctrl):
-    mc = ballctl.monte_carlo(
-        ctrl, 12, uncertainty=UNC, seed=1, settings=ballctl.simulation.MonteCarloSettings(chunk_size=5)
-    )
+    mc = ballctl.monte_carlo(ctrl, 12, uncertainty=UNC, seed=1,
+                             settings=ballctl.simulation.MonteCarloSettings(chunk_size=5))
     assert mc.n_runs == 12 and mc.bands.shape == (5, len(ctrl.times) + 1)
     # the drawn values follow their distributions' supports
     assert np.all((mc.samples["radius"] >= 0.019) & (mc.samples["radius"] <= 0.021))
@@ -100,21 +81,16 @@ def test_metrics_and_samples_are_the_runs_that_were_drawn(ctrl):
 
 def test_no_uncertainty_gives_identical_runs_equal_to_the_closed_loop(ctrl):
     mc = ballctl.monte_carlo(ctrl, 3, seed=0, x0=ctrl.samples.x[0] + [0.03, 0, 0, 0, 0])
-    r = ballctl.simulate_closed_loop(
-        ctrl,
-        ctrl.samples.x[0] + [0.03, 0, 0, 0, 0],
-        ctrl.samples.xd[0],
-        options=ballctl.ClosedLoopOptions(method="rk4", backend="python"),
-    )
+    r = ballctl.simulate_closed_loop(ctrl, ctrl.samples.x[0] + [0.03, 0, 0, 0, 0], ctrl.samples.xd[0],
+                                     options=ballctl.ClosedLoopOptions(method="rk4", backend="python"))
     assert np.all(mc.metrics["final_error"] == mc.metrics["final_error"][0])
     assert mc.metrics["final_error"][0] == pytest.approx(r.summary().final_error_m, abs=1e-10)
 
 
 def test_failures_are_counted(ctrl):
     # a 1 um failure threshold: every run with 2 cm offsets "fails"
-    mc = ballctl.monte_carlo(
-        ctrl, 4, uncertainty=UNC, seed=0, settings=ballctl.simulation.MonteCarloSettings(failure_error=1e-6)
-    )
+    mc = ballctl.monte_carlo(ctrl, 4, uncertainty=UNC, seed=0,
+                             settings=ballctl.simulation.MonteCarloSettings(failure_error=1e-6))
     assert mc.failure_rate == 1.0
 
 
@@ -139,18 +115,13 @@ def test_bad_requests(ctrl):
 
 def test_dask_local_cluster_gives_the_serial_results_bit_for_bit(ctrl):
     distributed = pytest.importorskip("dask.distributed")
-    serial = ballctl.monte_carlo(
-        ctrl, 8, uncertainty=UNC, seed=7, settings=ballctl.simulation.MonteCarloSettings(chunk_size=3)
-    )
+    serial = ballctl.monte_carlo(ctrl, 8, uncertainty=UNC, seed=7,
+                                 settings=ballctl.simulation.MonteCarloSettings(chunk_size=3))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) \
             as cluster, distributed.Client(cluster) as client:
-        remote = ballctl.monte_carlo(
-            ctrl,
-            8,
-            uncertainty=UNC,
-            seed=7,
-            settings=ballctl.simulation.MonteCarloSettings(chunk_size=3, executor=client.get_executor()),
-        )
+        remote = ballctl.monte_carlo(ctrl, 8, uncertainty=UNC, seed=7,
+                                     settings=ballctl.simulation.MonteCarloSettings(chunk_size=3,
+                                                                                    executor=client.get_executor()))
     assert_same(serial, remote)
 
 

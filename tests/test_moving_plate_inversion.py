@@ -96,14 +96,10 @@ def test_servo_reference_commands_reproduce_the_motion_and_feed_the_design_chain
                                               ["lean", "roll"])
     errors = dict(contact_x=0.01, contact_y=0.01, yaw=0.5, alpha=0.05, beta=0.05, contact_x_rate=0.1,
                   contact_y_rate=0.1, yaw_rate=5.0, alpha_rate=1.0, beta_rate=1.0, lean=1.0, roll=1e3)
-    ctrl = ballctl.design_tracking_lqr(
-        servo,
-        ref,
-        part,
-        dt=0.02,
-        horizon=1.0,
-        weights=ballctl.LQRWeights(max_state_errors=errors, max_input_errors={"alpha_cmd": 0.05, "beta_cmd": 0.05}),
-    )
+    ctrl = ballctl.design_tracking_lqr(servo, ref, part, dt=0.02, horizon=1.0,
+                                       weights=ballctl.LQRWeights(max_state_errors=errors,
+                                                                  max_input_errors={"alpha_cmd": 0.05,
+                                                                                    "beta_cmd": 0.05}))
     assert ctrl.lqr.gains.shape == (50, 2, 12)
     assert np.all(np.isfinite(ctrl.lqr.gains))
 

@@ -12,14 +12,9 @@ def runs():
     plant = ballctl.BallPlate()
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-    ctrl = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=0.05,
-        horizon=1.0,
-        weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2)),
-    )
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.05, horizon=1.0,
+                                       weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6),
+                                                                  R=np.eye(2)))
     s = ref(0.0)
     x0 = s.x + np.array([0.02, 0, 0, 0, 0])
     return {"NL": ballctl.simulate_closed_loop(ctrl, x0, s.xd),

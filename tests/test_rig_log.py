@@ -128,14 +128,9 @@ def lab_run():
     ref = exact_circular_motion(rig.design_plant(), LissajousPath.circle(0.3, 1.0), 40.0, duration=1.1)
     ctrl = design_for_rig(rig, ref, "exact", horizon=1.0, offset_free=True)
     s = ref(0.0)
-    result = simulate_closed_loop(
-        ctrl,
-        rig.truth_initial_state(s.x),
-        s.xd,
-        truth=rig.truth_plant(),
-        seed=3,
-        options=ClosedLoopOptions(method="rk4", imperfections=rig.imperfections.loop, limits=rig.limits, substeps=2),
-    )
+    result = simulate_closed_loop(ctrl, rig.truth_initial_state(s.x), s.xd, truth=rig.truth_plant(), seed=3,
+                                  options=ClosedLoopOptions(method="rk4", imperfections=rig.imperfections.loop,
+                                                            limits=rig.limits, substeps=2))
     return rig, ctrl, result
 
 

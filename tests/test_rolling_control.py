@@ -105,16 +105,9 @@ def test_disk_lqr_converges_to_position_and_speed_open_loop_does_not(disk_setup)
     system, ref = disk_setup
     part = ballctl.Partition.from_coordinates(system, ["phi"] + [f"theta_{i}" for i in range(1, 5)], [],
                                               ["contact_x"])
-    ctrl = ballctl.design_tracking_lqr(
-        system,
-        ref,
-        part,
-        dt=0.05,
-        horizon=12.0,
-        weights=ballctl.LQRWeights(
-            max_state_errors=DISK_ERRORS, max_input_errors={f"theta_ddot_{i}": 2.0 for i in range(1, 5)}
-        ),
-    )
+    weights = ballctl.LQRWeights(max_state_errors=DISK_ERRORS,
+                                 max_input_errors={f'theta_ddot_{i}': 2.0 for i in range(1, 5)})
+    ctrl = ballctl.design_tracking_lqr(system, ref, part, dt=0.05, horizon=12.0, weights=weights)
     s0 = ref(0.0)
     x0, xd0 = s0.x.copy(), s0.xd.copy()
     x0[1] += 0.1           # 10 cm behind (contact_x = -r phi follows from the constraint)
@@ -171,16 +164,9 @@ def test_ball_lqr_on_rail_accelerations_tracks_the_paper_motion(ball_setup):
     errors = {"contact_x": 0.02, "contact_y": 0.02, **{n: 1.0 for n in ("yaw", "pitch", "roll")},
               **{f"{n}_rate": 2.0 for n in ("yaw", "pitch", "roll")},
               **{f"theta_{i}": 1.0 for i in range(1, 4)}, **{f"theta_{i}_rate": 2.0 for i in range(1, 4)}}
-    ctrl = ballctl.design_tracking_lqr(
-        system,
-        ref,
-        part,
-        dt=0.1,
-        horizon=8.0,
-        weights=ballctl.LQRWeights(
-            max_state_errors=errors, max_input_errors={f"theta_ddot_{i}": 1.0 for i in range(1, 4)}
-        ),
-    )
+    weights = ballctl.LQRWeights(max_state_errors=errors,
+                                 max_input_errors={f"theta_ddot_{i}": 1.0 for i in range(1, 4)})
+    ctrl = ballctl.design_tracking_lqr(system, ref, part, dt=0.1, horizon=8.0, weights=weights)
     s0 = ref(0.0)
     x0, xd0 = s0.x.copy(), s0.xd.copy()
     x0[0] += 0.05

@@ -33,25 +33,15 @@ def run():
     # camera every other step, 1.5 steps of latency (used 2 steps later), 1 mm noise
     cam = Sensor(name="camera", signals=("contact_x", "contact_y"), period_s=0.04, latency_s=0.03,
                  noise_std=(1e-3, 1e-3))
-    ctrl = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=0.02,
-        horizon=0.6,
-        weights=ballctl.LQRWeights(
-            states=contact,
-            max_state_errors={k: QS_STATE_ERRORS[k] for k in contact},
-            max_input_errors={"alpha": 0.05, "beta": 0.05},
-        ),
-        estimator=ballctl.design.EstimatorDesign(sensors=[cam]),
-    )
+    weights = ballctl.LQRWeights(states=contact, max_state_errors={k: QS_STATE_ERRORS[k] for k in contact},
+                                 max_input_errors={'alpha': 0.05, 'beta': 0.05})
+    estimator = ballctl.design.EstimatorDesign(sensors=[cam])
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.02, horizon=0.6, weights=weights, estimator=estimator)
     s0 = ref(0.0)
     x0 = s0.x.copy()
     x0[0] += 0.01
-    r = ballctl.simulate_closed_loop(
-        ctrl, x0, s0.xd, seed=2, options=ballctl.ClosedLoopOptions(method="rk4", substeps=2)
-    )
+    r = ballctl.simulate_closed_loop(ctrl, x0, s0.xd, seed=2, options=ballctl.ClosedLoopOptions(method="rk4",
+                                                                                                substeps=2))
     return ctrl, r
 
 
@@ -84,15 +74,9 @@ def test_write_c_controller_needs_an_estimator(tmp_path):
     plant = ballctl.BallPlate()
     ref = ballctl.CircularMotion(plant, 0.5, 1.0, 40.0)
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-    ctrl = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=0.02,
-        horizon=0.1,
-        weights=ballctl.LQRWeights(Q=np.eye(8), R=np.eye(2)),
-        options=ballctl.design.TrackingOptions(feedforward="sample"),
-    )
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.02, horizon=0.1,
+                                       weights=ballctl.LQRWeights(Q=np.eye(8), R=np.eye(2)),
+                                       options=ballctl.design.TrackingOptions(feedforward="sample"))
     with pytest.raises(ballctl.ParameterError, match="needs an output-feedback design"):
         write_c_controller(ctrl, tmp_path)
 

@@ -102,17 +102,15 @@ def test_plan_export_in_the_loop_is_the_verified_loop(tmp_path):
     c = run_component_loop(CController.build(tmp_path), rig, ctrl, x0, xd0, steps=steps, seed=3,
                            **loop_imperfections(rig))
     sim = dict(limits=rig.limits, method="rk4", substeps=2, **loop_imperfections(rig))
-    py = ballctl.simulate_closed_loop(
-        ctrl, x0, xd0, truth=rig.truth_plant(), seed=3, options=ballctl.ClosedLoopOptions(backend="python", **sim)
-    )
+    py = ballctl.simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant(), seed=3,
+                                      options=ballctl.ClosedLoopOptions(backend="python", **sim))
     scale = np.abs(py.u).max()
     assert np.abs(c.u - py.u).max() <= 1e-12 * scale      # the input that acted (slew, 10 ms delay)
     assert np.abs(c.x - py.x).max() <= 1e-12
     assert np.abs(c.commands - py.u[:-1]).max() > 1e-4    # the command is not what acted: the delay and slew
     # the compiled backend of the same loop agrees to its own tolerance (numba's arithmetic order)
-    compiled = ballctl.simulate_closed_loop(
-        ctrl, x0, xd0, truth=rig.truth_plant(), seed=3, options=ballctl.ClosedLoopOptions(**sim)
-    )
+    compiled = ballctl.simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant(), seed=3,
+                                            options=ballctl.ClosedLoopOptions(**sim))
     assert np.abs(c.x - compiled.x).max() <= 1e-9
 
 

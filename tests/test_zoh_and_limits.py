@@ -21,19 +21,12 @@ def paper():
 
 def _design(paper, dt, horizon, feedforward):
     plant, ref, part = paper
-    return ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=dt,
-        horizon=horizon,
-        weights=ballctl.LQRWeights(
-            states=part.state_names[:6],
-            max_state_errors=MAX_STATE_ERRORS,
-            max_input_errors={"alpha": np.deg2rad(3), "beta": np.deg2rad(3)},
-        ),
-        options=ballctl.design.TrackingOptions(feedforward=feedforward),
-    )
+    return ballctl.design_tracking_lqr(plant, ref, part, dt=dt, horizon=horizon,
+                                       weights=ballctl.LQRWeights(states=part.state_names[:6],
+                                                                  max_state_errors=MAX_STATE_ERRORS,
+                                                                  max_input_errors={"alpha": np.deg2rad(3),
+                                                                                    "beta": np.deg2rad(3)}),
+                                       options=ballctl.design.TrackingOptions(feedforward=feedforward))
 
 
 @pytest.mark.parametrize("dt", [0.01, 0.02])
@@ -68,32 +61,17 @@ def test_tilt_limit_holds_from_the_first_step():
     ref = ballctl.CircularMotion(plant, rho, omega, 2 * rho * omega / p.radius)
     assert np.rad2deg(ref.tilt) > 20
     part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-    ctrl = ballctl.design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=0.02,
-        horizon=0.4,
-        weights=ballctl.LQRWeights(
-            states=part.state_names[:6],
-            max_state_errors=MAX_STATE_ERRORS,
-            max_input_errors={"alpha": 0.05, "beta": 0.05},
-        ),
-        options=ballctl.design.TrackingOptions(feedforward="sample"),
-    )
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.02, horizon=0.4,
+                                       weights=ballctl.LQRWeights(states=part.state_names[:6],
+                                                                  max_state_errors=MAX_STATE_ERRORS,
+                                                                  max_input_errors={"alpha": 0.05, "beta": 0.05}),
+                                       options=ballctl.design.TrackingOptions(feedforward="sample"))
     s0 = ref(0.0)
     limit = np.deg2rad(15.0)
     for delay in (0.0, 0.03):
-        r = ballctl.simulate_closed_loop(
-            ctrl,
-            s0.x,
-            s0.xd,
-            options=ballctl.ClosedLoopOptions(
-                method="rk4",
-                substeps=2,
-                limits=ballctl.RigLimits(max_angle=limit, max_rate=np.deg2rad(300), delay=delay),
-            ),
-        )
+        limits = ballctl.RigLimits(max_angle=limit, max_rate=np.deg2rad(300), delay=delay)
+        r = ballctl.simulate_closed_loop(ctrl, s0.x, s0.xd,
+                                         options=ballctl.ClosedLoopOptions(method="rk4", substeps=2, limits=limits))
         assert np.abs(r.u).max() <= limit * (1 + 1e-12)
         assert np.abs(r.u[0]).max() <= limit * (1 + 1e-12)
         assert r.limit_events["max_angle"] > 0
@@ -106,9 +84,8 @@ def test_summary_is_strict_json(paper):
     x0 = s0.x.copy()
     x0[0] += 0.05
     # open loop never settles: the settling time is None, not Infinity
-    sm = ballctl.simulate_closed_loop(
-        ctrl, x0, s0.xd, options=ballctl.ClosedLoopOptions(feedback="open", method="rk4", substeps=2)
-    ).summary()
+    sm = ballctl.simulate_closed_loop(ctrl, x0, s0.xd, options=ballctl.ClosedLoopOptions(feedback="open", method="rk4",
+                                                                                         substeps=2)).summary()
     assert sm.settling_time_s is None
 
     def reject(token):
@@ -136,13 +113,6 @@ def test_to_time_response_is_signal_major(paper):
 def test_periodic_terminal_refuses_a_user_Q_N(paper):
     plant, ref, part = paper
     with pytest.raises(ValueError, match="Q_N must not be given with terminal='periodic'"):
-        ballctl.design_tracking_lqr(
-            plant,
-            ref,
-            part,
-            dt=ref.period / 100,
-            horizon=ref.period,
-            weights=ballctl.LQRWeights(
-                states=part.state_names[:6], Q=np.eye(6), R=np.eye(2), Q_N=np.eye(6), terminal="periodic"
-            ),
-        )
+        ballctl.design_tracking_lqr(plant, ref, part, dt=ref.period / 100, horizon=ref.period,
+                                    weights=ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2),
+                                                               Q_N=np.eye(6), terminal="periodic"))

@@ -11,18 +11,19 @@ integrators of the contact error along and across the path
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from .._errors import ParameterError
-from .._validation import check_positive
+from .._validation import check_instance, check_positive
 from ..design.estimator import EstimatorSettings, InputDisturbance, IntegralAction
 from ..design.tracking import EstimatorDesign, LQRWeights, TrackingController, TrackingOptions, design_tracking_lqr
 from ..linear.partition import Partition
 from ..references.base import Reference, ReferenceSample
 
-__all__ = ["RIG_DESIGNS", "QS_STATE_ERRORS", "EXACT_STATE_ERRORS", "design_for_rig", "path_integral_action",
-           "PATH_INTEGRAL_LIMIT", "PATH_INTEGRAL_START", "PATH_INTEGRAL_FADE"]
+__all__ = ["RIG_DESIGNS", "QS_STATE_ERRORS", "EXACT_STATE_ERRORS", "RigDesignOptions", "design_for_rig",
+           "path_integral_action", "PATH_INTEGRAL_LIMIT", "PATH_INTEGRAL_START", "PATH_INTEGRAL_FADE"]
 
 
 # ------------------------------------------------------------------ designs for a rig
@@ -43,10 +44,38 @@ EXACT_STATE_ERRORS: Mapping[str, float] = {**QS_STATE_ERRORS, "alpha": float(np.
                                            "lean": 1.0, "roll": 1e3}
 
 
+@dataclass(frozen=True, kw_only=True)
+class RigDesignOptions:
+    """The tuning of a rig design (:func:`design_for_rig`): its LQR weights and its filter's process noise.
+
+    Attributes
+    ----------
+    max_input_error : float
+        Bryson limit on the plate-angle corrections in rad (> 0; default 3 deg).
+    weight_scale : float
+        Multiplies the Bryson state weights (> 0, dimensionless).
+    process_std : float, optional
+        Kalman filter's input-referred process noise in rad (> 0). Default 0.2 deg
+        for an offset-free design (its disturbance states and integrators carry
+        the slow model error that the process noise must cover otherwise; on
+        the tabletop rig the noise-driven RMS error drops from about 2.3 to 1.2 mm)
+        and 0.5 deg otherwise.
+    """
+
+    max_input_error: float = float(np.deg2rad(3.0))
+    weight_scale: float = 1.0
+    process_std: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "max_input_error", check_positive(self.max_input_error, "max_input_error", "rad"))
+        object.__setattr__(self, "weight_scale", check_positive(self.weight_scale, "weight_scale"))
+        if self.process_std is not None:
+            object.__setattr__(self, "process_std", check_positive(self.process_std, "process_std", "rad"))
+
+
 def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0: float = 0.0,
-                   output_feedback: bool = True, max_input_error: float = float(np.deg2rad(3.0)),
-                   weight_scale: float = 1.0, process_std: float | None = None,
-                   offset_free: bool = False) -> TrackingController:
+                   output_feedback: bool = True, offset_free: bool = False,
+                   options: RigDesignOptions | None = None) -> TrackingController:
     """One of :data:`RIG_DESIGNS` for a :class:`~ballctl.RigProfile`, at the rig's control period.
 
     Parameters
@@ -65,16 +94,6 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         Start time in s.
     output_feedback : bool
         Add the LTV Kalman filter of the rig's sensors (default), else state feedback.
-    max_input_error : float
-        Bryson limit on the plate-angle corrections in rad.
-    weight_scale : float
-        Multiplies the Bryson state weights.
-    process_std : float, optional
-        Kalman filter's input-referred process noise in rad. Default 0.2 deg
-        for an offset-free design (its disturbance states and integrators carry
-        the slow model error that the process noise must cover otherwise; on
-        the tabletop rig the noise-driven RMS error drops from about 2.3 to 1.2 mm)
-        and 0.5 deg otherwise.
     offset_free : bool
         With output feedback: estimate and cancel a constant
         disturbance on each plate angle (a level error), and integrate the
@@ -84,6 +103,9 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         this way and verifies over the rig's uncertainty; off by default, as
         the extra states cost stability margin: check the design on the
         truth). Ignored for state feedback.
+    options : RigDesignOptions, optional
+        Bryson input limit, state-weight scale and the filter's process noise
+        (default: ``RigDesignOptions()``).
 
     Returns
     -------
@@ -94,8 +116,10 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
 
     if design not in RIG_DESIGNS:
         raise ParameterError(f"design must be one of {tuple(RIG_DESIGNS)}, got {design!r}")
+    options = RigDesignOptions() if options is None else options
+    check_instance(options, "options", RigDesignOptions)
+    max_input_error, weight_scale, process_std = options.max_input_error, options.weight_scale, options.process_std
     plant = reference.system
-    weight_scale = check_positive(weight_scale, "weight_scale")
     if design == "exact":
         if not isinstance(plant, ServoPlateBallPlate):
             raise ParameterError("design 'exact' needs a reference of the servo plate (exact_circular_motion or "
@@ -134,16 +158,8 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         estimator = EstimatorDesign(sensors=rig.sensors, settings=EstimatorSettings(process_std=process_std),
                                     disturbance=InputDisturbance(directions=dmap) if offset_free else None,
                                     integral=integral)
-    return design_tracking_lqr(
-        plant,
-        reference,
-        part,
-        dt=rig.dt,
-        horizon=horizon,
-        weights=weights,
-        estimator=estimator,
-        options=TrackingOptions(t0=t0, method="rk4", substeps=substeps),
-    )
+    return design_tracking_lqr(plant, reference, part, dt=rig.dt, horizon=horizon, weights=weights,
+                               estimator=estimator, options=TrackingOptions(t0=t0, method="rk4", substeps=substeps))
 
 
 #: integrators of the path-frame error: Bryson limit (m s), start and fade-in (s) after the start of the run

@@ -1539,20 +1539,11 @@ def excitation_log(base: RigProfile | str = "tabletop", *, duration_s: float = 6
     excited = replace(ctrl, samples=replace(ctrl.samples, u=ctrl.samples.u + dither))
     s = ref(0.0)
     x0, xd0 = s.x.copy(), s.xd.copy()
-    run = simulate_closed_loop(
-        excited,
-        base.truth_initial_state(x0),
-        xd0,
-        truth=base.truth_plant(),
-        seed=seed,
-        options=ClosedLoopOptions(
-            method="rk4",
-            imperfections=base.imperfections.loop,
-            limits=base.limits,
-            substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
-            divergence_error=max(0.2, 2 * radius_m),
-        ),
-    )
+    run = simulate_closed_loop(excited, base.truth_initial_state(x0), xd0, truth=base.truth_plant(), seed=seed,
+                               options=ClosedLoopOptions(method="rk4", imperfections=base.imperfections.loop,
+                                                         limits=base.limits,
+                                                         substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
+                                                         divergence_error=max(0.2, 2 * radius_m)))
     if run.diverged_at is not None:
         raise ParameterError(f"the excitation of {amplitude_deg:g} deg drives the ball off the circle at "
                              f"t = {run.diverged_at:.3g} s on rig {base.name!r}; lower amplitude_deg")

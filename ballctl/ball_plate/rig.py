@@ -79,7 +79,7 @@ from .._validation import ProblemCollector, check_finite_scalar, check_nonnegati
 from ..plants.ball_plate import BallPlateParameters
 from ..plants.ball_plate_moving import MovingPlateParameters, ServoParameters, ServoPlateBallPlate
 
-from ..hardware import LoopImperfections, RigLimits, Sensor
+from ..hardware import LoopImperfections, RigLimits, Sensor, per_signal
 
 __all__ = ["RigLimits", "Sensor", "Imperfections", "RigUncertainty", "RigSample", "RigProfile", "RigProfileError",
            "PRESETS", "rig_preset", "MEASURABLE_SIGNALS"]
@@ -341,12 +341,12 @@ class RigProfile:
     @property
     def noise_std(self) -> np.ndarray:
         """Noise std per measured signal (m or rad), shape (ny,)."""
-        return np.array([v for s in self.sensors for v in s.noise_std])
+        return per_signal(self.sensors, "noise_std")
 
     @property
     def bias(self) -> np.ndarray:
         """Bias per measured signal (m or rad), shape (ny,)."""
-        return np.array([v for s in self.sensors for v in s.bias])
+        return per_signal(self.sensors, "bias")
 
     @property
     def max_latency_s(self) -> float:

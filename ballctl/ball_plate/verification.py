@@ -34,14 +34,14 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .._errors import ParameterError
-from .._validation import check_integer, check_positive
+from .._validation import check_finite_scalar, check_instance, check_integer, check_positive
 from ..simulation.arrays import RunDraws, imperfection_draws, sensor_draws
 from ..simulation.closed_loop import contact_extremes, contact_forces_along, controller_loop
 from ..simulation.engine import run_closed_loop
 from .rig import RigProfile
 from ..design.tracking import TrackingController
 
-__all__ = ["RobustVerification", "verify_over_uncertainty", "ROBUST_PERCENTILES"]
+__all__ = ["RobustVerification", "VerificationSettings", "verify_over_uncertainty", "ROBUST_PERCENTILES"]
 
 #: percentiles of the error bands over time, in %
 ROBUST_PERCENTILES = (5.0, 50.0, 95.0)
@@ -137,9 +137,39 @@ class RobustVerification:
                 "window_s": self.window_s, "wall_time_s": self.wall_time_s}
 
 
-def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0, xd0, *, n_runs: int = 200,
-                            seed: int = 0, window_s: float, max_rms_error: float,
-                            min_success_rate: float = 0.99, divergence_error: float = 0.2, workers: int = 2
+@dataclass(frozen=True, kw_only=True)
+class VerificationSettings:
+    """How many runs :func:`verify_over_uncertainty` draws, how it judges them and where they run.
+
+    Attributes
+    ----------
+    n_runs : int
+        Runs (>= 1; 200 by default, enough to resolve a 99 % success rate to about 1 run in 100).
+    min_success_rate : float
+        Fraction of converged runs needed to pass, in (0, 1].
+    divergence_error : float
+        A run is stopped once its contact point is farther than this from the reference, m (> 0).
+    workers : int
+        Threads over which the runs are split (>= 1; the compiled loop releases the GIL).
+    """
+
+    n_runs: int = 200
+    min_success_rate: float = 0.99
+    divergence_error: float = 0.2
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n_runs", check_integer(self.n_runs, "n_runs", minimum=1))
+        object.__setattr__(self, "workers", check_integer(self.workers, "workers", minimum=1))
+        object.__setattr__(self, "divergence_error", check_positive(self.divergence_error, "divergence_error", "m"))
+        rate = check_finite_scalar(self.min_success_rate, "min_success_rate")
+        if not 0.0 < rate <= 1.0:
+            raise ParameterError(f"min_success_rate must lie in (0, 1], got {self.min_success_rate!r}")
+        object.__setattr__(self, "min_success_rate", rate)
+
+
+def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0, xd0, *, window_s: float,
+                            max_rms_error: float, seed: int = 0, settings: VerificationSettings | None = None
                             ) -> RobustVerification:
     """Run ``controller`` on ``n_runs`` rigs drawn from ``rig.uncertainty`` (see the module docstring).
 
@@ -155,34 +185,28 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
         Nominal initial state (servo-plate coordinates, the plate at the
         design's angles); each drawn rig starts with its plate at its own
         level error (:meth:`~ballctl.RigProfile.truth_initial_state`).
-    n_runs : int
-        Runs (>= 1; 200 by default, enough to resolve a 99 % success rate to about 1 run in 100).
-    seed : int
-        Root seed.
     window_s : float
         Evaluation window at the end of the run in s (the last period).
     max_rms_error : float
         Convergence threshold on a run's RMS contact error over the window, m.
-    min_success_rate : float
-        Fraction of converged runs needed to pass, in (0, 1].
-    divergence_error : float
-        A run is stopped once its contact point is farther than this from the reference, m.
-    workers : int
-        Threads over which the runs are split (the compiled loop releases the GIL).
+    seed : int
+        Root seed.
+    settings : VerificationSettings, optional
+        Number of runs, success rate to pass, divergence stop and threads
+        (default: ``VerificationSettings()``).
 
     Returns
     -------
     RobustVerification
     """
     start = _time.perf_counter()
-    n_runs = check_integer(n_runs, "n_runs", minimum=1)
+    settings = VerificationSettings() if settings is None else settings
+    check_instance(settings, "settings", VerificationSettings)
+    n_runs, workers, divergence_error = settings.n_runs, settings.workers, settings.divergence_error
+    min_success_rate = settings.min_success_rate
     seed = check_integer(seed, "seed", minimum=0)
-    workers = check_integer(workers, "workers", minimum=1)
     window_s = check_positive(window_s, "window_s", "s")
     max_rms_error = check_positive(max_rms_error, "max_rms_error", "m")
-    divergence_error = check_positive(divergence_error, "divergence_error", "m")
-    if not 0.0 < float(min_success_rate) <= 1.0:
-        raise ParameterError(f"min_success_rate must lie in (0, 1], got {min_success_rate!r}")
     truth0 = rig.truth_plant()
     n = truth0.n_coordinates
     x0 = np.array(x0, dtype=float).reshape(n)

@@ -92,18 +92,9 @@ def run(args: argparse.Namespace) -> int:
     part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
     steps = int(round(args.duration / args.dt))
     print(f"designing the tracker: dt {args.dt} s, {steps} steps", file=sys.stderr)
-    ctrl = design_tracking_lqr(
-        plant,
-        ref,
-        part,
-        dt=args.dt,
-        horizon=steps * args.dt,
-        weights=LQRWeights(
-            states=part.state_names[:6],
-            max_state_errors=MAX_STATE_ERRORS,
-            max_input_errors={"alpha": np.deg2rad(3.0), "beta": np.deg2rad(3.0)},
-        ),
-    )
+    ctrl = design_tracking_lqr(plant, ref, part, dt=args.dt, horizon=steps * args.dt,
+                               weights=LQRWeights(states=part.state_names[:6], max_state_errors=MAX_STATE_ERRORS,
+                                                  max_input_errors={"alpha": np.deg2rad(3.0), "beta": np.deg2rad(3.0)}))
     xy = ("contact_x", "contact_y")
     unc = Uncertainty(
         parameters={**({"mass": Normal(plant.params.mass, args.mass_std)} if args.mass_std else {}),
@@ -123,15 +114,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.workers:
         executor = pool = ThreadPoolExecutor(args.workers)
     try:
-        mc = monte_carlo(
-            ctrl,
-            args.runs,
-            uncertainty=unc,
-            seed=args.seed,
-            settings=MonteCarloSettings(
-                chunk_size=args.chunk_size, executor=executor, failure_error=args.failure_error, progress=_Bar()
-            ),
-        )
+        mc = monte_carlo(ctrl, args.runs, uncertainty=unc, seed=args.seed,
+                         settings=MonteCarloSettings(chunk_size=args.chunk_size, executor=executor,
+                                                     failure_error=args.failure_error, progress=_Bar()))
     finally:
         if pool is not None:
             pool.shutdown()

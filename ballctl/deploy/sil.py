@@ -480,14 +480,9 @@ class ExportReport:
 def _design_run(controller, rig, x0, xd0, seed, substeps, imperfections):
     from ..simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
 
-    return simulate_closed_loop(
-        controller,
-        x0,
-        xd0,
-        truth=rig.truth_plant(),
-        seed=seed,
-        options=ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=substeps, imperfections=imperfections),
-    )
+    return simulate_closed_loop(controller, x0, xd0, truth=rig.truth_plant(), seed=seed,
+                                options=ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=substeps,
+                                                          imperfections=imperfections))
 
 
 def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: int | None = 0,

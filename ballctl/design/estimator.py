@@ -85,7 +85,7 @@ from ..linear.discretize import DiscreteLTVSystem
 from .kalman import KalmanFilterResult, finite_horizon_kalman
 from ..simulation.loop_step import latency_steps
 from ..linear.ltv import LTVSystem
-from ..hardware import Sensor
+from ..hardware import Sensor, per_signal
 
 __all__ = ["StateEstimator", "EstimatorSettings", "InputDisturbance", "IntegralAction", "design_estimator",
            "measurement_matrices"]
@@ -254,12 +254,12 @@ class StateEstimator:
     @property
     def noise_std(self) -> np.ndarray:
         """Noise std per signal (m or rad), shape (ny,)."""
-        return np.array([v for s in self.sensors for v in s.noise_std])
+        return per_signal(self.sensors, "noise_std")
 
     @property
     def bias(self) -> np.ndarray:
         """Bias per signal (m or rad), shape (ny,)."""
-        return np.array([v for s in self.sensors for v in s.bias])
+        return per_signal(self.sensors, "bias")
 
     @property
     def n_signals(self) -> int:

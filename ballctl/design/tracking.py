@@ -60,7 +60,7 @@ from ..linear.ltv import LTVSystem
 from ..linear.partition import Partition
 from ..references.base import Reference, ReferenceSample
 from ..hardware import Sensor
-from ..schedule import GainSchedule
+from ..schedule import GainSchedule, ScheduleEstimator
 from ..system import ConstrainedSystem
 
 __all__ = ["TrackingController", "LQRWeights", "EstimatorDesign", "TrackingOptions", "design_tracking_lqr",
@@ -196,11 +196,11 @@ class TrackingController:
         K = len(self.times)
         est = self.estimator
         augmented = () if est is None else self.augmented_state_names
+        feedback = None if est is None else ScheduleEstimator(
+            estimator=est, feedback_gains=self.feedback_gains if augmented else None, augmented_state_names=augmented)
         return GainSchedule.from_lqr(self.lqr, self.discrete, x0=s.x[:K], xd0=s.xd[:K], u0=s.u[:K],
                                      plant_name=plant_name or getattr(self.system, "name", type(self.system).__name__),
-                                     plant_parameters=values, estimator=est,
-                                     feedback_gains=self.feedback_gains if augmented else None,
-                                     augmented_state_names=augmented)
+                                     plant_parameters=values, output_feedback=feedback)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -220,17 +220,10 @@ def track_plan(plan: ManeuverPlan, *, dt: float = 0.1, contact_offset_m: Sequenc
     if max_input_errors is None:
         max_input_errors = {name: 1.0 for name in system.input_names}
     horizon = float(plan.nodes[-1] - plan.nodes[0])
-    ctrl = design_tracking_lqr(
-        system,
-        ref,
-        part,
-        dt=dt,
-        horizon=horizon,
-        weights=LQRWeights(
-            max_state_errors=max_state_errors, max_input_errors=max_input_errors, terminal_factor=terminal_factor
-        ),
-        options=TrackingOptions(t0=float(plan.nodes[0])),
-    )
+    ctrl = design_tracking_lqr(system, ref, part, dt=dt, horizon=horizon,
+                               weights=LQRWeights(max_state_errors=max_state_errors, max_input_errors=max_input_errors,
+                                                  terminal_factor=terminal_factor),
+                               options=TrackingOptions(t0=float(plan.nodes[0])))
     s0 = ref(float(plan.nodes[0]))
     x0, xd0 = s0.x.copy(), s0.xd.copy()
     off = np.asarray(contact_offset_m, dtype=float)

@@ -17,9 +17,9 @@
 """
 
 from .c_controller import C_TEMPLATES, GENERATED_FILES, write_c_controller, write_controller_files
-from .compact import ControllerData, ControllerFootprint, controller_data, controller_footprint
-from .data import SCHEDULE_FORMAT, SCHEDULE_FORMAT_VERSION, GainSchedule
+from .compact import ControllerData, ControllerDataOptions, ControllerFootprint, controller_data, controller_footprint
+from .data import SCHEDULE_FORMAT, SCHEDULE_FORMAT_VERSION, GainSchedule, ScheduleEstimator
 
-__all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule", "write_c_controller", "C_TEMPLATES",
-           "GENERATED_FILES", "write_controller_files", "ControllerData", "ControllerFootprint", "controller_data",
-           "controller_footprint"]
+__all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule", "ScheduleEstimator", "write_c_controller",
+           "C_TEMPLATES", "GENERATED_FILES", "write_controller_files", "ControllerData", "ControllerDataOptions",
+           "ControllerFootprint", "controller_data", "controller_footprint"]

@@ -37,7 +37,8 @@ import numpy as np
 from .._errors import FileArgumentError, ParameterError
 from .._io import atomic_write
 from .c_export import c_initializer, c_literal
-from .compact import CONTROLLER_FORMAT_VERSION, ControllerData, controller_data, model_copies, varying_entries
+from .compact import (CONTROLLER_FORMAT_VERSION, ControllerData, ControllerDataOptions, controller_data, model_copies,
+                      varying_entries)
 
 __all__ = ["write_c_controller", "write_controller_files", "C_TEMPLATES", "GENERATED_FILES"]
 
@@ -221,9 +222,8 @@ def write_controller_files(data: ControllerData, directory) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def write_c_controller(controller, directory, *, rig=None, limits=None, representation: str = "auto",
-                       fourier_order: int = 4, real: str = "float32", drop_states="auto",
-                       max_deviation=None) -> tuple[Path, ...]:
+def write_c_controller(controller, directory, *, rig=None, limits=None,
+                       options: ControllerDataOptions | None = None) -> tuple[Path, ...]:
     """Write the C controller of an output-feedback design into ``directory`` (atomically, file by file).
 
     For a controller whose Fourier order is chosen by a closed-loop check on
@@ -239,17 +239,10 @@ def write_c_controller(controller, directory, *, rig=None, limits=None, represen
         The rig whose limits (quantum, tilt, slew, actuation latency) shape the commands.
     limits : RigLimits, optional
         The shaping without a rig (neither: the commands act as sent).
-    representation : {"auto", "fourier", "plan"}
-        See :mod:`ballctl.schedule.compact` (``"auto"``: fourier for a periodic reference and a
-        horizon of at least one period, else plan).
-    fourier_order : int
-        Largest harmonic of the Fourier series (0..32).
-    real : {"float32", "float64"}
-        Scalar type of the C code.
-    drop_states : "auto" or sequence of str
-        States that cannot influence the command to leave out (``()``: none).
-    max_deviation : float or sequence of float, optional
-        Measurements farther than this from the reference are refused (m or rad).
+    options : ControllerDataOptions, optional
+        Representation (see :mod:`ballctl.schedule.compact`; ``"auto"``: fourier for a periodic
+        reference and a horizon of at least one period, else plan), Fourier order, scalar type of
+        the C code, dropped states and the measurement gate (default: ``ControllerDataOptions()``).
 
     Returns
     -------
@@ -268,7 +261,5 @@ def write_c_controller(controller, directory, *, rig=None, limits=None, represen
                              "design with sensors=...")
     if Path(directory).exists() and not Path(directory).is_dir():
         raise FileArgumentError(f"directory {str(directory)!r} is a file")
-    data = controller_data(controller, rig=rig, limits=limits, representation=representation,
-                           fourier_order=fourier_order, real=real, drop_states=drop_states,
-                           max_deviation=max_deviation)
+    data = controller_data(controller, rig=rig, limits=limits, options=options)
     return write_controller_files(data, directory)

@@ -65,18 +65,19 @@ answers it; this module builds the data for a given order.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._errors import ParameterError, RiccatiConvergenceError, ScheduleFileError
-from .._validation import check_choice, check_integer, check_positive
+from .._errors import ParameterError, ParameterTypeError, RiccatiConvergenceError, ScheduleFileError
+from .._validation import check_choice, check_instance, check_integer, check_positive
 from ..linear.discretize import DiscreteLTVSystem
 from ..simulation.loop_step import delay_segments, shape_command
 from ..design.lqr import periodic_lqr, riccati_sweep
 
-__all__ = ["ControllerData", "ControllerFootprint", "controller_data", "controller_footprint", "phase_step",
-           "varying_entries", "model_copies",
+__all__ = ["ControllerData", "ControllerDataOptions", "ControllerFootprint", "controller_data", "controller_footprint",
+           "phase_step", "varying_entries", "model_copies",
            "REPRESENTATIONS", "REALS", "CONTROLLER_FORMAT_VERSION", "GROUPS"]
 
 #: version of the exported controller (``BC_API_VERSION`` of the C header)
@@ -582,9 +583,74 @@ def _limits_of(rig, limits):
             float(limits.delay))
 
 
-def controller_data(controller, *, rig=None, limits=None, representation: str = "auto", fourier_order=4,
-                    real: str = "float32", drop_states="auto", max_deviation=None, health_sigma: float = 5.0,
-                    health_window_s: float = 0.2) -> ControllerData:
+@dataclass(frozen=True, kw_only=True)
+class ControllerDataOptions:
+    """What the exported controller is made of: representation, Fourier order, scalar type and its gates.
+
+    Attributes
+    ----------
+    representation : {"auto", "fourier", "plan"}
+        ``"auto"``: fourier for a periodic reference and a horizon of at least one period, else plan.
+    fourier_order : int or mapping of str to int
+        Largest harmonic H in 0..32 of the fitted groups (a group that is constant gets 0), or one per
+        group of :data:`GROUPS` (``{"Ad": 2}``: the model at order 2, the others at the largest given).
+        Used by the ``"fourier"`` representation only.
+    real : {"float32", "float64"}
+        Scalar type of the exported controller.
+    drop_states : "auto", None or sequence of str
+        States to leave out; ``"auto"``: those that cannot influence the command; ``()`` or None: none.
+    max_deviation : float or sequence of float, optional
+        Refuse a measurement farther than this from its reference (> 0, m or rad, per signal or one
+        for all; default 0.25 m for a contact coordinate, 0.35 rad for a plate angle).
+    health_sigma : float
+        An innovation beyond ``health_sigma`` standard deviations (> 0, dimensionless; of the design's
+        filter in its last period) counts as large.
+    health_window_s : float
+        Consecutive time in s (> 0) of large innovations (or without an accepted sample) that raises
+        the health flag.
+    """
+
+    representation: str = "auto"
+    fourier_order: int | Mapping[str, int] = 4
+    real: str = "float32"
+    drop_states: str | tuple[str, ...] | None = "auto"
+    max_deviation: float | tuple[float, ...] | None = None
+    health_sigma: float = 5.0
+    health_window_s: float = 0.2
+
+    def __post_init__(self) -> None:
+        check_choice(self.representation, "representation", REPRESENTATIONS)
+        check_choice(self.real, "real", REALS)
+        if isinstance(self.fourier_order, Mapping):
+            unknown = sorted(set(self.fourier_order) - set(GROUPS))
+            if unknown:
+                raise ParameterError(f"fourier_order: unknown groups {unknown}; groups are {tuple(GROUPS)}")
+            order = {g: check_integer(h, f"fourier_order[{g!r}]", minimum=0, maximum=32)
+                     for g, h in self.fourier_order.items()}
+        else:
+            order = check_integer(self.fourier_order, "fourier_order", minimum=0, maximum=32)
+        object.__setattr__(self, "fourier_order", order)
+        drop = self.drop_states
+        if drop is not None and not (isinstance(drop, str) and drop == "auto"):
+            try:
+                names = None if isinstance(drop, (str, bytes)) else tuple(drop)
+            except TypeError:
+                names = None
+            if names is None or not all(isinstance(nm, str) for nm in names):
+                raise ParameterTypeError(f"drop_states must be 'auto', None or a sequence of state names, "
+                                         f"got {drop!r}")
+            object.__setattr__(self, "drop_states", names)
+        if self.max_deviation is not None:
+            dev = np.asarray(self.max_deviation, dtype=float)
+            if dev.ndim > 1 or dev.size == 0 or not np.all(np.isfinite(dev)) or np.any(dev <= 0):
+                raise ParameterError(f"max_deviation must be > 0 (m or rad) per signal, got {self.max_deviation!r}")
+            object.__setattr__(self, "max_deviation", float(dev) if dev.ndim == 0 else tuple(float(v) for v in dev))
+        object.__setattr__(self, "health_sigma", check_positive(self.health_sigma, "health_sigma"))
+        object.__setattr__(self, "health_window_s", check_positive(self.health_window_s, "health_window_s", "s"))
+
+
+def controller_data(controller, *, rig=None, limits=None, options: ControllerDataOptions | None = None
+                    ) -> ControllerData:
     """Build the exported controller of an output-feedback design (see the module docstring).
 
     Parameters
@@ -595,24 +661,9 @@ def controller_data(controller, *, rig=None, limits=None, representation: str = 
         Its ``limits`` shape the commands (quantum, tilt, slew, actuation latency).
     limits : RigLimits, optional
         The shaping without a rig (give one of ``rig`` and ``limits``; neither: commands act as sent).
-    representation : {"auto", "fourier", "plan"}
-        ``"auto"``: fourier for a periodic reference and a horizon of at least one period, else plan.
-    fourier_order : int or mapping
-        Largest harmonic H in 0..32 of the fitted groups (a group that is constant gets 0), or one per
-        group of :data:`GROUPS` (``{"Ad": 2}``: the model at order 2, the others at the largest given).
-    real : {"float32", "float64"}
-        Scalar type.
-    drop_states : "auto" or sequence of str
-        States to leave out; ``"auto"``: those that cannot influence the command; ``()``: none.
-    max_deviation : float or sequence of float, optional
-        Refuse a measurement farther than this from its reference (m or rad, per signal or one
-        for all; default 0.25 m for a contact coordinate, 0.35 rad for a plate angle).
-    health_sigma : float
-        An innovation beyond ``health_sigma`` standard deviations (of the design's filter in its
-        last period) counts as large.
-    health_window_s : float
-        Consecutive time in s of large innovations (or without an accepted sample) that raises
-        the health flag.
+    options : ControllerDataOptions, optional
+        Representation, Fourier order, scalar type, dropped states, the measurement gate and the
+        health flag (default: ``ControllerDataOptions()``).
 
     Returns
     -------
@@ -624,24 +675,20 @@ def controller_data(controller, *, rig=None, limits=None, representation: str = 
         No estimator; a fourier representation of a reference without a period, or a horizon
         shorter than one period; bad options.
     """
+    options = ControllerDataOptions() if options is None else options
+    check_instance(options, "options", ControllerDataOptions)
     est = getattr(controller, "estimator", None)
     if est is None:
         raise ParameterError("the exported controller needs an output-feedback design (controller.estimator is "
                              "None): design with sensors=... (design_for_rig(..., output_feedback=True))")
-    check_choice(representation, "representation", REPRESENTATIONS)
-    check_choice(real, "real", REALS)
-    if isinstance(fourier_order, dict):
-        unknown = sorted(set(fourier_order) - set(GROUPS))
-        if unknown:
-            raise ParameterError(f"fourier_order: unknown groups {unknown}; groups are {tuple(GROUPS)}")
-        per_group = {g: check_integer(h, f"fourier_order[{g!r}]", minimum=0, maximum=32)
-                     for g, h in fourier_order.items()}
-        top = max(per_group.values(), default=4)
-        fourier_order = {g: per_group.get(g, top) for g in GROUPS}
+    representation, real, drop_states = options.representation, options.real, options.drop_states
+    max_deviation, health_sigma, health_window_s = options.max_deviation, options.health_sigma, options.health_window_s
+    fourier_order = options.fourier_order
+    if isinstance(fourier_order, Mapping):   # the groups a mapping leaves out get its largest order
+        top = max(fourier_order.values(), default=4)
+        fourier_order = {g: fourier_order.get(g, top) for g in GROUPS}
     else:
-        fourier_order = dict.fromkeys(GROUPS, check_integer(fourier_order, "fourier_order", minimum=0, maximum=32))
-    health_sigma = check_positive(health_sigma, "health_sigma")
-    health_window_s = check_positive(health_window_s, "health_window_s", "s")
+        fourier_order = dict.fromkeys(GROUPS, fourier_order)
     quantum, max_angle, max_rate, delay = _limits_of(rig, limits)
     period = getattr(controller.reference, "period", None)
     if representation == "auto":   # fourier needs a period's worth of the design
@@ -672,9 +719,7 @@ def controller_data(controller, *, rig=None, limits=None, representation: str = 
     if max_deviation is None:
         max_dev = np.array([0.25 if s.startswith("contact") else 0.35 for s in est.signal_names])
     else:
-        max_dev = np.broadcast_to(np.asarray(max_deviation, dtype=float), (ny,)).copy()
-        if not np.all(np.isfinite(max_dev)) or np.any(max_dev <= 0):
-            raise ParameterError(f"max_deviation must be > 0 (m or rad) per signal, got {max_deviation!r}")
+        max_dev = np.broadcast_to(np.asarray(max_deviation, dtype=float), (ny,)).copy()   # > 0: the options check
     u_start, _ = shape_command(u_ff[0], u_ff[0], 0.0, max_angle or None, None, quantum or None)
     d_int, d_frac = delay_segments(delay, dt)
     common = dict(real=real, dt=dt, state_names=tuple(names[i] for i in keep),

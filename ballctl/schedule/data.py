@@ -38,7 +38,7 @@ from .._errors import ParameterError, ParameterTypeError, ShapeError
 from .._validation import check_finite_scalar, check_positive
 from ..linear.discretize import DiscreteLTVSystem
 
-__all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule", "canonical_checksum"]
+__all__ = ["SCHEDULE_FORMAT", "SCHEDULE_FORMAT_VERSION", "GainSchedule", "ScheduleEstimator", "canonical_checksum"]
 
 #: Format name stored in every schedule file.
 SCHEDULE_FORMAT = "ballctl-gain-schedule"
@@ -103,6 +103,43 @@ def canonical_checksum(metadata: Mapping, arrays: Mapping[str, np.ndarray]) -> s
         h.update(f"\0{f}:{','.join(str(s) for s in a.shape)}\0".encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ScheduleEstimator:
+    """The output feedback a schedule records: the design's Kalman filter and, offset-free, the law on its state.
+
+    Attributes
+    ----------
+    estimator : StateEstimator
+        The design's Kalman filter (:mod:`ballctl.design.estimator`); the schedule stores its
+        prediction model ``estimator.Ad``, ``estimator.Bd`` (in place of the design's), its update
+        gains, measurement matrices, sampling pattern, signal names and latency (control steps).
+    feedback_gains : ndarray, shape (Kt, nu, Ne), optional
+        With an offset-free estimator: the law on its state (input units per state unit).
+    augmented_state_names : sequence of str
+        With ``feedback_gains`` (and only with them): names of the estimator's states beyond the design's.
+    """
+
+    estimator: object
+    feedback_gains: np.ndarray | None = None
+    augmented_state_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        needed = ("Ad", "Bd", "kalman", "sampled", "signal_names", "latency_steps")
+        missing = [name for name in needed if not hasattr(self.estimator, name)]
+        if missing:
+            raise ParameterTypeError(f"estimator must be a StateEstimator (ballctl.design.estimator), got "
+                                     f"{type(self.estimator).__name__} without {missing}")
+        names = _names(self.augmented_state_names, "augmented_state_names", allow_empty=True)
+        object.__setattr__(self, "augmented_state_names", names)
+        if bool(names) != (self.feedback_gains is not None):
+            raise ParameterError("augmented_state_names and feedback_gains go together (an offset-free estimator)")
+        if self.feedback_gains is not None:
+            gains = np.asarray(self.feedback_gains, dtype=float)
+            if gains.ndim != 3:
+                raise ShapeError(f"feedback_gains must have shape (Kt, nu, Ne), got {gains.shape}")
+            object.__setattr__(self, "feedback_gains", gains)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
@@ -312,8 +349,8 @@ class GainSchedule:
     # ------------------------------------------------------------- builders
     @classmethod
     def from_lqr(cls, lqr, system: DiscreteLTVSystem, *, x0, xd0, u0, plant_name: str,
-                 plant_parameters: Mapping[str, float], estimator=None, feedback_gains=None,
-                 augmented_state_names=()) -> "GainSchedule":
+                 plant_parameters: Mapping[str, float],
+                 output_feedback: ScheduleEstimator | None = None) -> "GainSchedule":
         """Build a schedule from a :class:`~ballctl.design.lqr.FiniteHorizonLQR` and the system it was designed on.
 
         Times, ``dt``, names and the partition come from ``system`` (whose
@@ -334,14 +371,11 @@ class GainSchedule:
             Registry name of the plant.
         plant_parameters : mapping of str to float
             The plant's parameters (SI units).
-        estimator : StateEstimator, optional
-            The design's Kalman filter (:mod:`ballctl.design.estimator`); stored with
-            its prediction model ``estimator.Ad``, ``estimator.Bd`` (without an
-            estimator the design's ``system.Ad``, ``system.Bd`` are stored).
-        feedback_gains : ndarray, shape (Kt, nu, Ne), optional
-            With an offset-free estimator: the law on its state.
-        augmented_state_names : sequence of str
-            With ``feedback_gains``: names of the estimator's states beyond the design's.
+        output_feedback : ScheduleEstimator, optional
+            The design's Kalman filter (:mod:`ballctl.design.estimator`), stored with
+            its prediction model ``estimator.Ad``, ``estimator.Bd`` (without it the
+            design's ``system.Ad``, ``system.Bd`` are stored), and, offset-free, the
+            law on its state with the names of its extra states.
 
         Returns
         -------
@@ -349,6 +383,10 @@ class GainSchedule:
         """
         if not isinstance(system, DiscreteLTVSystem):
             raise ParameterTypeError(f"system must be a DiscreteLTVSystem, got {type(system).__name__}")
+        if output_feedback is not None and not isinstance(output_feedback, ScheduleEstimator):
+            raise ParameterTypeError(f"output_feedback must be a ScheduleEstimator, got {type(output_feedback).__name__}")
+        estimator = None if output_feedback is None else output_feedback.estimator
+        feedback_gains = None if output_feedback is None else output_feedback.feedback_gains
         if system.partition is None:
             raise ParameterError("system.partition is None: a gain schedule records the partition")
         if lqr.gains.shape[0] != len(system):
@@ -370,7 +408,7 @@ class GainSchedule:
                        sampled=estimator.sampled.astype(float), signal_names=estimator.signal_names,
                        latency_steps=estimator.latency_steps)),
                    **({} if feedback_gains is None else dict(
-                       feedback_gains=feedback_gains, augmented_state_names=tuple(augmented_state_names))))
+                       feedback_gains=feedback_gains, augmented_state_names=output_feedback.augmented_state_names)))
 
     # ---------------------------------------------------------- properties
     @property

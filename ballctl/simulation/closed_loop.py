@@ -922,17 +922,8 @@ def _simulate_batch(controller, x0, xd0, *, duration, truth, seed, options: Clos
         bar = _Progress(B, options.progress, "closed-loop runs")
         single = replace(options, progress=False, backend="python" if job.compiled else options.backend)
         for i in range(B):
-            runs.append(
-                simulate_closed_loop(
-                    controller,
-                    X0[i],
-                    XD0[i],
-                    truth=None if plants is None else plants[i],
-                    seed=seeds[i],
-                    duration=duration,
-                    options=single,
-                )
-            )
+            runs.append(simulate_closed_loop(controller, X0[i], XD0[i], truth=None if plants is None else plants[i],
+                                             seed=seeds[i], duration=duration, options=single))
             bar.update(i + 1)
         status = [-1 if r.diverged_at is None else len(r.t) - 1 for r in runs]
         return _stack(runs, "python", status, _time.perf_counter() - start, controller.samples.t[:job.steps + 1])
