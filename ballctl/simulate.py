@@ -217,7 +217,7 @@ class SimulationResult:
             title="ballctl.simulate", success=self.success, message=self.message)
 
 
-def _input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
+def _input_function(inputs, n_inputs: int, *, control_law: Callable | None = None
                    ) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
     """Normalize the inputs of :func:`simulate` to a callable ``(t, x, xd) -> u`` of shape (nu,).
 
@@ -228,19 +228,19 @@ def _input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
         callable ``u(t)`` of time only.
     n_inputs : int
         Number of inputs.
-    feedback : callable, optional
-        State feedback ``u(t, x, xd)``; then ``inputs`` must be None.
+    control_law : callable, optional
+        A state-feedback law ``u(t, x, xd)``; then ``inputs`` must be None.
 
     Returns
     -------
     callable
         ``(t, x, xd) -> ndarray, shape (nu,)``.
     """
-    if feedback is not None:
+    if control_law is not None:
         if inputs is not None:
-            raise ParameterError("pass either inputs (u(t) or a constant) or feedback (u(t, x, xd)), not both")
-        check_callable(feedback, "feedback", "u(t, x, xd) -> (nu,)")
-        return lambda t, x, xd: _input_value(feedback(t, x, xd), n_inputs, t, "feedback")
+            raise ParameterError("pass either inputs (u(t) or a constant) or control_law (u(t, x, xd)), not both")
+        check_callable(control_law, "control_law", "u(t, x, xd) -> (nu,)")
+        return lambda t, x, xd: _input_value(control_law(t, x, xd), n_inputs, t, "control_law")
     if inputs is None:
         zero = np.zeros(n_inputs)
         return lambda t, x, xd: zero
@@ -252,7 +252,8 @@ def _input_function(inputs, n_inputs: int, *, feedback: Callable | None = None
         return lambda t, x, xd: const
     nargs = _required_positional(inputs)
     if nargs not in (None, 0, 1):
-        raise ParameterTypeError(f"inputs must be a callable u(t) of time only (state feedback: feedback=u(t, x, "
+        raise ParameterTypeError(f"inputs must be a callable u(t) of time only (a state-feedback law: "
+                                 f"control_law=u(t, x, "
                                  f"xd)), got a callable with {nargs} required arguments")
     return lambda t, x, xd: _input_value(inputs(t), n_inputs, t, "inputs")
 
@@ -319,7 +320,7 @@ def _chart_event(system: ConstrainedSystem):
     return event
 
 
-def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Callable | None = None, t_eval=None,
+def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, control_law: Callable | None = None, t_eval=None,
              options: SimulationOptions | IntegrationOptions | None = None) -> SimulationResult:
     """Integrate the constrained equations of motion forward in time.
 
@@ -340,8 +341,8 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
         returning (nu,) or (B, nu).
     t_span : (float, float)
         Start and end times in s.
-    feedback : callable, optional
-        State feedback ``u(t, x, xd) -> (nu,)`` instead of ``inputs``
+    control_law : callable, optional
+        A state-feedback law ``u(t, x, xd) -> (nu,)`` instead of ``inputs``
         (then pass ``inputs=None``).
     t_eval : array_like, optional
         Output times (default: 501 evenly spaced).
@@ -381,8 +382,8 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
     project_initial, rechart = options.project_initial, options.rechart
     raise_on_failure, constraint_tol = options.raise_on_failure, options.constraint_tol
     if np.ndim(x0) == 2:
-        if rechart or projection_interval is not None or project_initial or feedback is not None:
-            raise ParameterError("feedback, rechart, projection_interval and project_initial apply to one run; "
+        if rechart or projection_interval is not None or project_initial or control_law is not None:
+            raise ParameterError("control_law, rechart, projection_interval and project_initial apply to one run; "
                                  "simulate the runs of a batch one by one to use them")
         return _simulate_batch(system, x0, xd0, inputs, t_span, t_eval=t_eval, method=method, rtol=rtol,
                                atol=atol, max_step=max_step, stabilization=stabilization,
@@ -400,7 +401,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, feedback: Ca
     if (t_span[1] - t_span[0]) / max_step > MAX_STEPS:
         raise ParameterError(f"max_step = {max_step:g} s needs more than {MAX_STEPS:.0e} steps over t_span "
                              f"({t_span[1] - t_span[0]:g} s); raise max_step")
-    ufun = _input_function(inputs, nu, feedback=feedback)
+    ufun = _input_function(inputs, nu, control_law=control_law)
     margin = getattr(system, "chart_margin", None)
     if margin is not None and float(np.real(margin(x0))) <= 0.0:
         if not (rechart and hasattr(system, "rechart")):

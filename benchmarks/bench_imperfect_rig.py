@@ -28,7 +28,7 @@ from ballctl.references.moving_plate import exact_circular_motion
 from ballctl.references.paths import LissajousPath
 from ballctl.ball_plate.rig import rig_preset
 from ballctl.ball_plate.design import design_for_rig
-from ballctl.ball_plate.verification import verify_over_uncertainty
+from ballctl.ball_plate.verification import VerificationSettings, verify_over_uncertainty
 
 DEG = np.pi / 180
 
@@ -78,8 +78,8 @@ def main() -> None:
                                                  rolling_resistance=0.003, frame_drop=0.02))
     ctrl, x0, xd0 = designs[("exact", True)]
     rms, final = _run(target, ctrl, x0, xd0, period)
-    rv = verify_over_uncertainty(ctrl, target, x0, xd0, n_runs=200, seed=0, window_s=period, max_rms_error=0.005,
-                                 divergence_error=1.0)
+    rv = verify_over_uncertainty(ctrl, target, x0, xd0, seed=0, window_s=period, max_rms_error=0.005,
+                                 settings=VerificationSettings(n_runs=200, divergence_error=1.0))
     print("\n2. target rig (1 deg level error, rolling resistance 0.003, 2 % frames lost), exact offset-free:")
     print(f"   nominal RMS last revolution {rms} mm, final {final} mm; over {rv.runs} drawn rigs: "
           f"success rate {rv.success_rate:.3f}, RMS p50 {1e3 * rv.rms_p50_m:.2f} mm, p95 {1e3 * rv.rms_p95_m:.2f} mm, "

@@ -45,6 +45,13 @@ import functools, math, warnings
 import numpy as np
 import ballctl
 from ballctl import *
+from ballctl.errors import *  # noqa: F403  (the names the fuzzer calls live in their subpackages)
+from ballctl.plants import *  # noqa: F403
+from ballctl.linear import *  # noqa: F403
+from ballctl.design import *  # noqa: F403
+from ballctl.simulation import *  # noqa: F403
+from ballctl.studies import *  # noqa: F403
+from ballctl.ball_plate import *  # noqa: F403
 from ballctl.plants.rails import CircleRail, SegmentRail, CallableRail
 from ballctl.plants.paper import (paper_ball_initial_state, paper_ball_parameters, paper_disk_initial_state,
                                   paper_disk_parameters)
@@ -68,10 +75,23 @@ def ltv(): return linearize(plant(), ref(), np.linspace(0.0, 1.0, 51), part())
 def dltv(): return discretize(ltv(), 0.02)
 MSE = dict(contact_x=0.01, contact_y=0.01, yaw=0.5, contact_x_rate=0.1, contact_y_rate=0.1, yaw_rate=5.0)
 MIE = dict(alpha=0.05, beta=0.05)
+_WEIGHT_FIELDS = ("states", "Q", "R", "Q_N", "max_state_errors", "max_input_errors", "terminal_factor", "terminal")
+_DESIGN_OPTIONS = ("t0", "feedforward", "method", "substeps")
 def design(**kw):
-    args = dict(dt=0.02, horizon=1.0, states=part().state_names[:6], max_state_errors=MSE, max_input_errors=MIE)
+    """The fuzzed design: a keyword goes to LQRWeights, TrackingOptions or the call, by its name."""
+    w = dict(states=part().state_names[:6], max_state_errors=MSE, max_input_errors=MIE)
+    w.update({k: kw.pop(k) for k in list(kw) if k in _WEIGHT_FIELDS})
+    o = {k: kw.pop(k) for k in list(kw) if k in _DESIGN_OPTIONS}
+    args = dict(dt=0.02, horizon=1.0, weights=LQRWeights(**w), options=TrackingOptions(**o) if o else None)
     args.update(kw)
     return design_tracking_lqr(plant(), ref(), part(), **args)
+_RUN_KEYWORDS = ("duration", "seed", "truth")
+def closed_loop(controller, x0, xd0, **kw):
+    """The fuzzed closed loop: a keyword goes to simulate_closed_loop or to ClosedLoopOptions, by its name."""
+    run = {k: kw.pop(k) for k in list(kw) if k in _RUN_KEYWORDS}
+    if "integrator" in kw:
+        kw["method"] = kw.pop("integrator")
+    return simulate_closed_loop(controller, x0, xd0, options=ClosedLoopOptions(**kw), **run)
 @cache
 def ctrl(): return design()
 @cache
@@ -480,7 +500,7 @@ def _catalogue() -> list[Case]:
         c.append(_api(f"design_tracking_lqr.{kw}={tag}", f"design(**{{'{kw}': {v}}})", kw))
     c.append(_api("design_tracking_lqr.reference=str",
                   "design_tracking_lqr(plant(), 'circle', part(), dt=0.02, horizon=1.0)", "reference"))
-    cl = "simulate_closed_loop(ctrl(), {x0}, s0().xd{extra})"
+    cl = "closed_loop(ctrl(), {x0}, s0().xd{extra})"
     for kw, tag, v in (("duration", "neg", "-1.0"), ("duration", "nan", "NAN"), ("duration", "too_long", "100.0"),
                        ("duration", "below_one_step", "0.001"), ("model", "bad", "'quadratic'"),
                        ("integrator", "bad", "'euler'"), ("noise_std", "neg", "{'contact_x': -0.01}"),

@@ -284,21 +284,22 @@ def main(argv=None) -> int:
         return 0
     from ballctl.deploy.runtime import ControllerRuntime
     from ballctl.schedule import controller_footprint
-    from ballctl.deploy.sil import C_FLAGS, export_controller, run_component_loop
+    from ballctl.deploy.sil import C_FLAGS, ComponentLoopOptions, ExportOptions, export_controller, run_component_loop
 
     t_start = time.perf_counter()
     rig, ctrl, x0, xd0 = default_job_controller(imperfections=not args.without_imperfections)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ballctl_pil_"))
     work.mkdir(parents=True, exist_ok=True)
     cdir = work / "c_controller"
-    report = export_controller(ctrl, rig, cdir, x0=x0, xd0=xd0, seed=args.seed, real=args.real)
+    report = export_controller(ctrl, rig, cdir, x0=x0, xd0=xd0, seed=args.seed, options=ExportOptions(real=args.real))
     data = report.data
     steps = int(math.ceil(args.periods * data.period_s / data.dt)) + 1
     # the measurement sequence: the twin in the closed loop on the truth plant, as the controller received it
     twin = ControllerRuntime(cdir)
     imperfections = getattr(rig, "imperfections", None)
-    extra = {} if imperfections is None else {"imperfections": imperfections}
-    loop = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=args.seed, **extra)
+    extra = {} if imperfections is None else {"imperfections": imperfections.loop}   # the loop's share
+    loop = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=args.seed,
+                              options=ComponentLoopOptions(**extra))
     y = loop.y[:steps]
     t0 = time.perf_counter()
     from ballctl.simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop

@@ -59,7 +59,7 @@ def _both(ctrl, x0, xd0, *, truth=None, seed=None, **options):
 
 
 def _assert_same_run(py, cc, *, contact=1e-10):
-    assert py.feedback == cc.feedback and py.diverged_at == cc.diverged_at and len(py.t) == len(cc.t)
+    assert py.feedback == cc.feedback and py.diverged_at_s == cc.diverged_at_s and len(py.t) == len(cc.t)
     assert np.abs(py.x[:, :2] - cc.x[:, :2]).max() < contact
     assert np.abs(py.x - cc.x).max() < 1e3 * contact  # angles: the ball's roll grows to tens of rad
     assert np.abs(py.u - cc.u).max() < 1e-11
@@ -104,7 +104,7 @@ def test_a_diverging_design_stops_at_the_same_sample(references):
     ctrl = _design(references, TABLETOP, "qs-paper")
     # (over this short horizon the error grows from 5 cm past 8 cm within 1.6 s)
     py, cc = _both(ctrl, x0, xd0, truth=truth, limits=TABLETOP.limits, substeps=2, seed=0, divergence_error=0.07)
-    assert cc.diverged_at is not None and cc.diverged_at < HORIZON and len(cc.t) < int(HORIZON / ctrl.dt)
+    assert cc.diverged_at_s is not None and cc.diverged_at_s < HORIZON and len(cc.t) < int(HORIZON / ctrl.dt)
     _assert_same_run(py, cc)
     assert cc.summary().diverged and cc.summary().diverged_at_s == py.summary().diverged_at_s
     # in a batch the diverged run is cut in its own result and padded with NaN in the stacked arrays
@@ -114,7 +114,7 @@ def test_a_diverging_design_stops_at_the_same_sample(references):
                                  options=ClosedLoopOptions(method="rk4", limits=TABLETOP.limits, substeps=2,
                                                            divergence_error=0.07))
     assert batch.backend == "compiled" and batch.status[1] == -1
-    assert batch.status[0] == len(cc.t) - 1 and batch.run(0).diverged_at == cc.diverged_at
+    assert batch.status[0] == len(cc.t) - 1 and batch.run(0).diverged_at_s == cc.diverged_at_s
     assert np.isnan(batch.x[0, len(cc.t):]).all() and np.isfinite(batch.x[1]).all()
     err = batch.position_error
     assert err.shape == (2, len(batch.t)) and np.isnan(err[0, len(cc.t):]).all()
@@ -157,13 +157,13 @@ def test_zero_order_hold_reference_is_the_same_compiled(references):
     truth, exact, qs, x0, xd0 = references
     ctrl = _design(references, TABLETOP, "exact", output_feedback=False)
     # the design's own samples: its ZOH solution reproduces itself through either loop
-    cc = zoh_reference(ctrl.system, ctrl.ltv, ctrl.lqr.gains, ctrl.samples, integrator="rk4", substeps=2)
-    py = zoh_reference(ctrl.system, ctrl.ltv, ctrl.lqr.gains, ctrl.samples, integrator="rk4", substeps=2,
+    cc = zoh_reference(ctrl.system, ctrl.ltv, ctrl.lqr.gains, ctrl.samples, method="rk4", substeps=2)
+    py = zoh_reference(ctrl.system, ctrl.ltv, ctrl.lqr.gains, ctrl.samples, method="rk4", substeps=2,
                        backend="python")
     assert np.abs(cc.x - py.x).max() < 1e-12 and np.abs(cc.u - py.u).max() < 1e-14
     np.testing.assert_allclose(cc.xdd, py.xdd, rtol=0, atol=1e-10)
     with pytest.raises(ValueError, match="backend"):
-        zoh_reference(ctrl.system, ctrl.ltv, ctrl.lqr.gains, ctrl.samples, integrator="rk4", backend="gpu")
+        zoh_reference(ctrl.system, ctrl.ltv, ctrl.lqr.gains, ctrl.samples, method="rk4", backend="gpu")
 
 
 def test_monte_carlo_keeps_the_servo_plate(references):

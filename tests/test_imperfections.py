@@ -19,7 +19,7 @@ from ballctl.references.paths import LissajousPath
 from ballctl.ball_plate.rig import Imperfections, RigProfile, RigProfileError, RigUncertainty, rig_preset
 from ballctl.hardware import LoopImperfections
 from ballctl.ball_plate.design import design_for_rig
-from ballctl.ball_plate.verification import verify_over_uncertainty
+from ballctl.ball_plate.verification import VerificationSettings, verify_over_uncertainty
 
 DEG = np.pi / 180
 TABLETOP = rig_preset("tabletop")
@@ -229,9 +229,9 @@ def test_the_disturbance_states_are_checked_observable(circle):
 def test_verification_over_uncertainty_is_reproducible_and_independent_of_threads(circle):
     exact, x0, xd0 = circle
     ctrl = design_for_rig(TABLETOP, exact, "exact", horizon=1.0, offset_free=True)
-    kw = dict(n_runs=6, seed=4, window_s=0.5, max_rms_error=0.05)
-    one = verify_over_uncertainty(ctrl, TABLETOP, x0, xd0, workers=1, **kw)
-    two = verify_over_uncertainty(ctrl, TABLETOP, x0, xd0, workers=2, **kw)
+    kw = dict(seed=4, window_s=0.5, max_rms_error=0.05)
+    one = verify_over_uncertainty(ctrl, TABLETOP, x0, xd0, settings=VerificationSettings(n_runs=6, workers=1), **kw)
+    two = verify_over_uncertainty(ctrl, TABLETOP, x0, xd0, settings=VerificationSettings(n_runs=6, workers=2), **kw)
     np.testing.assert_array_equal(one.rms_m, two.rms_m)
     np.testing.assert_array_equal(one.peak_friction_coefficient, two.peak_friction_coefficient)
     assert one.runs == 6 and one.bands.shape == (3, len(ctrl.times) + 1)
@@ -239,7 +239,8 @@ def test_verification_over_uncertainty_is_reproducible_and_independent_of_thread
     d = one.as_dict()
     assert set(d) >= {"runs", "success_rate", "rms_p50_m", "rms_p95_m", "worst_rms_m", "slipping_runs"}
     with pytest.raises(ValueError, match="min_success_rate must lie in"):
-        verify_over_uncertainty(ctrl, TABLETOP, x0, xd0, min_success_rate=1.5, **kw)
+        verify_over_uncertainty(ctrl, TABLETOP, x0, xd0,
+                                settings=VerificationSettings(n_runs=6, min_success_rate=1.5), **kw)
 
 
 def test_a_simulation_reports_the_contact_of_a_ball_on_an_incline():

@@ -11,7 +11,7 @@ import pytest
 import ballctl
 from ballctl.deploy import runtime as rt
 from ballctl.deploy.runtime import ControllerRuntime
-from ballctl.schedule import write_c_controller
+from ballctl.schedule import ControllerDataOptions, write_c_controller
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
 
@@ -36,7 +36,8 @@ def exported(design, tmp_path_factory):
     out = {}
     for kind in ("fourier", "plan"):
         folder = tmp_path_factory.mktemp(kind)
-        write_c_controller(ctrl, folder, rig=rig, representation=kind, real="float64", fourier_order=4)
+        write_c_controller(ctrl, folder, rig=rig,
+                           options=ControllerDataOptions(representation=kind, real="float64", fourier_order=4))
         out[kind] = folder
     return out
 

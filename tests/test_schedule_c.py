@@ -10,8 +10,8 @@ import pytest
 
 import ballctl
 from ballctl.ball_plate.rig import RigLimits, Sensor
-from ballctl.schedule import (C_TEMPLATES, GENERATED_FILES, controller_data, controller_footprint, write_c_controller,
-                              write_controller_files)
+from ballctl.schedule import (C_TEMPLATES, GENERATED_FILES, ControllerDataOptions, controller_data,
+                              controller_footprint, write_c_controller, write_controller_files)
 from ballctl.deploy.sil import C_FLAGS
 from ballctl.ball_plate.design import QS_STATE_ERRORS
 
@@ -84,19 +84,19 @@ def test_write_c_controller_needs_an_estimator(tmp_path):
 def test_bad_options_are_refused_early_with_the_parameter_named(run, periodic, tmp_path):
     ctrl, _ = run
     with pytest.raises(ballctl.ParameterError, match="fourier_order"):
-        controller_data(periodic[1], fourier_order=40)
+        controller_data(periodic[1], options=ControllerDataOptions(fourier_order=40))
     with pytest.raises(ballctl.ParameterError, match="real"):
-        controller_data(periodic[1], real="float16")
+        controller_data(periodic[1], options=ControllerDataOptions(real="float16"))
     with pytest.raises(ballctl.ParameterError, match="representation"):
-        controller_data(periodic[1], representation="table")
+        controller_data(periodic[1], options=ControllerDataOptions(representation="table"))
     with pytest.raises(ballctl.ParameterError, match="max_deviation"):
-        controller_data(periodic[1], max_deviation=-1.0)
+        controller_data(periodic[1], options=ControllerDataOptions(max_deviation=-1.0))
     with pytest.raises(ballctl.ParameterError, match="at least one period"):   # 0.6 s of a 6.3 s period
-        controller_data(ctrl, representation="fourier")
+        controller_data(ctrl, options=ControllerDataOptions(representation="fourier"))
     with pytest.raises(ballctl.ParameterError, match="give rig or limits"):
         controller_data(periodic[1], rig=periodic[0], limits=RigLimits())
     with pytest.raises(ballctl.ParameterError, match="drop_states"):
-        controller_data(periodic[1], drop_states=["contact_x"])
+        controller_data(periodic[1], options=ControllerDataOptions(drop_states=["contact_x"]))
     (tmp_path / "file").write_text("x")
     with pytest.raises(ballctl.errors.FileArgumentError, match="is a file"):
         write_c_controller(ctrl, tmp_path / "file")
@@ -104,7 +104,7 @@ def test_bad_options_are_refused_early_with_the_parameter_named(run, periodic, t
 
 def test_header_defines_the_version_2_api(periodic, tmp_path):
     rig, ctrl = periodic
-    files = write_c_controller(ctrl, tmp_path, rig=rig, fourier_order=3)
+    files = write_c_controller(ctrl, tmp_path, rig=rig, options=ControllerDataOptions(fourier_order=3))
     assert {p.name for p in files} == set(GENERATED_FILES) | set(C_TEMPLATES)
     api = (tmp_path / "ballctl_controller.h").read_text() + (tmp_path / "ballctl_controller_config.h").read_text()
     n_states = len(np.load(tmp_path / "ballctl_controller.npz")["state_names"])
@@ -128,7 +128,8 @@ def test_header_defines_the_version_2_api(periodic, tmp_path):
                                                   ("plan", "float32"), ("plan", "float64")])
 def test_c_compiles_warning_free(periodic, tmp_path, representation, real):
     rig, ctrl = periodic
-    write_c_controller(ctrl, tmp_path, rig=rig, representation=representation, real=real, fourier_order=2)
+    write_c_controller(ctrl, tmp_path, rig=rig,
+                       options=ControllerDataOptions(representation=representation, real=real, fourier_order=2))
     res = _compile(tmp_path, [tmp_path / "ballctl_controller.c"])
     assert res.returncode == 0, res.stderr
 
@@ -136,7 +137,7 @@ def test_c_compiles_warning_free(periodic, tmp_path, representation, real):
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not available")
 def test_c_compiles_warning_free_on_a_32_bit_target(periodic, tmp_path):
     rig, ctrl = periodic
-    write_c_controller(ctrl, tmp_path, rig=rig, fourier_order=2)
+    write_c_controller(ctrl, tmp_path, rig=rig, options=ControllerDataOptions(fourier_order=2))
     res = _compile(tmp_path, [tmp_path / "ballctl_controller.c"], compiler="arm-none-eabi-gcc",
                    extra=("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"))
     assert res.returncode == 0, res.stderr
@@ -146,7 +147,8 @@ def test_c_compiles_warning_free_on_a_32_bit_target(periodic, tmp_path):
 def test_c_step_function_agrees_with_python(run, tmp_path):
     """The plan export in double gives the commands of the Python loop (no rig limits: the command acts as sent)."""
     ctrl, r = run
-    write_c_controller(ctrl, tmp_path, representation="plan", real="float64", drop_states=())
+    write_c_controller(ctrl, tmp_path,
+                       options=ControllerDataOptions(representation="plan", real="float64", drop_states=()))
     steps = len(ctrl.times)
     lat = ctrl.estimator.latency_steps
     y = np.where(np.isnan(r.y), 0.0, r.y)[:steps]
@@ -176,7 +178,7 @@ def test_c_step_function_agrees_with_python(run, tmp_path):
 @needs_gcc
 def test_the_firmware_example_of_the_docs_compiles(periodic, tmp_path):
     rig, ctrl = periodic
-    write_c_controller(ctrl, tmp_path, rig=rig, fourier_order=2)
+    write_c_controller(ctrl, tmp_path, rig=rig, options=ControllerDataOptions(fourier_order=2))
     page = (ROOT / "docs" / "firmware.md").read_text()
     blocks = re.findall(r"```c\n(.*?)```", page, flags=re.S)
     main = next(b for b in blocks if "int main(void)" in b)
@@ -187,7 +189,7 @@ def test_the_firmware_example_of_the_docs_compiles(periodic, tmp_path):
 
 def test_controller_files_round_trip(periodic, tmp_path):
     rig, ctrl = periodic
-    data = controller_data(ctrl, rig=rig, fourier_order=3)
+    data = controller_data(ctrl, rig=rig, options=ControllerDataOptions(fourier_order=3))
     write_controller_files(data, tmp_path)
     from ballctl.schedule import ControllerData
 

@@ -23,8 +23,9 @@ import ballctl
 from ballctl.references.moving_plate import exact_circular_motion
 from ballctl.ball_plate.rig import RigLimits, Sensor
 from ballctl.deploy.runtime import ControllerRuntime
-from ballctl.schedule import controller_data, write_c_controller, write_controller_files
-from ballctl.deploy.sil import CController, ControllerComponent, export_controller, run_component_loop
+from ballctl.schedule import ControllerDataOptions, controller_data, write_c_controller, write_controller_files
+from ballctl.deploy.sil import (CController, ComponentLoopOptions, ControllerComponent, ExportOptions,
+                                export_controller, run_component_loop)
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
@@ -77,7 +78,7 @@ def job(request, tmp_path_factory):
     rig = ballctl.rig_preset("tabletop") if request.param == "tabletop" else harder_rig()
     ctrl, x0, xd0 = default_job(rig)
     folder = tmp_path_factory.mktemp(f"c_{request.param}")
-    report = export_controller(ctrl, rig, folder, x0=x0, xd0=xd0, seed=0, check_c=False)
+    report = export_controller(ctrl, rig, folder, x0=x0, xd0=xd0, seed=0, options=ExportOptions(check_c=False))
     return rig, ctrl, x0, xd0, report, folder
 
 
@@ -92,7 +93,8 @@ def test_plan_export_in_the_loop_is_the_verified_loop(tmp_path):
     rig = harder_rig()
     ref = ballctl.CircularMotion(design_plant(rig).quasi_static(), 0.3, 2.0, 40.0)
     ctrl = ballctl.ball_plate.design.design_for_rig(rig, ref, "qs-contact", horizon=1.0)
-    write_c_controller(ctrl, tmp_path, rig=rig, representation="plan", real="float64", drop_states=())
+    write_c_controller(ctrl, tmp_path, rig=rig,
+                       options=ControllerDataOptions(representation="plan", real="float64", drop_states=()))
     s = ref(0.0)
     x0 = np.concatenate([s.x, s.u])
     xd0 = np.concatenate([s.xd, s.ud])
@@ -100,7 +102,7 @@ def test_plan_export_in_the_loop_is_the_verified_loop(tmp_path):
     x0 = truth_state(rig, x0)
     steps = len(ctrl.times)
     c = run_component_loop(CController.build(tmp_path), rig, ctrl, x0, xd0, steps=steps, seed=3,
-                           **loop_imperfections(rig))
+                           options=ComponentLoopOptions(**loop_imperfections(rig)))
     sim = dict(limits=rig.limits, method="rk4", substeps=2, **loop_imperfections(rig))
     py = ballctl.simulate_closed_loop(ctrl, x0, xd0, truth=rig.truth_plant(), seed=3,
                                       options=ballctl.ClosedLoopOptions(backend="python", **sim))
@@ -137,15 +139,16 @@ def test_export_chooses_its_order_by_verification(job):
 def test_c_equals_twin_and_float32_is_within_5_percent_of_double(job, tmp_path):
     rig, ctrl, x0, xd0, report, folder = job
     order = report.fourier_order
-    d64 = controller_data(ctrl, rig=rig, fourier_order=order, real="float64")
+    d64 = controller_data(ctrl, rig=rig, options=ControllerDataOptions(fourier_order=order, real="float64"))
     write_controller_files(d64, tmp_path / "f64")
     steps = 3 * d64.n_period   # three periods: the controller does not stop after the design's horizon
     period = d64.period_s
     runs = {}
     for name, comp in (("twin", ControllerRuntime(d64)), ("c64", CController.build(tmp_path / "f64")),
                        ("c32", CController.build(folder))):
-        runs[name] = run_component_loop(comp, rig, ctrl, x0, xd0, steps=steps, seed=0, **loop_imperfections(rig))
-        assert runs[name].diverged_at is None and len(runs[name].t) == steps + 1
+        runs[name] = run_component_loop(comp, rig, ctrl, x0, xd0, steps=steps, seed=0,
+                                        options=ComponentLoopOptions(**loop_imperfections(rig)))
+        assert runs[name].diverged_at_s is None and len(runs[name].t) == steps + 1
     u_t, u_c = runs["twin"].commands, runs["c64"].commands
     assert np.abs(u_c - u_t).max() <= 1e-12 * np.abs(u_t).max()
     e64, e32 = runs["c64"].rms_last(period), runs["c32"].rms_last(period)
@@ -163,11 +166,10 @@ def test_dropped_frames_are_no_update(job):
     ny = report.data.n_signals
     received = np.random.default_rng(1).random((steps, 1)) > 0.15   # 15 % of the frames lost
     received = np.repeat(received, ny, axis=1)
-    r_t = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=0, received=received,
-                             **loop_imperfections(rig))
-    r_c = run_component_loop(c, rig, ctrl, x0, xd0, steps=steps, seed=0, received=received,
-                             **loop_imperfections(rig))
-    assert r_t.diverged_at is None and r_c.diverged_at is None
+    lossy = ComponentLoopOptions(received=received, **loop_imperfections(rig))
+    r_t = run_component_loop(twin, rig, ctrl, x0, xd0, steps=steps, seed=0, options=lossy)
+    r_c = run_component_loop(c, rig, ctrl, x0, xd0, steps=steps, seed=0, options=lossy)
+    assert r_t.diverged_at_s is None and r_c.diverged_at_s is None
     assert r_t.rms_last(report.data.period_s) < 2 * report.design_rms_error_m + 1e-3
     assert np.all(np.isnan(r_t.y[:-1][~received]))
 
@@ -182,7 +184,8 @@ def test_run_component_loop_checks_its_arguments(job):
     with pytest.raises(ballctl.ParameterError, match="ControllerComponent"):
         run_component_loop(object(), rig, ctrl, x0, xd0, steps=2)
     with pytest.raises(ballctl.ParameterError, match="received"):
-        run_component_loop(twin, rig, ctrl, x0, xd0, steps=2, received=np.ones((3, 2), bool))
+        run_component_loop(twin, rig, ctrl, x0, xd0, steps=2,
+                           options=ComponentLoopOptions(received=np.ones((3, 2), bool)))
 
 
 @pytest.mark.slow

@@ -14,27 +14,27 @@ def _plate_run(**kwargs):
 
 
 def test_feedback_is_an_explicit_argument():
-    """A PD law on the contact point through feedback= equals the same law written as u(t) along the run."""
+    """A PD law on the contact point through control_law= equals the same law written as u(t) along the run."""
     plant, x0, xd0 = _plate_run()
 
     def law(t, x, xd):
         return np.array([0.5 * x[1] + 0.2 * xd[1], -0.5 * x[0] - 0.2 * xd[0]])
 
     t = np.linspace(0.0, 0.5, 11)
-    run = ballctl.simulate(plant, x0, xd0, None, (0.0, 0.5), feedback=law, t_eval=t,
+    run = ballctl.simulate(plant, x0, xd0, None, (0.0, 0.5), control_law=law, t_eval=t,
                            options=ballctl.SimulationOptions(rtol=1e-11, atol=1e-13))
     np.testing.assert_allclose(run.u, np.array([law(tk, xk, xdk) for tk, xk, xdk in zip(run.t, run.x, run.xd)]),
                                rtol=0, atol=1e-15)
     # the feedback changes the motion: the open loop with the initial input drifts differently
     open_loop = ballctl.simulate(plant, x0, xd0, law(0.0, x0, xd0), (0.0, 0.5), t_eval=t)
     assert np.max(np.abs(open_loop.x[-1] - run.x[-1])) > 1e-4
-    with pytest.raises(ValueError, match="either inputs .* or feedback"):
-        ballctl.simulate(plant, x0, xd0, np.zeros(2), (0.0, 0.1), feedback=law)
+    with pytest.raises(ValueError, match="either inputs .* or control_law"):
+        ballctl.simulate(plant, x0, xd0, np.zeros(2), (0.0, 0.1), control_law=law)
 
 
 def test_state_feedback_as_inputs_is_refused_and_options_are_one_type():
     plant, x0, xd0 = _plate_run()
-    with pytest.raises(TypeError, match="feedback="):
+    with pytest.raises(TypeError, match="control_law="):
         ballctl.simulate(plant, x0, xd0, lambda t, x, xd: -0.1 * x[:2], (0.0, 0.2))
     # an IntegrationOptions is a SimulationOptions with the constraint handling at its defaults
     t = np.linspace(0.0, 0.2, 5)

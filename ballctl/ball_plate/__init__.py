@@ -16,13 +16,14 @@ from .design import (
     RIG_DESIGNS,
     QS_STATE_ERRORS,
     EXACT_STATE_ERRORS,
+    RigDesignOptions,
     design_for_rig,
     path_integral_action,
     PATH_INTEGRAL_LIMIT,
     PATH_INTEGRAL_START,
     PATH_INTEGRAL_FADE,
 )
-from .verification import RobustVerification, verify_over_uncertainty, ROBUST_PERCENTILES
+from .verification import RobustVerification, VerificationSettings, verify_over_uncertainty, ROBUST_PERCENTILES
 from .rig_log import (
     RigLog,
     RigLogError,
@@ -65,12 +66,14 @@ __all__ = [
     "RIG_DESIGNS",
     "QS_STATE_ERRORS",
     "EXACT_STATE_ERRORS",
+    "RigDesignOptions",
     "design_for_rig",
     "path_integral_action",
     "PATH_INTEGRAL_LIMIT",
     "PATH_INTEGRAL_START",
     "PATH_INTEGRAL_FADE",
     "RobustVerification",
+    "VerificationSettings",
     "verify_over_uncertainty",
     "ROBUST_PERCENTILES",
     "RigLog",

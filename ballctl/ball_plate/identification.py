@@ -1544,9 +1544,9 @@ def excitation_log(base: RigProfile | str = "tabletop", *, duration_s: float = 6
                                                          limits=base.limits,
                                                          substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))),
                                                          divergence_error=max(0.2, 2 * radius_m)))
-    if run.diverged_at is not None:
+    if run.diverged_at_s is not None:
         raise ParameterError(f"the excitation of {amplitude_deg:g} deg drives the ball off the circle at "
-                             f"t = {run.diverged_at:.3g} s on rig {base.name!r}; lower amplitude_deg")
+                             f"t = {run.diverged_at_s:.3g} s on rig {base.name!r}; lower amplitude_deg")
     log = RigLog.from_closed_loop(run, base, ctrl, source=f"excitation for rig {base.name!r}")
     K = log.n_steps
     return replace(log, dither=dither[:K], comments=log.comments + (

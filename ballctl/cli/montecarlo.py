@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     save_figure(mc.plot(), out / "error_bands.png")
     summary = {"runs": mc.n_runs, "failure_rate": mc.failure_rate, "failure_error_m": mc.failure_error,
-               "wall_time_s": mc.wall_time,
+               "wall_time_s": mc.wall_time_s,
                "final_error_m": {f"p{q:g}": float(np.nanpercentile(mc.metrics["final_error"], q))
                                  for q in mc.percentiles}}
     tmp = out / ".summary.json.tmp"
@@ -134,6 +134,6 @@ def run(args: argparse.Namespace) -> int:
     tmp.replace(out / "summary.json")
     np.savez(out / "runs.npz", t_s=mc.t, bands_m=mc.bands, percentiles=mc.percentiles,
              **{f"metric_{k}": v for k, v in mc.metrics.items()}, **{f"sample_{k}": v for k, v in mc.samples.items()})
-    print(f"{mc.n_runs} runs in {mc.wall_time:.2f} s; failure rate {100 * mc.failure_rate:.1f} %; "
+    print(f"{mc.n_runs} runs in {mc.wall_time_s:.2f} s; failure rate {100 * mc.failure_rate:.1f} %; "
           f"median final error {summary['final_error_m'].get('p50', float('nan')):.3g} m; wrote {out}")
     return 0

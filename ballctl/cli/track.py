@@ -233,10 +233,10 @@ def run(args: argparse.Namespace) -> int:
     from ..design.estimator import EstimatorSettings, InputDisturbance, design_estimator
     from ..design.observability import sensor_table
     from ..figures.plotting import plot_robust_bands, plot_tracking, save_figure
-    from ..schedule import controller_footprint, write_c_controller
-    from ..deploy.sil import ExportVerificationError, export_controller
-    from ..ball_plate.design import RIG_DESIGNS, design_for_rig
-    from ..ball_plate.verification import verify_over_uncertainty
+    from ..schedule import ControllerDataOptions, controller_footprint, write_c_controller
+    from ..deploy.sil import ExportOptions, ExportVerificationError, export_controller
+    from ..ball_plate.design import RIG_DESIGNS, RigDesignOptions, design_for_rig
+    from ..ball_plate.verification import VerificationSettings, verify_over_uncertainty
 
     if args.design != "auto" and args.design not in RIG_DESIGNS:
         raise ParameterError(f"--design must be auto or one of {', '.join(RIG_DESIGNS)}, got {args.design!r}")
@@ -281,9 +281,9 @@ def run(args: argparse.Namespace) -> int:
         say(f"[3/5] design {i + 1}/{len(designs)}: {name} ({RIG_DESIGNS[name]})")
         try:
             ctrl = design_for_rig(rig, exact_ref if name == "exact" else qs_ref, name, horizon=horizon,
-                                  output_feedback=args.feedback == "output", weight_scale=args.weight_scale,
-                                  max_input_error=float(np.deg2rad(args.max_input_error_deg)),
-                                  offset_free=args.offset_free)
+                                  output_feedback=args.feedback == "output", offset_free=args.offset_free,
+                                  options=RigDesignOptions(weight_scale=args.weight_scale,
+                                                           max_input_error=float(np.deg2rad(args.max_input_error_deg))))
         except PartitionError as exc:  # e.g. the paper's subsystem is exact on the circle only
             not_applicable[name] = str(exc)
             say(f"      not applicable to this path: {exc}")
@@ -295,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
         sm = r.summary()
         last = r.t >= r.t[-1] - period_window - 1e-9
         sat = 0.0
-        if rig.limits.max_angle is not None and r.diverged_at is None:
+        if rig.limits.max_angle is not None and r.diverged_at_s is None:
             sat = float(np.mean(np.any(np.abs(r.u[last]) >= rig.limits.max_angle * (1 - 1e-9), axis=1)))
         converged, passed, reason = verdict(sm, max_rms_error=args.max_rms_error, saturated_fraction=sat)
         rms = sm.rms_error_last_period_m if sm.rms_error_last_period_m is not None else sm.steady_state_error_m
@@ -327,10 +327,9 @@ def run(args: argparse.Namespace) -> int:
             verification[name]["robust"] = None  # failed on the nominal truth: no longer a candidate
         elif args.robust_runs > 0:
             rv = verify_over_uncertainty(_on_truth_sensors(ctrl, truth_rig), replace(truth_rig, limits=rig.limits),
-                                         x0, xd0,
-                                         n_runs=args.robust_runs, seed=args.seed,
-                                         window_s=window, max_rms_error=args.max_rms_error,
-                                         divergence_error=divergence)
+                                         x0, xd0, seed=args.seed, window_s=window, max_rms_error=args.max_rms_error,
+                                         settings=VerificationSettings(n_runs=args.robust_runs,
+                                                                       divergence_error=divergence))
             robust[name] = rv
             verification[name]["robust"] = rv.as_dict()
             if passed and not rv.passed:
@@ -396,10 +395,12 @@ def run(args: argparse.Namespace) -> int:
             say("      exporting the C controller: its representation checked in closed loop on the truth")
             try:
                 export = export_controller(ctrl, replace(truth_rig, limits=rig.limits), out / "c_controller",
-                                           x0=x0_truth, xd0=xd0, seed=args.seed, substeps=sim.substeps)
+                                           x0=x0_truth, xd0=xd0, seed=args.seed,
+                                           options=ExportOptions(substeps=sim.substeps))
                 controller_summary = export.as_dict()
             except ExportVerificationError as exc:
-                write_c_controller(ctrl, out / "c_controller", rig=rig, representation="plan")
+                write_c_controller(ctrl, out / "c_controller", rig=rig,
+                                   options=ControllerDataOptions(representation="plan"))
                 controller_summary = {"kind": "plan", "reason": str(exc),
                                       "footprint": controller_footprint(out / "c_controller").as_dict()}
             files += ["estimator.npz", "c_controller/"]
@@ -414,7 +415,7 @@ def run(args: argparse.Namespace) -> int:
     say("[5/5] observability per sensor set, figures, summary")
     models = {n: (c.ltv, c.discrete, c.system.coordinate_names) for n, c in controllers.items()}
     _, obs_table = sensor_table(models, SENSOR_SETS, steps=int(round(min(horizon, 2.0) / dt)))
-    plotted = {n: r for n, r in runs.items() if r.diverged_at is None} or runs
+    plotted = {n: r for n, r in runs.items() if r.diverged_at_s is None} or runs
     if args.animate:
         from ..figures.animation import animate_ball_plate
 

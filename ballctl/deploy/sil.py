@@ -33,23 +33,26 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from .._errors import BallctlError, ParameterError
-from .._validation import check_integer, check_positive
+from .._errors import BallctlError, ParameterError, ShapeError
+from .._validation import check_bool, check_choice, check_instance, check_integer, check_nonnegative, check_positive
+from ..hardware import LoopImperfections
 from ..simulation.arrays import draw_runs, imperfection_draws
-from ..simulation.closed_loop import controller_loop
+from ..simulation.closed_loop import ClosedLoopOptions, controller_loop
 from ..simulation.component import ControllerComponent, NonlinearStepper, run_loop
+from ..system import ConstrainedSystem
 from ..ball_plate.rig import RigProfile
 from .runtime import ControllerRuntime
 from ..schedule.c_controller import write_controller_files
-from ..schedule.compact import ControllerData, controller_data
+from ..schedule.compact import ControllerData, ControllerDataOptions, controller_data
 
-__all__ = ["ControllerComponent", "CController", "ComponentLoopResult", "ExportReport", "compile_controller",
-           "run_component_loop", "export_controller", "C_FLAGS", "ExportVerificationError"]
+__all__ = ["ControllerComponent", "CController", "ComponentLoopOptions", "ComponentLoopResult", "ExportOptions",
+           "ExportReport", "compile_controller", "run_component_loop", "export_controller", "C_FLAGS",
+           "ExportVerificationError"]
 
 #: warnings-as-errors flags every build of the generated C passes (also the cross build of the PIL benchmark)
 C_FLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Wconversion", "-pedantic", "-Werror", "-ffp-contract=off")
@@ -250,7 +253,7 @@ class ComponentLoopResult:
         The component's health bits after each step (0 when it has none).
     measure_status : ndarray of int, shape (K - 1,)
         Status of the measurement delivered at each step (0 when none).
-    diverged_at : float or None
+    diverged_at_s : float or None
         Time in s at which the run stopped (state not finite or contact error above the limit).
     wall_time_s : float
     controller_time_s : float
@@ -266,7 +269,7 @@ class ComponentLoopResult:
     position_error: np.ndarray
     health: np.ndarray
     measure_status: np.ndarray
-    diverged_at: float | None
+    diverged_at_s: float | None
     wall_time_s: float
     controller_time_s: float = 0.0
 
@@ -280,6 +283,71 @@ class ComponentLoopResult:
         """
         keep = self.t >= self.t[-1] - window_s - 1e-9
         return float(np.sqrt(np.mean(self.position_error[keep] ** 2)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComponentLoopOptions(ClosedLoopOptions):
+    """How :func:`run_component_loop` runs: the closed-loop options a component's loop uses, lost frames, the truth.
+
+    A :class:`~ballctl.simulation.closed_loop.ClosedLoopOptions` with the component loop's defaults.
+    The component runs the rig's output feedback (its estimator's sensors carry the noise, the rig's
+    limits shape the commands) on the nonlinear truth integrated by RK4 in the Python driver, so
+    ``method`` is ``"rk4"`` and the fields listed last keep their defaults.
+
+    Attributes
+    ----------
+    substeps : int
+        RK4 steps per held segment (>= 1; 2 by default here).
+    stabilization : (float, float) or None
+        Baumgarte gains of the truth plant in 1/s (each >= 0).
+    divergence_error : float, optional
+        Stop when the contact point is farther than this from its reference (m, > 0).
+    imperfections : LoopImperfections, optional
+        The loop's share of a rig's imperfections (``rig.imperfections.loop``): lost frames, timing
+        jitter and the servo dead band, drawn as :func:`ballctl.simulate_closed_loop` draws them
+        (over the design's horizon the same seed gives the same lost frames and jitter as there;
+        the steps after it draw from a stream of their own).
+    received : ndarray of bool, shape (steps, ny), optional
+        False where a sample is lost (a dropped frame); default all arrive.
+    truth : ConstrainedSystem, optional
+        The plant (default ``rig.truth_plant()``).
+    method : {"rk4"}
+        The integrator of the truth plant (the only one of the component loop).
+    feedback : {"auto", "output"}
+        Output feedback through the component (``"auto"`` means the same).
+    limits, noise_std, model, rtol, atol, backend, progress
+        Not used here (the rig's limits, the sensors' noise, the nonlinear truth, RK4, the Python
+        driver, no progress bar): leave them at their defaults.
+    """
+
+    method: str = "rk4"
+    substeps: int = 2
+    received: np.ndarray | None = field(default=None, compare=False)
+    truth: ConstrainedSystem | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.method != "rk4" or self.model != "nonlinear" or self.feedback not in ("auto", "output") \
+                or self.backend == "compiled":
+            raise ParameterError("the component loop is the output feedback of the component on the nonlinear truth, "
+                                 "integrated by RK4 in the Python driver: method must be 'rk4', model 'nonlinear', "
+                                 "feedback 'auto' or 'output' and backend not 'compiled', got "
+                                 f"{self.method!r}, {self.model!r}, {self.feedback!r}, {self.backend!r}")
+        for name in ("limits", "noise_std"):
+            if getattr(self, name) is not None:
+                raise ParameterError(f"{name} is not used by run_component_loop (the rig's limits shape the commands, "
+                                     "the estimator's sensors carry the noise); leave it None")
+        if self.progress:
+            raise ParameterError("progress is not used by run_component_loop; leave it False")
+        if self.received is not None:
+            received = np.array(self.received, dtype=bool)
+            if received.ndim != 2:
+                raise ShapeError(f"received must have shape (steps, ny) (True where a sample arrives), "
+                                 f"got {received.shape}")
+            received.setflags(write=False)
+            object.__setattr__(self, "received", received)
+        if self.truth is not None:
+            check_instance(self.truth, "truth", ConstrainedSystem)
 
 
 def _component_loop(controller, plant, steps: int, rig: RigProfile, imperfections, substeps, stabilization,
@@ -323,9 +391,7 @@ def _component_loop(controller, plant, steps: int, rig: RigProfile, imperfection
 
 
 def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps: int, seed: int | None = 0,
-                       substeps: int = 2, stabilization: tuple[float, float] | None = (10.0, 10.0),
-                       received=None, divergence_error: float | None = None, truth=None,
-                       imperfections=None) -> ComponentLoopResult:
+                       options: ComponentLoopOptions | None = None) -> ComponentLoopResult:
     """Run a controller component against the rig's truth plant for ``steps`` control steps.
 
     The one Python driver (:func:`ballctl.simulation.component.run_loop`) with the rig's sensors,
@@ -340,7 +406,7 @@ def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps
     component : ControllerComponent
         The controller (twin, compiled C, or any object with the three calls).
     rig : RigProfile
-        Its limits shape the commands; its truth plant is the plant unless ``truth`` is given.
+        Its limits shape the commands; its truth plant is the plant unless ``options.truth`` is given.
     controller : TrackingController
         The design the component was exported from (its estimator's sensors, the reference, dt).
     x0, xd0 : array_like, shape (n,)
@@ -349,21 +415,9 @@ def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps
         Control steps to run (any number: past the design's horizon the reference repeats).
     seed : int, optional
         Seed of the sensor noise.
-    substeps : int
-        RK4 steps per held segment.
-    stabilization : (float, float) or None
-        Baumgarte gains of the truth plant in 1/s.
-    received : ndarray of bool, shape (steps, ny), optional
-        False where a sample is lost (a dropped frame); default all arrive.
-    divergence_error : float, optional
-        Stop when the contact point is farther than this from its reference (m).
-    truth : ConstrainedSystem, optional
-        The plant (default ``rig.truth_plant()``).
-    imperfections : LoopImperfections, optional
-        The loop's share of a rig's imperfections (``rig.imperfections.loop``): lost frames, timing
-        jitter and the servo dead band, drawn as :func:`ballctl.simulate_closed_loop` draws them
-        (over the design's horizon the same seed gives the same lost frames and jitter as there;
-        the steps after it draw from a stream of their own).
+    options : ComponentLoopOptions, optional
+        RK4 substeps, stabilization, divergence stop, the loop's imperfections, lost frames and
+        the truth plant (default: ``ComponentLoopOptions()``).
 
     Returns
     -------
@@ -374,7 +428,10 @@ def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps
     if not isinstance(component, ControllerComponent):
         raise ParameterError("component must implement ControllerComponent (reset, measure, step)")
     steps = check_integer(steps, "steps", minimum=1)
-    substeps = check_integer(substeps, "substeps", minimum=1)
+    options = ComponentLoopOptions() if options is None else options
+    check_instance(options, "options", ComponentLoopOptions, "ComponentLoopOptions (the component loop's defaults)")
+    substeps, stabilization, divergence_error = options.substeps, options.stabilization, options.divergence_error
+    received, truth, imperfections = options.received, options.truth, options.imperfections
     est = controller.estimator
     if est is None:
         raise ParameterError("run_component_loop needs an output-feedback design (controller.estimator)")
@@ -384,11 +441,8 @@ def run_component_loop(component, rig: RigProfile, controller, x0, xd0, *, steps
     xd = np.array(xd0, dtype=float).reshape(-1)
     if x.shape != (n,) or xd.shape != (n,):
         raise ParameterError(f"x0 and xd0 must have shape ({n},) (the truth plant's coordinates)")
-    if divergence_error is not None:
-        divergence_error = check_positive(divergence_error, "divergence_error", "m")
     ny = est.n_signals
     if received is not None:
-        received = np.asarray(received, dtype=bool)
         if received.shape != (steps, ny):
             raise ParameterError(f"received must have shape ({steps}, {ny}), got {received.shape}")
     loop = _component_loop(controller, plant, steps, rig, imperfections, substeps, stabilization,
@@ -477,8 +531,82 @@ class ExportReport:
                 "wall_time_s": self.wall_time_s}
 
 
+@dataclass(frozen=True, kw_only=True)
+class ExportOptions:
+    """How :func:`export_controller` checks and writes the controller a rig runs.
+
+    Attributes
+    ----------
+    real : {"float32", "float64"}
+        Scalar type of the export.
+    tolerance : float
+        Relative tolerance of the checks (> 0, dimensionless; 0.05: within 5 %).
+    distance_floor_m : float
+        Absolute allowance in m on the distance between the loops (>= 0).
+    orders : sequence of int
+        Fourier orders to try, ascending (each in 0..32).
+    full_order : int
+        Order of the full-precision reference controller (0..32).
+    periods : int
+        Periods of the check runs (>= 1; at least the design's horizon).
+    substeps : int, optional
+        RK4 steps per held segment of the check runs (>= 1; default: steps of at most 10 ms, at least 2).
+    representation : {"auto", "fourier", "plan"}
+        As in :class:`~ballctl.schedule.compact.ControllerDataOptions`.
+    drop_states : "auto", None or sequence of str
+        As in :class:`~ballctl.schedule.compact.ControllerDataOptions`.
+    check_c : bool, optional
+        Run the compiled C too (default: when ``compiler`` is on the PATH).
+    compiler : str
+        C compiler of ``check_c``.
+    imperfections : LoopImperfections, None or "rig"
+        The loop's share of the rig's imperfections in every check run (``"rig"``: the rig's own,
+        ``rig.imperfections.loop``; None: none).
+    reduce_model_order : bool
+        After the order is chosen, lower the prediction model's own order (``Ad``, the largest
+        group) while the same check passes.
+    """
+
+    real: str = "float32"
+    tolerance: float = 0.05
+    distance_floor_m: float = 5e-4
+    orders: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 8, 10, 12)
+    full_order: int = 16
+    periods: int = 3
+    substeps: int | None = None
+    representation: str = "auto"
+    drop_states: str | tuple[str, ...] | None = "auto"
+    check_c: bool | None = None
+    compiler: str = "gcc"
+    imperfections: LoopImperfections | str | None = "rig"
+    reduce_model_order: bool = True
+
+    def __post_init__(self) -> None:
+        data = ControllerDataOptions(representation=self.representation, real=self.real, drop_states=self.drop_states)
+        object.__setattr__(self, "drop_states", data.drop_states)
+        object.__setattr__(self, "tolerance", check_positive(self.tolerance, "tolerance"))
+        object.__setattr__(self, "distance_floor_m", check_nonnegative(self.distance_floor_m, "distance_floor_m", "m"))
+        object.__setattr__(self, "periods", check_integer(self.periods, "periods", minimum=1))
+        object.__setattr__(self, "full_order", check_integer(self.full_order, "full_order", minimum=0, maximum=32))
+        if isinstance(self.orders, (str, bytes)) or not hasattr(self.orders, "__iter__"):
+            raise ParameterError(f"orders must be a sequence of Fourier orders in 0..32, got {self.orders!r}")
+        object.__setattr__(self, "orders", tuple(check_integer(h, f"orders[{i}]", minimum=0, maximum=32)
+                                                 for i, h in enumerate(self.orders)))
+        if self.substeps is not None:
+            object.__setattr__(self, "substeps", check_integer(self.substeps, "substeps", minimum=1))
+        if self.check_c is not None:
+            object.__setattr__(self, "check_c", check_bool(self.check_c, "check_c"))
+        if not isinstance(self.compiler, str) or not self.compiler:
+            raise ParameterError(f"compiler must be the name of a C compiler on the PATH, got {self.compiler!r}")
+        if isinstance(self.imperfections, str):
+            check_choice(self.imperfections, "imperfections", ("rig",))
+        elif self.imperfections is not None:
+            check_instance(self.imperfections, "imperfections", LoopImperfections, "LoopImperfections, None or 'rig'")
+        object.__setattr__(self, "reduce_model_order", check_bool(self.reduce_model_order, "reduce_model_order"))
+
+
 def _design_run(controller, rig, x0, xd0, seed, substeps, imperfections):
-    from ..simulation.closed_loop import ClosedLoopOptions, simulate_closed_loop
+    from ..simulation.closed_loop import simulate_closed_loop
 
     return simulate_closed_loop(controller, x0, xd0, truth=rig.truth_plant(), seed=seed,
                                 options=ClosedLoopOptions(limits=rig.limits, method="rk4", substeps=substeps,
@@ -486,11 +614,7 @@ def _design_run(controller, rig, x0, xd0, seed, substeps, imperfections):
 
 
 def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: int | None = 0,
-                      real: str = "float32", tolerance: float = 0.05, distance_floor_m: float = 5e-4,
-                      orders=(1, 2, 3, 4, 5, 6, 8, 10, 12), full_order: int = 16, periods: int = 3,
-                      substeps: int | None = None, representation: str = "auto", drop_states="auto",
-                      check_c: bool | None = None, compiler: str = "gcc", imperfections="rig",
-                      reduce_model_order: bool = True) -> ExportReport:
+                      options: ExportOptions | None = None) -> ExportReport:
     r"""Write the controller a rig runs, with its Fourier order chosen by a closed-loop check.
 
     Every loop below runs on ``rig.truth_plant()`` with the rig's limits and
@@ -532,34 +656,9 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
         Initial truth state of the check (the main job's).
     seed : int, optional
         Sensor-noise seed of the check.
-    real : {"float32", "float64"}
-        Scalar type of the export.
-    tolerance : float
-        Relative tolerance (0.05: within 5 %).
-    distance_floor_m : float
-        Absolute allowance in m on the distance between the loops (>= 0).
-    orders : sequence of int
-        Orders to try, ascending.
-    full_order : int
-        Order of the full-precision reference controller.
-    periods : int
-        Periods of the check runs (>= 1; at least the design's horizon).
-    substeps : int, optional
-        RK4 steps per held segment (default: steps of at most 10 ms, at least 2).
-    representation : {"auto", "fourier", "plan"}
-        As in :func:`~ballctl.schedule.compact.controller_data`.
-    drop_states : "auto" or sequence of str
-        As in :func:`~ballctl.schedule.compact.controller_data`.
-    check_c : bool, optional
-        Run the compiled C too (default: when ``compiler`` is on the PATH).
-    compiler : str
-        C compiler of ``check_c``.
-    reduce_model_order : bool
-        After the order is chosen, lower the prediction model's own order (``Ad``, the largest
-        group) while the same check passes.
-    imperfections : LoopImperfections, None or "rig"
-        The loop's share of the rig's imperfections in every check run (``"rig"``: the rig's own,
-        ``rig.imperfections.loop``; None: none).
+    options : ExportOptions, optional
+        Scalar type, tolerances, the orders tried, the check runs (periods, substeps,
+        imperfections, the compiled C) and the representation (default: ``ExportOptions()``).
 
     Returns
     -------
@@ -572,18 +671,16 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
         written; the report is attached to the error).
     """
     start = time.perf_counter()
-    tolerance = check_positive(tolerance, "tolerance")
-    if not (np.isfinite(distance_floor_m) and distance_floor_m >= 0):
-        raise ParameterError(f"distance_floor_m must be >= 0 m, got {distance_floor_m!r}")
-    periods = check_integer(periods, "periods", minimum=1)
-    full_order = check_integer(full_order, "full_order", minimum=0, maximum=32)
-    orders = [check_integer(h, "orders[i]", minimum=0, maximum=32) for h in orders]
+    options = ExportOptions() if options is None else options
+    check_instance(options, "options", ExportOptions)
+    o = options
+    real, tolerance, distance_floor_m, orders = o.real, o.tolerance, o.distance_floor_m, list(o.orders)
+    full_order, periods, substeps, imperfections = o.full_order, o.periods, o.substeps, o.imperfections
+    representation, drop_states, check_c, compiler = o.representation, o.drop_states, o.check_c, o.compiler
     dt = float(controller.dt)
     if substeps is None:
         substeps = max(2, int(math.ceil(dt / 0.01 - 1e-9)))
-    if isinstance(imperfections, str):
-        if imperfections != "rig":
-            raise ParameterError(f"imperfections must be a LoopImperfections, None or 'rig', got {imperfections!r}")
+    if isinstance(imperfections, str):   # "rig"
         imperfections = rig.imperfections.loop
     r = _design_run(controller, rig, x0, xd0, seed, substeps, imperfections)
     if r.summary().diverged:
@@ -596,19 +693,20 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
     if rep == "auto":
         rep = "fourier" if period is not None and horizon_steps * dt >= period - 1e-9 else "plan"
     steps = max(int(math.ceil(periods * period / dt)) if rep == "fourier" else 0, horizon_steps)
+    loop_options = ComponentLoopOptions(substeps=substeps, divergence_error=max(0.2, 10 * e_d + 0.05),
+                                        imperfections=imperfections)
 
     def loop(data, component=None):
         comp = ControllerRuntime(data) if component is None else component
-        return run_component_loop(comp, rig, controller, x0, xd0, steps=steps, seed=seed, substeps=substeps,
-                                  divergence_error=max(0.2, 10 * e_d + 0.05), imperfections=imperfections)
+        return run_component_loop(comp, rig, controller, x0, xd0, steps=steps, seed=seed, options=loop_options)
 
     def build(order, real_):
-        return controller_data(controller, rig=rig, representation=rep, fourier_order=order, real=real_,
-                               drop_states=drop_states)
+        return controller_data(controller, rig=rig, options=ControllerDataOptions(
+            representation=rep, fourier_order=order, real=real_, drop_states=drop_states))
 
     full = loop(build(full_order if rep == "fourier" else 0, "float64"))
     e_f = e_w = None
-    if full.diverged_at is None:
+    if full.diverged_at_s is None:
         e_f = full.rms_last(window)
         in_w = (full.t >= r.t[-1] - window - 1e-9) & (full.t <= r.t[-1] + 1e-9)   # the design's last period
         e_w = float(np.sqrt(np.mean(full.position_error[in_w] ** 2)))
@@ -621,7 +719,7 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
 
     def check(order) -> bool:
         res = loop(build(order, "float64"))
-        ok = res.diverged_at is None
+        ok = res.diverged_at_s is None
         e_h = res.rms_last(window) if ok else None
         dist = float(np.max(np.hypot(*(res.x[:, :2] - full.x[:, :2]).T))) if ok else None
         passed = ok and abs(e_h - e_f) <= tolerance * e_f and dist <= tolerance * peak_f + distance_floor_m
@@ -633,7 +731,7 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
     if accept and rep == "fourier":
         chosen = next((order for order in orders if check(order)), None)
     spec = chosen
-    if chosen is not None and reduce_model_order:
+    if chosen is not None and o.reduce_model_order:
         # the prediction model is the largest group: its own order as low as the same check allows
         for h in range(chosen - 1, 0, -1):
             if not check({"Ad": h, "Bd": chosen, "C": chosen, "M": chosen, "K": chosen, "u_ff": chosen,
@@ -658,7 +756,7 @@ def export_controller(controller, rig: RigProfile, directory, *, x0, xd0, seed: 
     if check_c:
         with tempfile.TemporaryDirectory(prefix="ballctl_sil_") as tmp:
             res = loop(data, CController.build(directory, compiler=compiler, out_dir=tmp))
-        c_rms = res.rms_last(window) if res.diverged_at is None else None
+        c_rms = res.rms_last(window) if res.diverged_at_s is None else None
         c_check = {"real": real, "rms_error_m": c_rms,
                    "relative_to_twin": None if c_rms is None else c_rms / twin_rms - 1.0,
                    "passed": c_rms is not None and abs(c_rms - twin_rms) <= tolerance * twin_rms}

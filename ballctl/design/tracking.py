@@ -358,7 +358,7 @@ def design_tracking_lqr(system: ConstrainedSystem, reference: Reference, partiti
                                               0.5 * dt if feedforward == "zoh" else 0.0)
     deviation = 0.0
     if feedforward == "zoh":
-        samples = zoh_reference(system, ltv, lqr.gains, samples, integrator=integrator, substeps=substeps)
+        samples = zoh_reference(system, ltv, lqr.gains, samples, method=integrator, substeps=substeps)
         names = system.coordinate_names
         idx = [names.index(nm) for nm in system.tracked_coordinates] or list(range(len(names)))
         deviation = float(np.max(np.linalg.norm(samples.x[:, idx] - continuous.x[:, idx], axis=1)))
@@ -418,7 +418,7 @@ def _design_along(system, reference, partition, samples, states, dt, t0, steps, 
 
 
 def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, samples: ReferenceSample, *,
-                  integrator: str = "DOP853", substeps: int = 1, backend: str = "auto") -> ReferenceSample:
+                  method: str = "DOP853", substeps: int = 1, backend: str = "auto") -> ReferenceSample:
     """The zero-order-hold solution of the plant that follows a reference (step 2 of the module docstring).
 
     Parameters
@@ -432,11 +432,12 @@ def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, 
     samples : ReferenceSample
         Kt + 1 samples whose ``u`` is the held feedforward (e.g. the
         reference input at mid-step).
-    integrator : {"DOP853", "RK45", "Radau", "rk4"}
+    method : {"DOP853", "RK45", "Radau", "rk4"}
+        Integrator of the plant between samples.
     substeps : int
         RK4 steps per sample.
     backend : {"auto", "python"}
-        ``"auto"`` runs ``integrator="rk4"`` on a plant with compiled kernels
+        ``"auto"`` runs ``method="rk4"`` on a plant with compiled kernels
         through the compiled loop of :mod:`ballctl.simulation.engine` (the same steps and
         arithmetic), ``"python"`` the Python loop.
 
@@ -462,10 +463,10 @@ def zoh_reference(system: ConstrainedSystem, ltv: LTVSystem, gains: np.ndarray, 
                       tracked_index=np.zeros(0, dtype=np.int64), substeps=substeps)
     runs = draw_runs(loop, [0], np.asarray(getattr(system, "kernel_parameters", np.zeros(1)), dtype=float)[None],
                      samples.x[:1], samples.xd[:1])
-    if integrator == "rk4" and code >= 0 and backend == "auto":
+    if method == "rk4" and code >= 0 and backend == "auto":
         out = run_closed_loop(loop, runs)
     else:
-        stepper = NonlinearStepper(system, integrator, 1e-10, 1e-13, substeps, loop.stabilization)
+        stepper = NonlinearStepper(system, method, 1e-10, 1e-13, substeps, loop.stabilization)
         out = run_loop(LQGComponent(loop), stepper, loop, runs, raise_on_failure=True).output
     if out.status[0] >= 0:
         raise IntegrationError(f"zero-order-hold reference left the finite numbers at t = "

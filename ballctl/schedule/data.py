@@ -384,7 +384,8 @@ class GainSchedule:
         if not isinstance(system, DiscreteLTVSystem):
             raise ParameterTypeError(f"system must be a DiscreteLTVSystem, got {type(system).__name__}")
         if output_feedback is not None and not isinstance(output_feedback, ScheduleEstimator):
-            raise ParameterTypeError(f"output_feedback must be a ScheduleEstimator, got {type(output_feedback).__name__}")
+            raise ParameterTypeError(f"output_feedback must be a ScheduleEstimator, "
+                                     f"got {type(output_feedback).__name__}")
         estimator = None if output_feedback is None else output_feedback.estimator
         feedback_gains = None if output_feedback is None else output_feedback.feedback_gains
         if system.partition is None:

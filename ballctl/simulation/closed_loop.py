@@ -186,15 +186,15 @@ class ClosedLoopResult:
         "state", "output" or "open".
     limit_events : dict
         How many control steps each rig limit changed the command.
-    wall_time : float
+    wall_time_s : float
         Wall-clock seconds of the run.
     y : ndarray, shape (K, ny)
         Sensor readings (NaN where a signal was not sampled); ny = 0 without an estimator.
     signal_names : tuple of str
-    diverged_at : float or None
+    diverged_at_s : float or None
         Time in s at which the run was stopped because the truth diverged
         (arrays then end there).
-    period : float or None
+    period_s : float or None
         Period in s of the reference (for the last-period error).
     augmented_estimate : ndarray, shape (K, nd + ni)
         The offset-free filter's states beyond the design's: the estimated
@@ -225,11 +225,11 @@ class ClosedLoopResult:
     model: str
     feedback: str
     limit_events: dict = field(default_factory=dict)
-    wall_time: float = 0.0
+    wall_time_s: float = 0.0
     y: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     signal_names: tuple[str, ...] = ()
-    diverged_at: float | None = None
-    period: float | None = None
+    diverged_at_s: float | None = None
+    period_s: float | None = None
     augmented_estimate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     normal_force: np.ndarray = field(default_factory=lambda: np.zeros(0))
     friction_force: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
@@ -288,13 +288,13 @@ class ClosedLoopResult:
         span = self.t[-1] - self.t[0]
         tail = self.t >= self.t[0] + 0.8 * span
         last_rms = last_peak = None
-        if self.period is not None and self.diverged_at is None and span >= self.period - 1e-9:
-            window = self.t >= self.t[-1] - self.period - 1e-9
+        if self.period_s is not None and self.diverged_at_s is None and span >= self.period_s - 1e-9:
+            window = self.t >= self.t[-1] - self.period_s - 1e-9
             last_rms = float(np.sqrt(np.mean(err[window] ** 2)))
             last_peak = float(np.max(err[window]))
         threshold = max(settle_fraction * err[0], settle_floor)
         outside = np.nonzero(err > threshold)[0]
-        if self.diverged_at is not None:
+        if self.diverged_at_s is not None:
             settling = None
         elif outside.size == 0:
             settling = 0.0
@@ -328,7 +328,7 @@ class ClosedLoopResult:
             limit_steps={k: float(v) for k, v in self.limit_events.items()},
             peak_friction_coefficient=mu, least_normal_force_N=least,
             peak_friction_coefficient_last_period=mu_last, least_normal_force_last_period_N=least_last,
-            diverged=self.diverged_at is not None, diverged_at_s=self.diverged_at, wall_time_s=self.wall_time)
+            diverged=self.diverged_at_s is not None, diverged_at_s=self.diverged_at_s, wall_time_s=self.wall_time_s)
 
     def to_time_response(self):
         """The run as a python-control ``TimeResponseData`` (signal-major, the one transposing adapter).
@@ -342,8 +342,8 @@ class ClosedLoopResult:
             self.t, self.x.T, states=self.X.T, inputs=self.u.T, output_labels=list(self.coordinate_names),
             state_labels=list(self.state_names), input_labels=list(self.input_names),
             title=f"closed loop ({self.model}, {self.feedback} feedback)", sysname="ballctl closed loop",
-            success=self.diverged_at is None,
-            message=None if self.diverged_at is None else f"diverged at t = {self.diverged_at:.6g} s")
+            success=self.diverged_at_s is None,
+            message=None if self.diverged_at_s is None else f"diverged at t = {self.diverged_at_s:.6g} s")
 
 
 class _Progress:
@@ -386,7 +386,7 @@ class ClosedLoopOptions:
         State feedback only: std of Gaussian measurement noise per coordinate
         name (m or rad) or ``"<name>_rate"`` (m/s or rad/s).
     divergence_error : float, optional
-        Stop the run (recording ``diverged_at``) when the tracked point is
+        Stop the run (recording ``diverged_at_s``) when the tracked point is
         farther than this from its reference (m), when the state stops being
         finite, or when the integration fails. Default: never stop (an
         integration failure raises).
@@ -820,7 +820,7 @@ class ClosedLoopBatchResult:
         there; the stacked arrays are NaN after it).
     backend : str
         "compiled" or "python".
-    wall_time : float
+    wall_time_s : float
         Wall-clock seconds for the whole batch.
     """
 
@@ -833,7 +833,7 @@ class ClosedLoopBatchResult:
     X_measured: np.ndarray
     status: np.ndarray
     backend: str
-    wall_time: float = 0.0
+    wall_time_s: float = 0.0
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -925,7 +925,7 @@ def _simulate_batch(controller, x0, xd0, *, duration, truth, seed, options: Clos
             runs.append(simulate_closed_loop(controller, X0[i], XD0[i], truth=None if plants is None else plants[i],
                                              seed=seeds[i], duration=duration, options=single))
             bar.update(i + 1)
-        status = [-1 if r.diverged_at is None else len(r.t) - 1 for r in runs]
+        status = [-1 if r.diverged_at_s is None else len(r.t) - 1 for r in runs]
         return _stack(runs, "python", status, _time.perf_counter() - start, controller.samples.t[:job.steps + 1])
     for i in range(B):
         job.check_initial_state(X0[i])

@@ -179,7 +179,7 @@ class MonteCarloResult:
         Fraction of runs that diverged or ended farther than ``failure_error`` m.
     failure_error : float
         The threshold in m.
-    wall_time : float
+    wall_time_s : float
         Wall-clock seconds.
     """
 
@@ -190,7 +190,7 @@ class MonteCarloResult:
     bands: np.ndarray
     failure_rate: float
     failure_error: float
-    wall_time: float
+    wall_time_s: float
 
     @property
     def n_runs(self) -> int:
