@@ -383,7 +383,8 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, control_law:
     raise_on_failure, constraint_tol = options.raise_on_failure, options.constraint_tol
     if np.ndim(x0) == 2:
         if rechart or projection_interval is not None or project_initial or control_law is not None:
-            raise ParameterError("control_law, rechart, projection_interval and project_initial apply to one run; "
+            raise ParameterError("control_law and the options rechart, projection_interval and project_initial "
+                                 "apply to one run; "
                                  "simulate the runs of a batch one by one to use them")
         return _simulate_batch(system, x0, xd0, inputs, t_span, t_eval=t_eval, method=method, rtol=rtol,
                                atol=atol, max_step=max_step, stabilization=stabilization,
@@ -407,7 +408,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, control_law:
         if not (rechart and hasattr(system, "rechart")):
             raise ChartSingularityError(
                 "x0 lies beyond the edge of the system's coordinate chart (its chart_margin(x0) <= 0); "
-                "pass rechart=True to start in a fresh chart")
+                "pass options=SimulationOptions(rechart=True) to start in a fresh chart")
         x0, xd0 = system.rechart(x0, xd0)
     u_start = ufun(t_span[0], x0, xd0)
     check_finite_at(u_start, time=t_span[0], quantity="input u", names=system.input_names, context="simulate")
@@ -468,7 +469,7 @@ def simulate(system: ConstrainedSystem, x0, xd0, inputs, t_span, *, control_law:
             if not (rechart and hasattr(system, "rechart")) or len(changes) > 10_000:
                 raise ChartSingularityError(
                     f"the state reached the edge of the system's coordinate chart at t = {t_hit:.6g} s "
-                    f"(its chart_margin reached 0); pass rechart=True "
+                    f"(its chart_margin reached 0); pass options=SimulationOptions(rechart=True) "
                     f"to continue in a fresh chart")
             y_hit = sol.y_events[0][0]
             xn, xdn = system.rechart(y_hit[:n], y_hit[n:])
@@ -558,7 +559,7 @@ def _simulate_batch(system, x0, xd0, inputs, t_span, *, t_eval, method, rtol, at
     if sol.status == 1:
         raise ChartSingularityError(
             f"a run of the batch reached the edge of the system's coordinate chart at t = "
-            f"{float(sol.t_events[0][0]):.6g} s; simulate that run alone with rechart=True")
+            f"{float(sol.t_events[0][0]):.6g} s; simulate that run alone with SimulationOptions(rechart=True)")
     if not sol.success and raise_on_failure:
         raise IntegrationError(f"integration failed at t = {sol.t[-1]:.6g} s: {sol.message}")
     K = sol.t.shape[0]

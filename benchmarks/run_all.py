@@ -305,7 +305,8 @@ def main(argv=None) -> int:
     rig = rig_preset("tabletop")
     truth = rig.truth_plant()
     horizon = rig.dt * int(np.ceil(4 * np.pi / scale / rig.dt))
-    exact = exact_circular_motion(rig.design_plant(), LissajousPath.circle(0.5, 1.0), 40.0, duration=horizon + 2 * rig.dt)
+    exact = exact_circular_motion(rig.design_plant(), LissajousPath.circle(0.5, 1.0), 40.0,
+                                  duration=horizon + 2 * rig.dt)
     lqg = design_for_rig(rig, exact, "exact", horizon=horizon)
     se = exact(0.0)
     xe0 = se.x.copy()

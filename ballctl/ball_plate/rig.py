@@ -99,7 +99,7 @@ class Imperfections:
     The plant's share (``plate_offset``, ``rolling_resistance``) goes into the
     truth plant (:meth:`RigProfile.truth_plant`); the loop's share
     (``frame_drop``, ``servo_deadband``, ``timing_jitter_s``) into the closed
-    loop (``simulate_closed_loop(..., imperfections=rig.imperfections.loop)``).
+    loop (``simulate_closed_loop(..., options=ClosedLoopOptions(imperfections=rig.imperfections.loop))``).
 
     Attributes
     ----------

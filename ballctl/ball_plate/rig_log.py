@@ -25,7 +25,8 @@ received at step :math:`k` was *taken* earlier: the sensor latency is what
 
 :meth:`RigLog.from_closed_loop` turns a simulated run on a rig's truth
 (:func:`ballctl.simulate_closed_loop` with ``truth=rig.truth_plant()`` and
-``imperfections=rig.imperfections``) into the log its firmware would have
+``options=ClosedLoopOptions(limits=rig.limits, imperfections=rig.imperfections.loop)``) into the log
+its firmware would have
 written: the commands that acted, and each sensor's readings (with the rig's
 noise, lost frames and timing jitter) shifted to the control step at which
 they arrived. :func:`read_rig_log` loads a file and refuses a malformed one
@@ -233,7 +234,7 @@ class RigLog:
         result : ClosedLoopResult
             An output-feedback run on the rig's truth
             (``simulate_closed_loop(controller, ..., truth=rig.truth_plant(),
-            imperfections=rig.imperfections.loop, limits=rig.limits)``); its
+            options=ClosedLoopOptions(limits=rig.limits, imperfections=rig.imperfections.loop))``); its
             ``u`` are the commands that acted over each step, its ``y`` the
             sensor samples taken at each step (NaN where not sampled or lost).
         rig : RigProfile

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from .._errors import BallctlError, ParameterError, ShapeError
-from .._validation import check_bool, check_choice, check_instance, check_integer, check_nonnegative, check_positive
+from .._validation import check_bool, check_instance, check_integer, check_nonnegative, check_positive
 from ..hardware import LoopImperfections
 from ..simulation.arrays import draw_runs, imperfection_draws
 from ..simulation.closed_loop import ClosedLoopOptions, controller_loop
@@ -598,9 +598,10 @@ class ExportOptions:
             object.__setattr__(self, "check_c", check_bool(self.check_c, "check_c"))
         if not isinstance(self.compiler, str) or not self.compiler:
             raise ParameterError(f"compiler must be the name of a C compiler on the PATH, got {self.compiler!r}")
-        if isinstance(self.imperfections, str):
-            check_choice(self.imperfections, "imperfections", ("rig",))
-        elif self.imperfections is not None:
+        if isinstance(self.imperfections, str) and self.imperfections != "rig":
+            raise ParameterError(f"imperfections must be a LoopImperfections, None or 'rig', "
+                                 f"got {self.imperfections!r}")
+        if self.imperfections is not None and not isinstance(self.imperfections, str):
             check_instance(self.imperfections, "imperfections", LoopImperfections, "LoopImperfections, None or 'rig'")
         object.__setattr__(self, "reduce_model_order", check_bool(self.reduce_model_order, "reduce_model_order"))
 

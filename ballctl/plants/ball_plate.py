@@ -477,7 +477,7 @@ class BallPlate(ConstrainedSystem):
         velocity in the plate frame are unchanged, and the new angle rates
         follow from ``w = (lean' cos yaw - roll' sin yaw, lean' sin yaw +
         roll' cos yaw, yaw')``. Used by :func:`ballctl.simulate` with
-        ``rechart=True`` to run past the chart's singularity.
+        ``options=SimulationOptions(rechart=True)`` to run past the chart's singularity.
 
         Parameters
         ----------
