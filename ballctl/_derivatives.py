@@ -18,7 +18,7 @@ import numpy as np
 
 from ._errors import ParameterError
 
-__all__ = ["COMPLEX_STEP", "central_difference", "directional_derivative", "jacobian"]
+
 
 COMPLEX_STEP = 1e-30
 

@@ -56,10 +56,8 @@ from numba import njit
 
 from ..._linalg import solve_symmetric_inplace
 
-__all__ = ["N_COORDINATES", "N_CONSTRAINTS", "N_INPUTS", "N_PARAMETERS", "ROLLING_SPEED_SCALE", "mass_matrix",
-           "forces", "constraint_jacobian", "constraint_bias", "accelerations", "rolling_couple", "contact_forces",
-           "mass_matrix_batch", "forces_batch", "constraint_jacobian_batch", "constraint_bias_batch",
-           "accelerations_batch", "contact_forces_batch"]
+#: the compiled loop's interface (the other kernels are the plants' internals, imported by name)
+__all__ = ["N_PARAMETERS", "accelerations", "constraint_jacobian", "contact_forces"]
 
 N_COORDINATES = 5
 N_CONSTRAINTS = 2

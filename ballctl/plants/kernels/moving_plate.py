@@ -67,10 +67,8 @@ from .ball_plate import constraint_jacobian as _ball_jacobian
 from .ball_plate import rolling_couple
 from ..._linalg import solve_unit_constrained
 
-__all__ = ["N_PARAMETERS", "plate_kinematics", "terms", "all_terms", "ball_mass_and_forces", "mass_and_forces",
-           "constraint_jacobian", "constraint_bias", "accelerations", "contact_forces", "plate_kinematics_batch",
-           "terms_batch", "ball_mass_and_forces_batch", "mass_and_forces_batch", "accelerations_batch",
-           "contact_forces_batch", "servo_torque", "servo_torque_batch", "plate_forces", "plate_forces_batch"]
+#: the compiled loop's interface (the other kernels are the plants' internals, imported by name)
+__all__ = ["N_PARAMETERS", "accelerations", "constraint_jacobian", "contact_forces"]
 
 N_PARAMETERS = 17
 

@@ -36,8 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["ROW_SIZE", "KIND_ELLIPSE", "KIND_FIGURE_EIGHT", "KIND_SEGMENT", "plane_curve_with", "body_component",
-           "rail_geometry", "rail_geometry_batch", "rail_curve", "rail_curve_casadi"]
+__all__ = ["plane_curve_with", "rail_curve", "rail_curve_casadi"]
 
 ROW_SIZE = 15
 KIND_ELLIPSE = 0

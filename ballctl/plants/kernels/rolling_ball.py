@@ -45,9 +45,7 @@ from ..._linalg import solve_symmetric_inplace, solve_unit_constrained
 from ..._quaternion import rotation_entries_compiled
 from .rails import rail_geometry
 
-__all__ = ["N_BASE_PARAMETERS", "chart_kinematics", "chart_rate_term", "solve", "rhs", "rhs_batch", "solve_batch",
-           "contact_force", "contact_force_batch", "system_terms", "system_terms_batch",
-           "system_accelerations_batch"]
+__all__ = ["N_BASE_PARAMETERS"]
 
 N_BASE_PARAMETERS = 9
 

@@ -33,8 +33,7 @@ from numba import njit
 from ..._linalg import solve_symmetric_inplace, solve_unit_constrained
 from .rails import rail_geometry
 
-__all__ = ["N_BASE_PARAMETERS", "solve", "rhs", "rhs_batch", "solve_batch", "contact_force", "contact_force_batch",
-           "system_terms", "system_terms_batch", "system_accelerations_batch"]
+__all__ = ["N_BASE_PARAMETERS"]
 
 N_BASE_PARAMETERS = 6
 
