@@ -13,7 +13,7 @@ verification, logs, identification), ``deploy``, ``schedule``, ``figures``,
 """
 
 from .errors import BallctlError, BallctlWarning, NumericalError, ParameterError
-from .system import ConstrainedSystem, check_system
+from .system import ConstrainedSystem, SystemEquations, check_system
 from .plants import (PLANTS, BallPlate, MovingPlateBallPlate, PointMass, RollingBall, RollingDisk, ServoPlateBallPlate,
                      check_plant)
 from .references import CircularMotion, LissajousPath, PathMotion, Reference, ReferenceSample, WaypointPath
@@ -38,7 +38,7 @@ __all__ = [
     # errors
     "BallctlError", "BallctlWarning", "ParameterError", "NumericalError",
     # systems and plants
-    "ConstrainedSystem", "check_system", "check_plant", "PLANTS", "BallPlate", "MovingPlateBallPlate",
+    "ConstrainedSystem", "SystemEquations", "check_system", "check_plant", "PLANTS", "BallPlate", "MovingPlateBallPlate",
     "ServoPlateBallPlate", "RollingBall", "RollingDisk", "PointMass",
     # references
     "Reference", "ReferenceSample", "CircularMotion", "PathMotion", "LissajousPath", "WaypointPath",

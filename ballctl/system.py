@@ -33,7 +33,7 @@ scipy's ``OdeSolver``):
    leading axis, ``M (K, n, n)``, ``Q (K, n)``, ``D (K, m + l, n)``. The
    linearizer then evaluates a whole reference in one call; otherwise it
    loops over the samples. ``batched`` defaults to False for a system built
-   from callables (pass ``batched=True`` when yours accept stacks).
+   from callables (pass ``SystemEquations(..., batched=True)`` when yours accept stacks).
 
 Optional members the pipeline uses when present (the built-in plants have
 them; :mod:`ballctl.plants.base` states the full plant contract):
@@ -50,17 +50,53 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ._derivatives import central_difference, directional_derivative, jacobian
 from ._errors import ParameterError, ParameterTypeError, SingularMatrixError
 from ._validation import names_tuple
 
-__all__ = ["ConstrainedSystem", "check_system"]
+__all__ = ["ConstrainedSystem", "SystemEquations", "check_system"]
 
 
 def _dtype(*arrays) -> np.dtype:
     return np.result_type(*[np.asarray(a) for a in arrays], float)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystemEquations:
+    """The callables of a constrained system (eqs. 1-4 of the reference below).
+
+    Attributes
+    ----------
+    mass_matrix : callable
+        ``M(x, u) -> (n, n)``.
+    forces : callable
+        ``Q(x, xd, u) -> (n,)``.
+    holonomic : callable or None
+        ``C(x) -> (m,)``; may be ``None`` when ``m == 0``.
+    constraint_jacobian : callable
+        ``D(x) -> (m + l, n)``, holonomic rows first.
+    constraint_bias : callable, optional
+        ``Ddot(x, xd) @ xd -> (m + l,)``. Computed by complex-step
+        differentiation of ``constraint_jacobian`` when omitted.
+    batched : bool, optional
+        True when every callable accepts a leading batch axis (rule 8 of
+        the module docstring). Defaults to the class attribute of the system (False).
+
+    References
+    ----------
+    A.G. Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, eqs. (1)-(4).
+    """
+
+    mass_matrix: Callable | None = None
+    forces: Callable | None = None
+    holonomic: Callable | None = None
+    constraint_jacobian: Callable | None = None
+    constraint_bias: Callable | None = None
+    batched: bool | None = None
 
 
 class ConstrainedSystem:
@@ -76,22 +112,10 @@ class ConstrainedSystem:
         Number l of nonholonomic constraints ``B(x) xd = 0``.
     n_inputs : int
         Number of inputs ``u``.
-    mass_matrix : callable
-        ``M(x, u) -> (n, n)``.
-    forces : callable
-        ``Q(x, xd, u) -> (n,)``.
-    holonomic : callable or None
-        ``C(x) -> (m,)``; may be ``None`` when ``m == 0``.
-    constraint_jacobian : callable
-        ``D(x) -> (m + l, n)``, holonomic rows first.
+    equations : SystemEquations, optional
+        The callables of eqs. (1)-(4) (required unless a subclass overrides the methods).
     coordinate_names, input_names : sequence of str, optional
         Names used in tables, partitions and plots.
-    constraint_bias : callable, optional
-        ``Ddot(x, xd) @ xd -> (m + l,)``. Computed by complex-step
-        differentiation of ``constraint_jacobian`` when omitted.
-    batched : bool, optional
-        True when every callable accepts a leading batch axis (rule 8 of
-        the module docstring). Defaults to the class attribute (False here).
     name : str, optional
         Short identifier used in reports (default ``"system"``).
 
@@ -113,12 +137,13 @@ class ConstrainedSystem:
     A particle on a circle of radius 1 (one holonomic constraint):
 
     >>> import numpy as np, ballctl
-    >>> sys = ballctl.ConstrainedSystem(
-    ...     n_coordinates=2, n_holonomic=1, n_nonholonomic=0, n_inputs=0,
+    >>> eqs = ballctl.SystemEquations(
     ...     mass_matrix=lambda x, u: np.eye(2),
     ...     forces=lambda x, xd, u: np.zeros(2, dtype=np.result_type(x, float)),
     ...     holonomic=lambda x: np.array([x[0]**2 + x[1]**2 - 1.0]),
     ...     constraint_jacobian=lambda x: np.array([[2 * x[0], 2 * x[1]]]))
+    >>> sys = ballctl.ConstrainedSystem(n_coordinates=2, n_holonomic=1, n_nonholonomic=0, n_inputs=0,
+    ...                                 equations=eqs)
     >>> xdd, lam = sys.accelerations([1.0, 0.0], [0.0, 2.0], [])
     >>> np.round(xdd, 12)
     array([-4.,  0.])
@@ -129,12 +154,13 @@ class ConstrainedSystem:
     tracked_coordinates: tuple[str, ...] = ()
 
     def __init__(self, *, n_coordinates: int, n_holonomic: int, n_nonholonomic: int, n_inputs: int,
-                 mass_matrix: Callable | None = None, forces: Callable | None = None,
-                 holonomic: Callable | None = None, constraint_jacobian: Callable | None = None,
-                 coordinate_names: Sequence[str] | None = None,
-                 input_names: Sequence[str] | None = None,
-                 constraint_bias: Callable | None = None, batched: bool | None = None,
-                 name: str | None = None) -> None:
+                 equations: "SystemEquations | None" = None, coordinate_names: Sequence[str] | None = None,
+                 input_names: Sequence[str] | None = None, name: str | None = None) -> None:
+        if equations is not None and not isinstance(equations, SystemEquations):
+            raise ParameterTypeError(f"equations must be a SystemEquations, got {type(equations).__name__}")
+        eq = equations or SystemEquations()
+        mass_matrix, forces, holonomic = eq.mass_matrix, eq.forces, eq.holonomic
+        constraint_jacobian, constraint_bias, batched = eq.constraint_jacobian, eq.constraint_bias, eq.batched
         for label, value in (("n_coordinates", n_coordinates), ("n_holonomic", n_holonomic),
                              ("n_nonholonomic", n_nonholonomic), ("n_inputs", n_inputs)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:

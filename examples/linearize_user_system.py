@@ -97,10 +97,15 @@ def make_sleigh(mass: float, inertia: float, offset: float) -> ballctl.Constrain
         return np.array([-xd[2] * (np.cos(h) * xd[0] + np.sin(h) * xd[1])])
 
     return ballctl.ConstrainedSystem(
-        n_coordinates=3, n_holonomic=0, n_nonholonomic=1, n_inputs=2,
-        mass_matrix=mass_matrix, forces=forces, constraint_jacobian=constraint_jacobian,
-        constraint_bias=constraint_bias,
-        coordinate_names=("x", "y", "heading"), input_names=("force", "torque"))
+        n_coordinates=3, n_holonomic=0, n_nonholonomic=1, n_inputs=2, coordinate_names=("x", "y", "heading"),
+        input_names=("force", "torque"),
+        equations=ballctl.SystemEquations(
+            mass_matrix=mass_matrix,
+            forces=forces,
+            constraint_jacobian=constraint_jacobian,
+            constraint_bias=constraint_bias,
+        ),
+    )
 
 
 class SteadyTurn(ballctl.Reference):

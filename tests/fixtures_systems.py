@@ -22,20 +22,29 @@ def knife_edge(mass=2.0, inertia=0.3):
         h = x[2]
         return np.array([[np.sin(h), -np.cos(h), 0 * h]])
 
-    return ballctl.ConstrainedSystem(n_coordinates=3, n_holonomic=0, n_nonholonomic=1, n_inputs=2,
-                                     mass_matrix=M, forces=Q, constraint_jacobian=D,
-                                     coordinate_names=("x", "y", "heading"), input_names=("force", "torque"))
+    return ballctl.ConstrainedSystem(
+        n_coordinates=3, n_holonomic=0, n_nonholonomic=1, n_inputs=2, coordinate_names=("x", "y", "heading"),
+        input_names=("force", "torque"),
+        equations=ballctl.SystemEquations(
+            mass_matrix=M,
+            forces=Q,
+            constraint_jacobian=D,
+        ),
+    )
 
 
 def cart_pendulum(mass=1.0, length=0.8, g=9.81):
     """Point-mass pendulum in Cartesian coordinates (x, y): one holonomic constraint, a horizontal push."""
     return ballctl.ConstrainedSystem(
-        n_coordinates=2, n_holonomic=1, n_nonholonomic=0, n_inputs=1,
-        mass_matrix=lambda x, u: mass * np.eye(2, dtype=np.result_type(x, u, float)),
-        forces=lambda x, xd, u: np.array([u[0] + 0 * x[0], -mass * g + 0 * x[1]]),
-        holonomic=lambda x: np.array([x[0] ** 2 + x[1] ** 2 - length ** 2]),
-        constraint_jacobian=lambda x: np.array([[2 * x[0], 2 * x[1]]]),
-        coordinate_names=("px", "py"), input_names=("push",))
+        n_coordinates=2, n_holonomic=1, n_nonholonomic=0, n_inputs=1, coordinate_names=("px", "py"),
+        input_names=("push",),
+        equations=ballctl.SystemEquations(
+            mass_matrix=lambda x, u: mass * np.eye(2, dtype=np.result_type(x, u, float)),
+            forces=lambda x, xd, u: np.array([u[0] + 0 * x[0], -mass * g + 0 * x[1]]),
+            holonomic=lambda x: np.array([x[0] ** 2 + x[1] ** 2 - length ** 2]),
+            constraint_jacobian=lambda x: np.array([[2 * x[0], 2 * x[1]]]),
+        ),
+    )
 
 
 def rolling_coin_on_rail(mass=1.0, inertia=0.2, radius=0.1, g=9.81):
@@ -55,10 +64,15 @@ def rolling_coin_on_rail(mass=1.0, inertia=0.2, radius=0.1, g=9.81):
         return np.array([0 * x[0], -mass * g + 0 * x[1], u[0] + 0 * x[2]])
 
     return ballctl.ConstrainedSystem(
-        n_coordinates=3, n_holonomic=1, n_nonholonomic=1, n_inputs=1, mass_matrix=M, forces=Q,
-        holonomic=lambda x: np.array([x[1] - slope * x[0]]),
-        constraint_jacobian=lambda x: np.array([[-slope, 1.0, 0.0], [1.0, 0.0, -radius]]) + 0 * x[0],
-        coordinate_names=("s", "z", "angle"), input_names=("torque",))
+        n_coordinates=3, n_holonomic=1, n_nonholonomic=1, n_inputs=1, coordinate_names=("s", "z", "angle"),
+        input_names=("torque",),
+        equations=ballctl.SystemEquations(
+            mass_matrix=M,
+            forces=Q,
+            holonomic=lambda x: np.array([x[1] - slope * x[0]]),
+            constraint_jacobian=lambda x: np.array([[-slope, 1.0, 0.0], [1.0, 0.0, -radius]]) + 0 * x[0],
+        ),
+    )
 
 
 class SampledReference(ballctl.Reference):

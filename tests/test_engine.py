@@ -202,10 +202,13 @@ def test_simulate_batch_of_a_user_system_uses_the_generic_path():
     # a particle on the unit circle (one holonomic constraint): the speed is conserved
     sys = ballctl.ConstrainedSystem(
         n_coordinates=2, n_holonomic=1, n_nonholonomic=0, n_inputs=0,
-        mass_matrix=lambda x, u: np.eye(2),
-        forces=lambda x, xd, u: np.zeros(2, dtype=np.result_type(x, float)),
-        holonomic=lambda x: np.array([x[0] ** 2 + x[1] ** 2 - 1.0]),
-        constraint_jacobian=lambda x: np.array([[2 * x[0], 2 * x[1]]]))
+        equations=ballctl.SystemEquations(
+            mass_matrix=lambda x, u: np.eye(2),
+            forces=lambda x, xd, u: np.zeros(2, dtype=np.result_type(x, float)),
+            holonomic=lambda x: np.array([x[0] ** 2 + x[1] ** 2 - 1.0]),
+            constraint_jacobian=lambda x: np.array([[2 * x[0], 2 * x[1]]]),
+        ),
+    )
     speeds = np.array([1.0, 2.0])
     run = ballctl.simulate(sys, [[1.0, 0.0], [1.0, 0.0]], np.stack([[0.0, v] for v in speeds]), None, (0.0, 1.0),
                            t_eval=[0.0, 1.0])

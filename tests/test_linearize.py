@@ -303,12 +303,15 @@ def test_vectorized_equals_per_sample_and_user_loop():
     part = paper_partition(plant)
     t = np.linspace(0, 6, 7)
     ltv = ballctl.linearize(plant, ref, t, part)
-    user = ballctl.ConstrainedSystem(  # the same plant through per-sample plain callables
-        n_coordinates=5, n_holonomic=0, n_nonholonomic=2, n_inputs=2,
-        mass_matrix=lambda x, u: plant.mass_matrix(x, u)[()] if x.ndim == 1 else 1 / 0,
-        forces=lambda x, xd, u: plant.forces(x, xd, u) if x.ndim == 1 else 1 / 0,
-        constraint_jacobian=lambda x: plant.constraint_jacobian(x) if x.ndim == 1 else 1 / 0,
-        coordinate_names=plant.coordinate_names, input_names=plant.input_names)
+    user = ballctl.ConstrainedSystem(
+        n_coordinates=5, n_holonomic=0, n_nonholonomic=2, n_inputs=2, coordinate_names=plant.coordinate_names,
+        input_names=plant.input_names,
+        equations=ballctl.SystemEquations(
+            mass_matrix=lambda x, u: plant.mass_matrix(x, u)[()] if x.ndim == 1 else 1 / 0,
+            forces=lambda x, xd, u: plant.forces(x, xd, u) if x.ndim == 1 else 1 / 0,
+            constraint_jacobian=lambda x: plant.constraint_jacobian(x) if x.ndim == 1 else 1 / 0,
+        ),
+    )
     ltv_user = linearize_samples(user, ref(t), ballctl.Partition.from_coordinates(
         user, ["contact_x", "contact_y", "yaw"], ["lean", "roll"]))
     # user system: numerical Ddot xd (4th-order differences) -> ~1e-9 relative

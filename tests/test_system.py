@@ -10,12 +10,15 @@ from ballctl._derivatives import directional_derivative, jacobian
 def pendulum_system(length=1.5, g=9.81):
     """A planar point-mass pendulum in Cartesian coordinates: one holonomic constraint."""
     return ballctl.ConstrainedSystem(
-        n_coordinates=2, n_holonomic=1, n_nonholonomic=0, n_inputs=1,
-        mass_matrix=lambda x, u: np.eye(2, dtype=np.result_type(x, float)),
-        forces=lambda x, xd, u: np.array([u[0], -g + 0 * x[1]], dtype=np.result_type(x, u, float)),
-        holonomic=lambda x: np.array([x[0] ** 2 + x[1] ** 2 - length ** 2]),
-        constraint_jacobian=lambda x: np.array([[2 * x[0], 2 * x[1]]]),
-        coordinate_names=("px", "py"), input_names=("push",))
+        n_coordinates=2, n_holonomic=1, n_nonholonomic=0, n_inputs=1, coordinate_names=("px", "py"),
+        input_names=("push",),
+        equations=ballctl.SystemEquations(
+            mass_matrix=lambda x, u: np.eye(2, dtype=np.result_type(x, float)),
+            forces=lambda x, xd, u: np.array([u[0], -g + 0 * x[1]], dtype=np.result_type(x, u, float)),
+            holonomic=lambda x: np.array([x[0] ** 2 + x[1] ** 2 - length ** 2]),
+            constraint_jacobian=lambda x: np.array([[2 * x[0], 2 * x[1]]]),
+        ),
+    )
 
 
 def test_pendulum_accelerations_match_polar_equation():
@@ -48,10 +51,13 @@ def test_check_system_passes_clean_systems_and_reports_problems():
     assert ballctl.check_system(sys, [0.3, -1.0], [0.2, 0.1], [0.0]) == []
     bad = ballctl.ConstrainedSystem(
         n_coordinates=2, n_holonomic=1, n_nonholonomic=0, n_inputs=0,
-        mass_matrix=lambda x, u: np.array([[1.0, 0.5], [0.0, 1.0]]),
-        forces=lambda x, xd, u: np.zeros(2),
-        holonomic=lambda x: np.array([x[0] ** 2 + x[1] ** 2 - 1.0]),
-        constraint_jacobian=lambda x: np.array([[x[0], x[1]]]))  # wrong factor 2
+        equations=ballctl.SystemEquations(
+            mass_matrix=lambda x, u: np.array([[1.0, 0.5], [0.0, 1.0]]),
+            forces=lambda x, xd, u: np.zeros(2),
+            holonomic=lambda x: np.array([x[0] ** 2 + x[1] ** 2 - 1.0]),
+            constraint_jacobian=lambda x: np.array([[x[0], x[1]]]),
+        ),
+    )  # wrong factor 2
     problems = ballctl.check_system(bad, [0.6, 0.8], [0.8, -0.6], [])
     assert any("not symmetric" in p for p in problems)
     assert any("dC/dx" in p for p in problems)
@@ -87,9 +93,10 @@ def test_complex_step_and_fallback_derivatives():
     (dict(coordinate_names=("a",)), "coordinate_names must have 2 entries"),
 ])
 def test_bad_system_definitions_raise(kwargs, match):
-    base = dict(n_coordinates=2, n_holonomic=1, n_nonholonomic=0, n_inputs=0,
-                mass_matrix=lambda x, u: np.eye(2), forces=lambda x, xd, u: np.zeros(2),
-                holonomic=lambda x: np.array([x[0]]), constraint_jacobian=lambda x: np.array([[1.0, 0.0]]))
-    base.update(kwargs)
+    base = dict(n_coordinates=2, n_holonomic=1, n_nonholonomic=0, n_inputs=0)
+    equations = dict(mass_matrix=lambda x, u: np.eye(2), forces=lambda x, xd, u: np.zeros(2),
+                     holonomic=lambda x: np.array([x[0]]), constraint_jacobian=lambda x: np.array([[1.0, 0.0]]))
+    for key, value in kwargs.items():
+        (equations if key in equations else base)[key] = value
     with pytest.raises(ValueError, match=match):
-        ballctl.ConstrainedSystem(**base)
+        ballctl.ConstrainedSystem(**base, equations=ballctl.SystemEquations(**equations))
