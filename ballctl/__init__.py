@@ -38,8 +38,8 @@ __all__ = [
     # errors
     "BallctlError", "BallctlWarning", "ParameterError", "NumericalError",
     # systems and plants
-    "ConstrainedSystem", "SystemEquations", "check_system", "check_plant", "PLANTS", "BallPlate", "MovingPlateBallPlate",
-    "ServoPlateBallPlate", "RollingBall", "RollingDisk", "PointMass",
+    "ConstrainedSystem", "SystemEquations", "check_system", "check_plant", "PLANTS", "BallPlate",
+    "MovingPlateBallPlate", "ServoPlateBallPlate", "RollingBall", "RollingDisk", "PointMass",
     # references
     "Reference", "ReferenceSample", "CircularMotion", "PathMotion", "LissajousPath", "WaypointPath",
     "MovingPlateMotion", "exact_circular_motion",
