@@ -165,8 +165,8 @@ s0 = ref(0.0)
 
 def design_and_run():
     # the design's zero-order-hold reference already runs the compiled loop
-    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.01, horizon=0.1, states=part.state_names[:6],
-                                       Q=np.eye(6), R=np.eye(2))
+    weights = ballctl.LQRWeights(states=part.state_names[:6], Q=np.eye(6), R=np.eye(2))
+    ctrl = ballctl.design_tracking_lqr(plant, ref, part, dt=0.01, horizon=0.1, weights=weights)
     ballctl.simulate_closed_loop(ctrl, s0.x, s0.xd, options=ballctl.ClosedLoopOptions(method="rk4"))
 
 
