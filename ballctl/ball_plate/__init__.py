@@ -1,102 +1,15 @@
-"""The ball-plate application: rigs and their presets, rig logs and identification, designs for a rig."""
+"""The ball-plate application: rigs and their presets, rig logs and identification, designs for a rig.
 
-from .rig import (
-    RigLimits,
-    Sensor,
-    Imperfections,
-    RigUncertainty,
-    RigSample,
-    RigProfile,
-    RigProfileError,
-    PRESETS,
-    rig_preset,
-    MEASURABLE_SIGNALS,
-)
-from .design import (
-    RIG_DESIGNS,
-    QS_STATE_ERRORS,
-    EXACT_STATE_ERRORS,
-    RigDesignOptions,
-    design_for_rig,
-    path_integral_action,
-    PATH_INTEGRAL_LIMIT,
-    PATH_INTEGRAL_START,
-    PATH_INTEGRAL_FADE,
-)
-from .verification import RobustVerification, VerificationSettings, verify_over_uncertainty, ROBUST_PERCENTILES
-from .rig_log import (
-    RigLog,
-    RigLogError,
-    read_rig_log,
-    LOG_FORMAT_VERSION,
-    COMMAND_COLUMNS,
-    SIGNAL_COLUMNS,
-    DITHER_COLUMNS,
-    MAX_COMMAND_RAD,
-    MAX_CONTACT_M,
-    SPACING_TOLERANCE,
-)
-from .identification import (
-    IdentifiedParameter,
-    RigIdentification,
-    identify_rig,
-    rig_parameter_values,
-    rig_to_toml,
-    plot_identification,
-    write_identification,
-    excitation_log,
-    PARAMETERS,
-    TOLERANCES,
-    PRIOR_STD,
-    HOLD_ORDER,
-    DEFAULT_WINDOW_S,
-)
+Each module's public names are this package's (``__all__`` is theirs, in this order).
+"""
 
-__all__ = [
-    "RigLimits",
-    "Sensor",
-    "Imperfections",
-    "RigUncertainty",
-    "RigSample",
-    "RigProfile",
-    "RigProfileError",
-    "PRESETS",
-    "rig_preset",
-    "MEASURABLE_SIGNALS",
-    "RIG_DESIGNS",
-    "QS_STATE_ERRORS",
-    "EXACT_STATE_ERRORS",
-    "RigDesignOptions",
-    "design_for_rig",
-    "path_integral_action",
-    "PATH_INTEGRAL_LIMIT",
-    "PATH_INTEGRAL_START",
-    "PATH_INTEGRAL_FADE",
-    "RobustVerification",
-    "VerificationSettings",
-    "verify_over_uncertainty",
-    "ROBUST_PERCENTILES",
-    "RigLog",
-    "RigLogError",
-    "read_rig_log",
-    "LOG_FORMAT_VERSION",
-    "COMMAND_COLUMNS",
-    "SIGNAL_COLUMNS",
-    "DITHER_COLUMNS",
-    "MAX_COMMAND_RAD",
-    "MAX_CONTACT_M",
-    "SPACING_TOLERANCE",
-    "IdentifiedParameter",
-    "RigIdentification",
-    "identify_rig",
-    "rig_parameter_values",
-    "rig_to_toml",
-    "plot_identification",
-    "write_identification",
-    "excitation_log",
-    "PARAMETERS",
-    "TOLERANCES",
-    "PRIOR_STD",
-    "HOLD_ORDER",
-    "DEFAULT_WINDOW_S",
-]
+import sys as _sys
+
+from .rig import *  # noqa: F403
+from .design import *  # noqa: F403
+from .verification import *  # noqa: F403
+from .rig_log import *  # noqa: F403
+from .identification import *  # noqa: F403
+
+__all__ = [name for _module in ("rig", "design", "verification", "rig_log", "identification")
+           for name in _sys.modules[f"{__name__}.{_module}"].__all__]

@@ -1,44 +1,12 @@
-"""Figures and animations."""
+"""Figures and animations.
 
-from .plotting import (
-    REFERENCE_STYLE,
-    RUN_COLORS,
-    OPEN_LOOP_COLOR,
-    run_styles,
-    save_figure,
-    plot_reference,
-    plot_path,
-    plot_coordinates,
-    plot_lean_roll,
-    plot_inputs,
-    plot_error,
-    plot_constraints,
-    plot_tracking,
-    plot_ball_paths,
-    plot_percentile_bands,
-    plot_robust_bands,
-)
-from .animation import available_formats, save_animation, animate_ball_plate, animate_rolling_ball
+Each module's public names are this package's (``__all__`` is theirs, in this order).
+"""
 
-__all__ = [
-    "REFERENCE_STYLE",
-    "RUN_COLORS",
-    "OPEN_LOOP_COLOR",
-    "run_styles",
-    "save_figure",
-    "plot_reference",
-    "plot_path",
-    "plot_coordinates",
-    "plot_lean_roll",
-    "plot_inputs",
-    "plot_error",
-    "plot_constraints",
-    "plot_tracking",
-    "plot_ball_paths",
-    "plot_percentile_bands",
-    "plot_robust_bands",
-    "available_formats",
-    "save_animation",
-    "animate_ball_plate",
-    "animate_rolling_ball",
-]
+import sys as _sys
+
+from .plotting import *  # noqa: F403
+from .animation import *  # noqa: F403
+
+__all__ = [name for _module in ("plotting", "animation")
+           for name in _sys.modules[f"{__name__}.{_module}"].__all__]

@@ -1,20 +1,15 @@
 """Linear models along a reference: coordinate partitions, the reduced linearization, LTV systems, ZOH
-discretization."""
+discretization.
 
-from .ltv import LTVSystem, StateReduction
-from .partition import Partition
-from .linearize import linearize, linearize_at, linearize_samples
-from .discretize import DiscreteLTVSystem, DiscretizationErrors, discretize, discretization_error
+Each module's public names are this package's (``__all__`` is theirs, in this order).
+"""
 
-__all__ = [
-    "LTVSystem",
-    "StateReduction",
-    "Partition",
-    "linearize",
-    "linearize_at",
-    "linearize_samples",
-    "DiscreteLTVSystem",
-    "DiscretizationErrors",
-    "discretize",
-    "discretization_error",
-]
+import sys as _sys
+
+from .ltv import *  # noqa: F403
+from .partition import *  # noqa: F403
+from .linearize import *  # noqa: F403
+from .discretize import *  # noqa: F403
+
+__all__ = [name for _module in ("ltv", "partition", "linearize", "discretize")
+           for name in _sys.modules[f"{__name__}.{_module}"].__all__]

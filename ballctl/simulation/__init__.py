@@ -1,83 +1,16 @@
-"""Simulation above the plants: the sampled closed loop, its compiled engine, Monte Carlo."""
+"""Simulation above the plants: the sampled closed loop, its compiled engine, Monte Carlo.
 
-from .loop_step import (
-    latency_steps,
-    delay_segments,
-    effective_input,
-    sense,
-    kalman_update,
-    kalman_predict,
-    control_law,
-    quantize_clamp,
-    slew_toward,
-    backlash,
-    shape_command,
-)
-from .arrays import EstimatorArrays, LoopArrays, RunDraws, sensor_draws, imperfection_draws, draw_runs
-from .engine import CompiledLoopOutput, kernel_code, run_closed_loop
-from .component import (
-    ControllerComponent,
-    LQGComponent,
-    PlantStepper,
-    NonlinearStepper,
-    ComponentRun,
-    run_loop,
-    METHODS,
-)
-from .closed_loop import (
-    ClosedLoopOptions,
-    ClosedLoopResult,
-    ClosedLoopSummary,
-    ClosedLoopBatchResult,
-    simulate_closed_loop,
-    controller_loop,
-    contact_forces_along,
-    contact_extremes,
-    INTEGRATORS,
-)
-from .monte_carlo import Normal, Uniform, Uncertainty, MonteCarloSettings, MonteCarloResult, monte_carlo
+Each module's public names are this package's (``__all__`` is theirs, in this order).
+"""
 
-__all__ = [
-    "latency_steps",
-    "delay_segments",
-    "effective_input",
-    "sense",
-    "kalman_update",
-    "kalman_predict",
-    "control_law",
-    "quantize_clamp",
-    "slew_toward",
-    "backlash",
-    "shape_command",
-    "EstimatorArrays",
-    "LoopArrays",
-    "RunDraws",
-    "sensor_draws",
-    "imperfection_draws",
-    "draw_runs",
-    "CompiledLoopOutput",
-    "kernel_code",
-    "run_closed_loop",
-    "ControllerComponent",
-    "LQGComponent",
-    "PlantStepper",
-    "NonlinearStepper",
-    "ComponentRun",
-    "run_loop",
-    "METHODS",
-    "ClosedLoopOptions",
-    "ClosedLoopResult",
-    "ClosedLoopSummary",
-    "ClosedLoopBatchResult",
-    "simulate_closed_loop",
-    "controller_loop",
-    "contact_forces_along",
-    "contact_extremes",
-    "INTEGRATORS",
-    "Normal",
-    "Uniform",
-    "Uncertainty",
-    "MonteCarloSettings",
-    "MonteCarloResult",
-    "monte_carlo",
-]
+import sys as _sys
+
+from .loop_step import *  # noqa: F403
+from .arrays import *  # noqa: F403
+from .engine import *  # noqa: F403
+from .component import *  # noqa: F403
+from .closed_loop import *  # noqa: F403
+from .monte_carlo import *  # noqa: F403
+
+__all__ = [name for _module in ("loop_step", "arrays", "engine", "component", "closed_loop", "monte_carlo")
+           for name in _sys.modules[f"{__name__}.{_module}"].__all__]
