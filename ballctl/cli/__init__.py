@@ -44,12 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = _Parser(
         prog="ballctl", description="Control design for nonholonomic rolling systems (ball-plate, rolling balls).")
+    parser.add_argument("--version", action="version", version=f"ballctl {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in COMMANDS:
         p = sub.add_parser(command.NAME, help=command.HELP)
         command.add_arguments(p)
         p.set_defaults(func=command.run)
     return parser
+
+
+def _version() -> str:
+    """The installed version (the package's own when not installed)."""
+    from .. import __version__
+
+    return __version__
 
 
 def _one_line(text: str) -> str:

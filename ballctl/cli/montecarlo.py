@@ -84,6 +84,13 @@ def run(args: argparse.Namespace) -> int:
     for name in ("runs", "chunk_size"):
         if getattr(args, name) < 1:
             raise ParameterError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    for name, unit in (("dt", "s"), ("duration", "s")):
+        value = getattr(args, name)
+        if not (value > 0 and value < float("inf")):
+            raise ParameterError(f"--{name} must be a finite number > 0 {unit}, got {value}")
+    if args.duration < args.dt:
+        raise ParameterError(f"--duration must be at least one control period --dt = {args.dt} s, "
+                             f"got {args.duration} s")
     for name in ("mass_std", "radius_std", "noise", "bias", "latency_max", "offset", "workers"):
         if getattr(args, name) < 0:
             raise ParameterError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
