@@ -25,3 +25,11 @@ def test_montecarlo_refuses_a_bad_time_step_before_any_work(argv, words, capsys,
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "mc").exists()   # nothing written
+
+
+def test_a_bad_rig_file_is_one_readable_line(capsys, tmp_path):
+    rig = tmp_path / "rig_dt0.toml"
+    rig.write_text("dt_s = 0\n")
+    assert main(["track", "--rig", str(rig), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "invalid RigProfile 'rig_dt0': dt must be > 0 s" in err and ":;" not in err and err.count("\n") == 1

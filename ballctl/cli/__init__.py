@@ -61,7 +61,12 @@ def _version() -> str:
 
 
 def _one_line(text: str) -> str:
-    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+    """A multi-line message as one line: lines joined by "; " (a heading ending in ":" runs on)."""
+    out = ""
+    for line in (line.strip() for line in str(text).splitlines()):
+        if line:
+            out = line if not out else f"{out} {line}" if out.endswith(":") else f"{out}; {line}"
+    return out
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
