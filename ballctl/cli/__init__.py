@@ -54,10 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    """The installed version (the package's own when not installed)."""
-    from .. import __version__
+    """The installed distribution's version."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return __version__
+    try:
+        return version("ballctl")
+    except PackageNotFoundError:   # run from a source tree that is not installed
+        return "(not installed)"
 
 
 def _one_line(text: str) -> str:
