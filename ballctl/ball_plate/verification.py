@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time as _time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -211,7 +211,6 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
     n = truth0.n_coordinates
     x0 = np.array(x0, dtype=float).reshape(n)
     xd0 = np.array(xd0, dtype=float).reshape(n)
-    contact = [truth0.coordinate_names.index(c) for c in truth0.tracked_coordinates]
     est = controller.estimator
     steps = len(controller.times)
     K = steps + 1
@@ -225,6 +224,7 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
     loop = controller_loop(controller, truth0, steps, mode="state" if est is None else "output", limits=rig.limits,
                            imperfections=rig.imperfections.loop, solver=(substeps, (10.0, 10.0)),
                            divergence_error=divergence_error)
+    contact = loop.tracked_index   # the truth's tracked point (its contact point)
     ny = loop.n_signals
     draws = np.zeros((n_runs, K, ny))
     received = np.ones((n_runs, K, ny), dtype=bool)
@@ -253,7 +253,7 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
                     np.full(n_runs, loop.delay_s))
 
     def chunk(sl):
-        return run_closed_loop(loop, RunDraws(*(getattr(runs, f.name)[sl] for f in fields(RunDraws))))
+        return run_closed_loop(loop, runs.part(sl))
 
     bounds = np.linspace(0, n_runs, min(workers, n_runs) + 1).astype(int)
     slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]

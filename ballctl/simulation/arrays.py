@@ -17,7 +17,7 @@ else packs the loop's arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 
 import numpy as np
@@ -31,7 +31,7 @@ __all__ = ["EstimatorArrays", "LoopArrays", "RunDraws", "sensor_draws", "imperfe
 
 def _arr(value, dtype, ndim: int, name: str) -> np.ndarray:
     """C-contiguous, writable array of ``dtype`` and rank ``ndim`` (one numba specialization for every call)."""
-    out = np.require(np.array(value, dtype=dtype), requirements=["C", "W", "A"])
+    out = np.require(np.asarray(value, dtype=dtype), requirements=["C", "W", "A"])   # copies only if it must
     if out.ndim != ndim:
         raise ShapeError(f"{name} must be a rank-{ndim} array, got shape {out.shape}")
     return out
@@ -293,16 +293,14 @@ class RunDraws:
         splits = [delay_segments(float(v), dt) for v in self.delay_s]
         return (np.array([w for w, _ in splits], dtype=np.int64), np.array([f for _, f in splits], dtype=float))
 
-    def run(self, i: int) -> "RunDraws":
-        """Run ``i`` alone (a batch of one).
+    def part(self, runs: slice) -> "RunDraws":
+        """The runs ``runs`` of the batch (e.g. one thread's share).
 
         Parameters
         ----------
-        i : int
+        runs : slice
         """
-        return RunDraws(*(np.ascontiguousarray(getattr(self, f)[i:i + 1]) for f in (
-            "params", "x0", "xd0", "measurement_error", "standard_normal", "bias", "received", "sample_shift",
-            "delay_s")))
+        return RunDraws(*(getattr(self, f.name)[runs] for f in fields(RunDraws)))
 
 
 def sensor_draws(rng: np.random.Generator, K: int, steps_available: int, n_signals: int) -> np.ndarray:
@@ -407,12 +405,12 @@ def draw_runs(loop: LoopArrays, seeds, params, x0, xd0, *, noise_std=None, imper
     received = np.ones((B, K, ny), dtype=bool)
     shift = np.zeros((B, K))
     widths = () if loop.estimator is None else loop.estimator.sensor_widths
-    for i, s in enumerate(seeds):
-        rng = np.random.default_rng(s)
+    noisy = noise_std is not None and np.any(np.asarray(noise_std) != 0)
+    for i, s in enumerate(seeds):   # a generator only for a run that draws (identification runs thousands)
         if loop.estimator is not None:
-            z[i] = sensor_draws(rng, K, K if steps_available is None else steps_available, ny)
+            z[i] = sensor_draws(np.random.default_rng(s), K, K if steps_available is None else steps_available, ny)
             received[i], shift[i] = imperfection_draws(s, K, widths, imperfections)
-        elif noise_std is not None and np.any(np.asarray(noise_std) != 0):
-            err[i] = np.asarray(noise_std, dtype=float) * rng.standard_normal((K, N))
+        elif noisy:
+            err[i] = np.asarray(noise_std, dtype=float) * np.random.default_rng(s).standard_normal((K, N))
     bias = np.zeros((B, ny)) if loop.estimator is None else np.repeat(loop.estimator.bias[None], B, axis=0)
     return RunDraws(P, X0, XD0, err, z, bias, received, shift, np.full(B, loop.delay_s))

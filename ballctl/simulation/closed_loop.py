@@ -47,10 +47,7 @@ from ..system import ConstrainedSystem
 from ..design.tracking import TrackingController, state_selection
 
 __all__ = ["ClosedLoopOptions", "ClosedLoopResult", "ClosedLoopSummary", "ClosedLoopBatchResult",
-           "simulate_closed_loop", "controller_loop", "contact_forces_along", "contact_extremes", "INTEGRATORS"]
-
-#: integrators of the truth plant between samples
-INTEGRATORS = METHODS
+           "simulate_closed_loop", "controller_loop", "contact_forces_along", "contact_extremes"]
 
 #: the feedback of a closed loop (:class:`ClosedLoopOptions`)
 FEEDBACK = ("auto", "output", "state", "open")
@@ -430,7 +427,7 @@ class ClosedLoopOptions:
     def __post_init__(self) -> None:
         check_choice(self.feedback, "feedback", FEEDBACK)
         check_choice(self.model, "model", ("nonlinear", "linear"))
-        check_choice(self.method, "method", INTEGRATORS)
+        check_choice(self.method, "method", METHODS)
         check_choice(self.backend, "backend", ("auto", "compiled", "python"))
         if self.limits is not None:
             check_instance(self.limits, "limits", RigLimits)
@@ -653,25 +650,17 @@ class _Job:
 
     controller: TrackingController
     plant: ConstrainedSystem
-    model: str
+    options: "ClosedLoopOptions"
     mode: str
     steps: int
-    limits: RigLimits
     noise: np.ndarray | None
-    imperfections: LoopImperfections | None
-    integrator: str
-    rtol: float
-    atol: float
-    substeps: int
-    stabilization: tuple | None
-    divergence_error: float | None
     compiled: bool
     loop: LoopArrays
 
     @classmethod
     def check(cls, controller, plant, *, truth_given, duration, options: "ClosedLoopOptions") -> "_Job":
         o = options
-        model, limits, integrator, rtol, atol = o.model, o.limits, o.method, o.rtol, o.atol
+        model, limits, integrator = o.model, o.limits, o.method
         substeps, stabilization, divergence_error, backend = o.substeps, o.stabilization, o.divergence_error, o.backend
         imperfections, noise_std = o.imperfections, o.noise_std
         system = controller.system
@@ -726,8 +715,19 @@ class _Job:
         limits = limits or RigLimits()
         loop = controller_loop(controller, plant, steps, mode=mode, limits=limits, imperfections=imperfections,
                                solver=(substeps, stabilization), divergence_error=divergence_error)
-        return cls(controller, plant, model, mode, steps, limits, noise, imperfections, integrator, rtol, atol,
-                   substeps, stabilization, divergence_error, compiled, loop)
+        return cls(controller, plant, options, mode, steps, noise, compiled, loop)
+
+    @property
+    def model(self) -> str:
+        return self.options.model
+
+    @property
+    def limits(self) -> RigLimits:
+        return self.loop.limits
+
+    @property
+    def divergence_error(self) -> float | None:
+        return self.options.divergence_error
 
     @property
     def output_feedback(self) -> bool:
@@ -753,13 +753,13 @@ class _Job:
     def stepper(self, plant):
         if self.model == "linear":
             return self._linear
-        return NonlinearStepper(plant, self.integrator, self.rtol, self.atol, self.substeps,
-                                self.loop.stabilization)
+        o = self.options
+        return NonlinearStepper(plant, o.method, o.rtol, o.atol, o.substeps, self.loop.stabilization)
 
     def draws(self, seeds, plants, x0, xd0) -> RunDraws:
         params = np.stack([np.asarray(getattr(p, "kernel_parameters", np.zeros(1)), dtype=float) for p in plants])
-        return draw_runs(self.loop, seeds, params, x0, xd0, noise_std=self.noise, imperfections=self.imperfections,
-                         steps_available=len(self.controller.times))
+        return draw_runs(self.loop, seeds, params, x0, xd0, noise_std=self.noise,
+                         imperfections=self.options.imperfections, steps_available=len(self.controller.times))
 
 
 def _events(limits, counts) -> dict:

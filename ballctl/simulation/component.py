@@ -37,8 +37,8 @@ from .._guards import check_finite_at, guard_rhs
 from ..simulate import rk4
 from .arrays import LoopArrays, RunDraws
 from .engine import CompiledLoopOutput
-from .loop_step import (backlash, control_law, delay_segments, effective_input, kalman_predict, kalman_update,
-                        quantize_clamp, sense, slew_toward)
+from .loop_step import (backlash, control_law, delay_segments, effective_input, hold_segment, kalman_predict,
+                        kalman_update, quantize_clamp, sense)
 
 __all__ = ["ControllerComponent", "LQGComponent", "PlantStepper", "NonlinearStepper", "ComponentRun", "run_loop",
            "METHODS"]
@@ -191,9 +191,8 @@ class LQGComponent:
         T = loop.times
         for seg, (t_a, t_b) in enumerate(((T[k], T[k] + self._d_frac), (T[k] + self._d_frac, T[k + 1]))):
             if t_b > t_a:
-                src = k - self._d_int - 1 + seg
-                slew_toward(self._commands[src] if src >= 0 else loop.u_start, self._u_app,
-                            loop.max_rate * (t_b - t_a) if loop.max_rate > 0 else -1.0)
+                hold_segment(self._commands, k - self._d_int - 1 + seg, loop.u_start, t_b - t_a, loop.max_rate,
+                             self._u_app)
             self._held[seg] = self._u_app
         effective_input(self._held[0], self._held[1], self._d_frac, loop.dt, self._u_step)
         self._du[k] = self._u_step - loop.u_ref[k]
@@ -469,9 +468,8 @@ def run_loop(component, stepper, loop: LoopArrays, run: RunDraws, *, raise_on_fa
                 if t_b <= t_a:
                     held[seg] = u_app
                     continue
-                src = k - d_int - 1 + seg
-                events[0, 1] += slew_toward(commands[src] if src >= 0 else loop.u_start, u_app,
-                                            loop.max_rate * (t_b - t_a) if loop.max_rate > 0 else -1.0)
+                events[0, 1] += hold_segment(commands, k - d_int - 1 + seg, loop.u_start, t_b - t_a, loop.max_rate,
+                                             u_app)
                 held[seg] = u_app
                 if loop.deadband > 0:
                     backlash(u_app, loop.deadband, u_plant)

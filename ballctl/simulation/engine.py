@@ -64,8 +64,8 @@ from numba.core.errors import NumbaExperimentalFeatureWarning
 
 from .._errors import ShapeError
 from .arrays import LoopArrays, RunDraws
-from .loop_step import backlash, control_law, effective_input, kalman_predict, kalman_update, quantize_clamp, sense
-from .loop_step import slew_toward
+from .loop_step import (backlash, control_law, effective_input, hold_segment, kalman_predict, kalman_update,
+                        quantize_clamp, sense)
 from ..plants.kernels import LOOP_KERNELS
 
 __all__ = ["CompiledLoopOutput", "kernel_code", "run_closed_loop"]
@@ -284,9 +284,7 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                 if t_b <= t_a:
                     held[seg] = u_app
                     continue
-                src = k - d_int[r] - 1 + seg
-                target = commands[src] if src >= 0 else u_start
-                events[r, 1] += slew_toward(target, u_app, max_rate * (t_b - t_a) if max_rate > 0 else -1.0)
+                events[r, 1] += hold_segment(commands, k - d_int[r] - 1 + seg, u_start, t_b - t_a, max_rate, u_app)
                 held[seg] = u_app
                 if deadband > 0:
                     backlash(u_app, deadband, u_plant)

@@ -17,7 +17,7 @@ driver of any controller component (:mod:`ballctl.simulation.component`) call
 4. **shape** -- quantization and the tilt limit (:func:`quantize_clamp`);
    an actuation latency splits the step into two held segments
    (:func:`delay_segments`), each slew-limited from the input applied before
-   (:func:`slew_toward`); the input that acted over the step is their time
+   (:func:`hold_segment`); the input that acted over the step is their time
    average (:func:`effective_input`); an actuator dead band stands between
    the applied input and the plant (:func:`backlash`).
 5. **integrate** -- the truth plant with the input held on each segment.
@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["latency_steps", "delay_segments", "effective_input", "sense", "kalman_update", "kalman_predict",
-           "control_law", "quantize_clamp", "slew_toward", "backlash", "shape_command"]
+           "control_law", "quantize_clamp", "slew_toward", "hold_segment", "backlash", "shape_command"]
 
 
 def latency_steps(latency_s: float, dt: float) -> int:
@@ -279,6 +279,36 @@ def slew_toward(target, u_applied, max_step):
         else:
             u_applied[i] = target[i]
     return hit
+
+
+@njit(cache=True, nogil=True)
+def hold_segment(commands, src, u_start, span_s, max_rate, u_applied):
+    """The input held over one segment: the command of step ``src`` (``u_start`` before the first), slew-limited.
+
+    ``u_applied`` moves in place toward the command by at most ``max_rate * span_s`` (:func:`slew_toward`).
+
+    Parameters
+    ----------
+    commands : ndarray, shape (K, nu)
+        The commands sent so far (rad).
+    src : int
+        Step whose command acts on the segment (:func:`delay_segments`); < 0: none yet.
+    u_start : ndarray, shape (nu,)
+        The input held before the first command.
+    span_s : float
+        Length of the segment in s.
+    max_rate : float
+        Slew limit in rad/s (0: none).
+    u_applied : ndarray, shape (nu,)
+        Changed in place.
+
+    Returns
+    -------
+    bool
+        Whether the slew limit held an entry back.
+    """
+    target = commands[src] if src >= 0 else u_start
+    return slew_toward(target, u_applied, max_rate * span_s if max_rate > 0 else -1.0)
 
 
 @njit(cache=True, nogil=True)
