@@ -18,6 +18,7 @@ from ballctl._errors import BallctlError, InfeasiblePlanError, MissingExtraError
 from ballctl.planning import (
     CircularObstacle,
     ManeuverProblem,
+    PlanAccuracy,
     SolverOptions,
     plan_maneuver,
     refine_plan,
@@ -29,6 +30,9 @@ from ballctl.plants.rails import CircleRail, EllipseRail, FigureEightRail, Segme
 from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters
 from ballctl.plants.rolling_ball import PointMass, RollingBall, RollingBallParameters
 from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters
+
+#: The transcription on the mesh asked for, from the straight seed: no branch search, no refinement.
+FIXED_MESH = {"branch": None, "accuracy": None}
 
 
 def one_mass_disk(inputs="acceleration"):
@@ -96,7 +100,7 @@ def test_missing_casadi_names_the_extra(monkeypatch):
 def disk_plans():
     disk = one_mass_disk()
     problem = ManeuverProblem(initial_state=DISK_X0, duration_s=6.0, target_contact_m=[1.0], rest_at_end=True)
-    return disk, problem, {n: plan_maneuver(disk, problem, intervals=n, solver=TIGHT) for n in (10, 20, 40)}
+    return disk, problem, {n: plan_maneuver(disk, problem, intervals=n, **FIXED_MESH, solver=TIGHT) for n in (10, 20, 40)}
 
 
 def test_resimulation_matches_plan_at_order_four(disk_plans):
@@ -179,13 +183,14 @@ def test_kkt_and_random_feasible_perturbations_do_not_lower_the_cost(disk_plans)
     assert plan.report.dual_infeasibility < 1e-8
     import casadi as ca
 
-    from ballctl.planning.maneuver import _NLP, _model
-    nlp = _NLP(_model(disk), problem, plan.nodes, solver=SolverOptions(), symbolic="SX")
+    from ballctl.planning import ManeuverNLP
+    nlp = ManeuverNLP(disk, problem, nodes=plan.nodes, solver=SolverOptions(), symbolic="SX")
     w_opt = plan.decision_vector
     jac = ca.Function("j", [nlp.tr.w, nlp.param], [ca.jacobian(ca.vertcat(*[g[1] for g in nlp.groups]), nlp.tr.w)])
-    p = [1.0] + [0.0] * (nlp.param.numel() - 1)         # radius factor 1, no back-offs
+    p = nlp.parameters()                                  # radius factor 1, no back-offs
     J = np.asarray(jac(w_opt, p).full())
-    fixed = np.flatnonzero(nlp.lbw == nlp.ubw)
+    bounds = nlp.constraints_for(problem.initial_state)
+    fixed = np.flatnonzero(bounds.lbw == bounds.ubw)
     free = np.setdiff1d(np.arange(w_opt.size), fixed)
     Jf = J[:, free]
     # null space of the active (all equality here) constraint Jacobian = feasible directions to first order
@@ -193,7 +198,7 @@ def test_kkt_and_random_feasible_perturbations_do_not_lower_the_cost(disk_plans)
     rank = int(np.sum(s > 1e-10 * s[0]))
     null = vt[rank:].T
     assert null.shape[1] >= 1
-    f_fun = nlp.solver.get_function("nlp_f")
+    f_fun = ca.Function("f", [nlp.nlp["x"], nlp.nlp["p"]], [nlp.nlp["f"]])
     f0 = float(f_fun(w_opt, p)[0])
     rng = np.random.default_rng(3)
     for _ in range(20):
@@ -216,7 +221,7 @@ def ball_plan():
     problem = ManeuverProblem(initial_state=paper_ball_initial_state(), duration_s=6.0, target_contact_m=[0.0, 1.2],
                               rest_at_end=True, obstacles=obstacles, clearance_margin_m=0.05, max_rail_speed=1.5,
                               max_rail_acceleration=2.0)
-    return ball, problem, plan_maneuver(ball, problem, intervals=20)
+    return ball, problem, plan_maneuver(ball, problem, intervals=20, **FIXED_MESH)
 
 
 def test_ball_plan_clears_obstacles_on_the_resimulated_path_and_keeps_limits(ball_plan):
@@ -237,13 +242,16 @@ def test_ball_plan_clears_obstacles_on_the_resimulated_path_and_keeps_limits(bal
     np.testing.assert_allclose(np.linalg.norm(plan.x[:, 6:10], axis=1), 1.0, atol=1e-15)
 
 
-def test_mesh_refinement_reduces_local_error(ball_plan):
+def test_refinement_halves_the_mesh_until_the_replay_meets_the_tolerance(ball_plan):
+    """refine_plan halves every interval until the Richardson cost estimate and the replay checks meet 1e-4."""
     ball, problem, plan = ball_plan
-    from ballctl.planning.maneuver import _interval_errors
-    before = _interval_errors(plan).max()
-    refined, sizes = refine_plan(ball, problem, plan, tolerance=before / 4, max_rounds=1)
-    assert refined.converged and sizes[1] > sizes[0]
-    assert _interval_errors(refined).max() < before / 4
+    refined = refine_plan(ball, problem, plan, accuracy=PlanAccuracy(tolerance=1e-4, max_intervals=160))
+    acc = refined.accuracy
+    assert refined.converged and acc.meets and acc.mesh_sizes[0] == 20 and acc.mesh_sizes[-1] > 20
+    assert acc.relative_cost_error <= 1e-4 and all(c.passed for c in acc.checks)
+    # the replayed end point is where the plan says, to the tolerance on the 1 m move
+    t, x = resimulate(refined)
+    assert np.linalg.norm(x[-1, -2:] - problem.target_contact_m) <= 1e-4 * np.linalg.norm(problem.target_contact_m)
 
 
 # ------------------------------------------------------------------------------ bad requests
@@ -276,7 +284,7 @@ def test_unreachable_target_returns_infeasible_result_naming_the_constraint():
     disk = one_mass_disk()
     problem = ManeuverProblem(initial_state=DISK_X0, duration_s=2.0, target_contact_m=[5.0], rest_at_end=True,
                               max_rail_acceleration=1.0, max_rail_speed=1.0)
-    plan = plan_maneuver(disk, problem, intervals=10, solver=SolverOptions(max_iterations=200))
+    plan = plan_maneuver(disk, problem, intervals=10, **FIXED_MESH, solver=SolverOptions(max_iterations=200))
     assert not plan.converged
     assert "most violated constraint" in plan.report.message
     assert any(k in plan.report.message for k in ("target", "rest", "defects"))
@@ -291,7 +299,7 @@ def test_segment_rail_ends_and_force_inputs_are_respected():
                                              point_masses=(PointMass(mass_kg=1.0, rail=seg),)), inputs="force")
     problem = ManeuverProblem(initial_state=[0.4, 0, 0, 0], duration_s=6.0, target_contact_m=[0.6], rest_at_end=True,
                               max_rail_acceleration=1.0, max_rail_force=2.0)
-    plan = plan_maneuver(disk, problem, intervals=20)
+    plan = plan_maneuver(disk, problem, intervals=20, **FIXED_MESH)
     assert plan.converged, plan.report.message
     t, x = resimulate(plan, np.linspace(0, 6.0, 601))
     assert x[:, 0].min() > -1e-6 and x[:, 0].max() < seg.length_m + 1e-6
@@ -305,7 +313,7 @@ def test_plan_tracked_by_lqr_from_a_perturbed_start():
     ball = RollingBall(paper_ball_parameters())
     problem = ManeuverProblem(initial_state=paper_ball_initial_state(), duration_s=6.0, target_contact_m=[0.0, 1.0],
                               rest_at_end=True, max_rail_speed=2.0, max_rail_acceleration=2.0)
-    plan = plan_maneuver(ball, problem, intervals=12)
+    plan = plan_maneuver(ball, problem, intervals=12, **FIXED_MESH)
     tr = track_plan(plan, dt=0.2)
     e, e_open = tr.contact_error_m, tr.open_loop_contact_error_m
     # 7.1 cm contact offset, yaw and rails 0.1 rad off: measured 4.0 mm at the end with the default terminal
@@ -327,8 +335,8 @@ def test_ball_reaches_a_target_heading_on_the_resimulated_motion():
     x0 = paper_ball_initial_state()
     common = dict(initial_state=x0, duration_s=6.0, target_contact_m=[0.0, 0.8], rest_at_end=True,
                   max_rail_speed=1.5, max_rail_acceleration=2.0)
-    free = plan_maneuver(ball, ManeuverProblem(**common), intervals=20)
-    turned = plan_maneuver(ball, ManeuverProblem(**common, target_heading_rad=0.5), intervals=20)
+    free = plan_maneuver(ball, ManeuverProblem(**common), intervals=20, **FIXED_MESH)
+    turned = plan_maneuver(ball, ManeuverProblem(**common, target_heading_rad=0.5), intervals=20, **FIXED_MESH)
     assert free.converged and turned.converged
     _, x_free = resimulate(free)
     _, x_turn = resimulate(turned)

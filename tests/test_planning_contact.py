@@ -34,6 +34,9 @@ from ballctl.ball_plate.rig import RigLimits, rig_preset
 DEG = np.pi / 180.0
 CASADI_RTOL = 1e-10          # CasADi contact force vs the compiled kernels, relative to max(1 N, |F|)
 
+#: The transcription on the mesh asked for, from the straight seed: no branch search, no refinement.
+FIXED_MESH = {"branch": None, "accuracy": None}
+
 
 def _close(sym, ref_normal, ref_tangential) -> float:
     """Largest difference of a CasADi (normal, tangential) pair from the kernel's, relative to max(1, |F|)."""
@@ -150,7 +153,7 @@ def disk_problem(**contact):
 
 @pytest.fixture(scope="module")
 def disk_free_plan():
-    plan = plan_maneuver(one_mass_disk(), disk_problem(), intervals=20)
+    plan = plan_maneuver(one_mass_disk(), disk_problem(), intervals=20, **FIXED_MESH)
     assert plan.converged, plan.report.message
     return plan
 
@@ -175,7 +178,7 @@ def test_friction_limited_disk_plan_keeps_the_cone_between_nodes_and_costs_more(
     mu = 0.15
     free = disk_free_plan
     assert free.report.peak_friction_coefficient_required > 1.5 * mu
-    plan = plan_maneuver(one_mass_disk(), disk_problem(friction_coefficient=mu), intervals=20)
+    plan = plan_maneuver(one_mass_disk(), disk_problem(friction_coefficient=mu), intervals=20, **FIXED_MESH)
     assert plan.converged, plan.report.message
     assert plan.report.binding_contact_constraints == ("friction_coefficient",)
     assert "binding: friction cone (friction_coefficient)" in plan.report.message
@@ -193,7 +196,7 @@ def test_least_normal_force_binds_and_holds_between_nodes(disk_free_plan):
     """Unconstrained, N dips to 1.734 N (weight 2 N); asking for 1.8 N binds and holds on the re-simulation."""
     n_min = 1.8
     assert disk_free_plan.report.least_normal_force_N < n_min
-    plan = plan_maneuver(one_mass_disk(), disk_problem(min_normal_force_N=n_min), intervals=20)
+    plan = plan_maneuver(one_mass_disk(), disk_problem(min_normal_force_N=n_min), intervals=20, **FIXED_MESH)
     assert plan.converged, plan.report.message
     assert plan.report.binding_contact_constraints == ("min_normal_force_N",)
     normal, _ = resimulated_contact(plan)
@@ -206,7 +209,7 @@ def test_too_little_friction_is_reported_infeasible_naming_the_friction_cone():
     moves |dx_cm| = |int (T/2 - s) F_t ds| / M <= (T/2) mu int N ds / M = mu g T^2 / 2 = 18 mu m (int N ds =
     M g T: no vertical momentum at the ends). The contact moves 1 m and the CM offset (m1 r_rail / M = 0.25 m)
     changes by at most 0.5 m, so |dx_cm| >= 0.5 m and mu >= 1/36 = 0.028 is needed."""
-    plan = plan_maneuver(one_mass_disk(), disk_problem(friction_coefficient=0.02), intervals=20)
+    plan = plan_maneuver(one_mass_disk(), disk_problem(friction_coefficient=0.02), intervals=20, **FIXED_MESH)
     assert not plan.converged
     assert "friction cone" in plan.report.message and "friction_coefficient = 0.02" in plan.report.message
     assert "Without them the problem solves, needing a peak |F_t|/N of 0.266" in plan.report.message
@@ -225,13 +228,13 @@ def test_ball_plan_with_friction_keeps_the_cone_on_the_resimulated_motion():
     ball = RollingBall(paper_ball_parameters())
     problem = dict(initial_state=paper_ball_initial_state(), duration_s=4.0, target_contact_m=[0.5, 0.5],
                    rest_at_end=True)
-    free = plan_maneuver(ball, ManeuverProblem(**problem), intervals=12)
-    loose = plan_maneuver(ball, ManeuverProblem(**problem, friction_coefficient=0.5), intervals=12)
+    free = plan_maneuver(ball, ManeuverProblem(**problem), intervals=12, **FIXED_MESH)
+    loose = plan_maneuver(ball, ManeuverProblem(**problem, friction_coefficient=0.5), intervals=12, **FIXED_MESH)
     assert free.converged and loose.converged
     assert abs(loose.report.objective - free.report.objective) <= 1e-8 * free.report.objective
     assert loose.report.binding_contact_constraints == ()
     mu = 0.1
-    plan = plan_maneuver(ball, ManeuverProblem(**problem, friction_coefficient=mu), intervals=12)
+    plan = plan_maneuver(ball, ManeuverProblem(**problem, friction_coefficient=mu), intervals=12, **FIXED_MESH)
     assert plan.converged, plan.report.message
     assert "friction_coefficient" in plan.report.binding_contact_constraints
     normal, tangential = resimulated_contact(plan, per_interval=50)

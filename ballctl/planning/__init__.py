@@ -16,12 +16,21 @@ it is imported only when a planner is built. See ``docs/planning.md``.
 
 from .ball_plate import PLATE_OBJECTIVES, PlateMotionPlan, PlateMotionProblem, plan_plate_motion
 from .follow import PlanTracking, plan_chart_rotation, plan_reference, track_plan
-from .maneuver import CircularObstacle, ManeuverPlan, ManeuverProblem, plan_maneuver, refine_plan, resimulate
+from .accuracy import AccuracyReport, PlanAccuracy
+from .branches import BranchOutcome, ManeuverBranch
+from .maneuver import CircularObstacle, ManeuverPlan, ManeuverProblem, resimulate
+from .nlp import ManeuverNLP
+from .planner import plan_maneuver, refine_plan
 from .transcription import SolverOptions, SolverReport
 from ..ball_plate.plan_tracking import track_plate_plan
 
 __all__ = [
+    "AccuracyReport",
+    "BranchOutcome",
     "CircularObstacle",
+    "ManeuverBranch",
+    "ManeuverNLP",
+    "PlanAccuracy",
     "PLATE_OBJECTIVES",
     "PlateMotionPlan",
     "PlateMotionProblem",

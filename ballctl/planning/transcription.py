@@ -184,7 +184,8 @@ class Transcription:
         return X, U, Z
 
 
-def hermite_simpson(f, nodes, *, n_z: int = 0, algebraic=None, symbolic: str = "SX") -> Transcription:
+def hermite_simpson(f, nodes, *, n_z: int = 0, algebraic=None, symbolic: str = "SX",
+                    time_scale=1.0) -> Transcription:
     """Build the Hermite-Simpson transcription of ``x_dot = f(x, u, z)`` on a mesh.
 
     Parameters
@@ -201,6 +202,11 @@ def hermite_simpson(f, nodes, *, n_z: int = 0, algebraic=None, symbolic: str = "
         CasADi expression graph: ``"SX"`` inlines ``f`` at every point (fast
         evaluation, slower to build the exact Hessian), ``"MX"`` calls the
         mapped ``f`` and its derivative functions (fast to build).
+    time_scale : float or casadi scalar
+        The interval lengths are ``time_scale * diff(nodes)``: with ``nodes`` on
+        ``[0, 1]`` and a symbolic duration ``T`` the same transcription serves
+        every duration (the planner's re-solves). ``f`` is the derivative in
+        physical time either way.
 
     Returns
     -------
@@ -222,7 +228,7 @@ def hermite_simpson(f, nodes, *, n_z: int = 0, algebraic=None, symbolic: str = "
     U = sym.sym("U", n_u, P)
     Z = sym.sym("Z", n_z, P)
     F = f.map(P)(X, U, Z)
-    h = ca.DM(np.diff(nodes)).T
+    h = time_scale * ca.DM(np.diff(nodes)).T
     xk, xm, xn = X[:, 0:-1:2], X[:, 1::2], X[:, 2::2]
     fk, fm, fn = F[:, 0:-1:2], F[:, 1::2], F[:, 2::2]
     H = ca.repmat(h, n_x, 1)
