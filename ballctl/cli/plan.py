@@ -2,8 +2,24 @@
 
 Without a problem file it plans the built-in maneuver: the paper's 3-mass ball (Putkaradze & Rogers
 2018, section 7) rolls from rest at the origin to rest at (0, 4) m in 10 s around two obstacles,
-with rail speed and acceleration limits, on 100 Hermite-Simpson intervals. A TOML problem file
-overrides any of it (see :data:`DEFAULT_PROBLEM` for every key; unknown keys are errors)::
+with rail speed and acceleration limits. The planner searches the branches (obstacle sides, windings
+of the masses) on a coarse mesh, solves the cheapest on 50 Hermite-Simpson intervals and halves them
+until the plan meets a relative accuracy of 1e-6 (its replay and the cost's error estimate), and
+checks the second-order conditions. A TOML problem file overrides any of it (see
+:data:`DEFAULT_PROBLEM` for every key; unknown keys are errors). ``[plant]`` describes any ball or
+disk (:mod:`ballctl.plants.description`: ``kind``, ``radius_m``, ``mass_kg``, ``inertia_kgm2``,
+``[[plant.masses]]`` with their rails; default ``preset = "paper_ball"``)::
+
+    [plant]
+    kind = "ball"
+    radius_m = 0.15
+    mass_kg = 0.8
+    inertia_kgm2 = 0.006
+    [[plant.masses]]
+    mass_kg = 0.3
+    rail = "circle"
+    radius_m = 0.12
+    normal = [0, 0, 1]
 
     [maneuver]
     duration_s = 10.0
@@ -17,7 +33,12 @@ overrides any of it (see :data:`DEFAULT_PROBLEM` for every key; unknown keys are
     center_m = [0.25, 1.2]
     radius_m = 0.4
     [solver]
-    intervals = 100
+    intervals = 50                # the first full mesh; halved until accuracy_tolerance is met
+    accuracy_tolerance = 1e-6     # relative; max_intervals = 400 caps the halving
+    branch_search = true          # false: the straight seed's nearest optimum
+    [branch]                      # optional: ask for one family
+    obstacle_sides = ["right", "right"]   # per obstacle: "left" (on the ball's left) or "right"
+    # rail_turns = [0, -1, 0]     # per mass: whole turns of its travel
     [closed_loop]
     enabled = true
     dt_s = 0.1
@@ -71,13 +92,15 @@ HELP = ("optimal maneuver of the internal-mass ball around obstacles, or a limit
 
 #: The built-in maneuver; a TOML problem file overrides any of these keys.
 DEFAULT_PROBLEM = {
-    "plant": {"preset": "paper_ball", "initial_state": None},
+    "plant": {"preset": "paper_ball"},
     "maneuver": {"duration_s": 10.0, "target_contact_m": [0.0, 4.0], "final_velocity_mps": None,
                  "target_heading_rad": None, "rest_at_end": True, "effort_weight": 1.0, "clearance_margin_m": 0.05,
                  "max_rail_speed": 2.0, "max_rail_acceleration": 2.0, "friction_coefficient": None,
                  "min_normal_force_N": None},
     "obstacles": [{"center_m": [0.25, 1.2], "radius_m": 0.4}, {"center_m": [-0.25, 2.6], "radius_m": 0.4}],
-    "solver": {"intervals": 100, "obstacle_continuation": [0.25, 0.5, 0.75, 1.0], "refine_tolerance": None},
+    "solver": {"intervals": 50, "obstacle_continuation": [0.25, 0.5, 0.75, 1.0], "accuracy_tolerance": 1e-6,
+               "max_intervals": 400, "branch_search": True},
+    "branch": {"rail_turns": None, "obstacle_sides": None},
     "closed_loop": {"enabled": True, "dt_s": 0.1, "contact_offset_m": [0.05, -0.05], "angle_offset_rad": 0.1},
 }
 
@@ -153,6 +176,11 @@ def load_problem(path: str | None) -> dict:
     for table, values in data.items():
         if table not in problem:
             raise ConfigError(f"unknown table [{table}] in {path}; known: {sorted(problem)}")
+        if table == "plant":
+            if not isinstance(values, dict):
+                raise ConfigError(f"[plant] in {path} must be a table")
+            problem["plant"] = values      # checked whole by ballctl.plants.description
+            continue
         if table == "obstacles":
             if not isinstance(values, list):
                 raise ConfigError(f"obstacles in {path} must be an array of tables [[obstacles]]")
@@ -185,12 +213,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _plant(spec: dict):
-    from ..plants.paper import paper_ball_initial_state, paper_ball_parameters
-    from ..plants.rolling_ball import RollingBall
-    if spec["preset"] != "paper_ball":
-        raise ConfigError(f"[plant] preset must be 'paper_ball', got {spec['preset']!r}")
-    x0 = paper_ball_initial_state() if spec["initial_state"] is None else np.asarray(spec["initial_state"], float)
-    return RollingBall(paper_ball_parameters()), x0
+    """The plant and start of the ``[plant]`` table (:func:`ballctl.plants.description.rolling_plant_from_mapping`)."""
+    from ..plants.description import rolling_plant_from_mapping
+    return rolling_plant_from_mapping(spec)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -208,11 +233,14 @@ def run(args: argparse.Namespace) -> int:
     from ..planning import (
         CircularObstacle,
         ManeuverProblem,
+        ManeuverBranch,
+        PlanAccuracy,
         plan_maneuver,
-        refine_plan,
         resimulate,
         track_plan,
     )
+    from ..plants.description import plant_to_mapping
+    from ..plants.rolling_ball import RollingBall
     from ..planning.plots import plot_plan, plot_plan_tracking
     from ..figures.plotting import save_figure
 
@@ -234,40 +262,63 @@ def run(args: argparse.Namespace) -> int:
         friction_coefficient=m["friction_coefficient"], min_normal_force_N=m["min_normal_force_N"],
         obstacles=tuple(CircularObstacle(center_m=o["center_m"], radius_m=o["radius_m"]) for o in spec["obstacles"]))
     s = spec["solver"]
-    print(f"[1/4] planning on {s['intervals']} Hermite-Simpson intervals (IPOPT via CasADi)", file=sys.stderr)
-    plan = plan_maneuver(ball, problem, intervals=s["intervals"], obstacle_continuation=s["obstacle_continuation"])
-    mesh = [plan.nodes.size - 1]
-    if plan.converged and s["refine_tolerance"] is not None:
-        plan, sizes = refine_plan(ball, problem, plan, tolerance=float(s["refine_tolerance"]))
-        mesh = list(sizes)
+    br = spec["branch"]
+    if br["rail_turns"] is not None or br["obstacle_sides"] is not None:
+        branch = ManeuverBranch(rail_turns=br["rail_turns"], obstacle_sides=br["obstacle_sides"])
+    else:
+        branch = "search" if s["branch_search"] else None
+    accuracy = None if s["accuracy_tolerance"] is None else \
+        PlanAccuracy(tolerance=float(s["accuracy_tolerance"]), max_intervals=int(s["max_intervals"]))
+    print(f"[1/4] planning: branch search on a coarse mesh, then {s['intervals']} Hermite-Simpson intervals halved "
+          f"until the accuracy {s['accuracy_tolerance']} is met (IPOPT via CasADi)", file=sys.stderr)
+    plan = plan_maneuver(ball, problem, intervals=s["intervals"], obstacle_continuation=s["obstacle_continuation"],
+                         branch=branch, accuracy=accuracy)
     r = plan.report
     print(f"      {r.message}; {r.solve_time_s:.2f} s in IPOPT", file=sys.stderr)
     print("[2/4] re-simulating the planned inputs (DOP853, rtol = atol = 1e-12)", file=sys.stderr)
     t_dense = np.linspace(0.0, problem.duration_s, 40 * (plan.nodes.size - 1) + 1)
     t_r, x_r = resimulate(plan, t_dense)
-    contact_r = x_r[:, -2:]
+    contact_r = x_r[:, -2:] if isinstance(ball, RollingBall) else \
+        (ball.contact_position(x_r) - ball.contact_position(x0))[:, None]
     resim_err = float(np.linalg.norm(plan.contact(t_r) - contact_r, axis=1).max())
     clearance = (min(float(ob.clearance(contact_r).min()) for ob in problem.obstacles)
                  if problem.obstacles else None)
     target_err = float(np.linalg.norm(contact_r[-1] - problem.target_contact_m)) \
         if problem.target_contact_m is not None else None
+    n = ball.n_masses
+    acc = plan.accuracy
+    so = plan.second_order
     summary = {
         "converged": bool(r.converged), "status": r.status, "message": r.message,
+        "plant": plant_to_mapping(ball, x0),
         "solve_time_s": r.solve_time_s, "build_time_s": r.build_time_s, "iterations": r.iterations,
         "stage_iterations": list(r.stage_iterations), "objective": r.objective,
         "max_constraint_violation": r.max_constraint_violation, "dual_infeasibility": r.dual_infeasibility,
-        "quaternion_norm_error": r.quaternion_norm_error, "intervals": mesh,
+        "quaternion_norm_error": r.quaternion_norm_error,
+        "intervals": list(acc.mesh_sizes) if acc is not None else [plan.nodes.size - 1],
         "n_variables": r.n_variables, "n_constraints": r.n_constraints,
         "resimulation_error_m": resim_err, "min_obstacle_clearance_m": clearance,
         "clearance_margin_m": problem.clearance_margin_m, "resimulated_target_error_m": target_err,
         "obstacle_backoff_m": plan.obstacle_backoff_m,
-        "max_rail_speed_used": float(np.abs(plan.x[:, 3:6]).max()),
-        "max_rail_acceleration_used": float(np.abs(plan.u).max()),
+        "max_rail_speed_used": float(np.abs(plan.x[:, n:2 * n]).max()),
+        "max_rail_input_used": float(np.abs(plan.u).max()),
+        "branches": [{"seed": b.seed, "branch": b.branch.label(), "objective": b.objective, "converged": b.converged,
+                      "intervals": b.intervals, "full_mesh": b.full_mesh, "chosen": b.chosen,
+                      "rail_travel_rad": list(b.rail_travel_rad)} for b in plan.branches],
+        "accuracy": None if acc is None else {
+            "tolerance": acc.tolerance, "meets": acc.meets, "cost_error_estimate": acc.cost_error_estimate,
+            "relative_cost_error": acc.relative_cost_error, "mesh_sizes": list(acc.mesh_sizes),
+            "objectives": list(acc.objectives), "end_state_error": acc.end_state_error,
+            "checks": [{"name": c.name, "value": c.value, "allowed": c.allowed, "unit": c.unit, "passed": c.passed}
+                       for c in acc.checks]},
+        "second_order": None if so is None else {
+            "satisfied": bool(so.satisfied), "min_reduced_eigenvalue": float(so.min_reduced_eigenvalue),
+            "n_free_directions": int(so.n_free_directions), "n_active": int(so.n_active), "message": so.message},
         **_contact_summary(r),
     }
     save_figure(plot_plan(plan, t_r, x_r), out / "plan.png")
     c = spec["closed_loop"]
-    if plan.converged and c["enabled"] and not args.no_closed_loop:
+    if plan.converged and c["enabled"] and not args.no_closed_loop and isinstance(ball, RollingBall):
         print(f"[3/4] closed loop: finite-horizon LQR at dt = {c['dt_s']} s from a perturbed start", file=sys.stderr)
         tr = track_plan(plan, dt=float(c["dt_s"]), contact_offset_m=c["contact_offset_m"],
                         angle_offset_rad=float(c["angle_offset_rad"]))
@@ -278,6 +329,8 @@ def run(args: argparse.Namespace) -> int:
             "open_loop_final_contact_error_m": float(eo[-1]),
             "max_constraint_residual": float(tr.closed_loop.summary().max_constraint_residual)}
         save_figure(plot_plan_tracking(plan, tr), out / "plan_tracking.png")
+    elif not isinstance(ball, RollingBall):
+        print("[3/4] closed loop: skipped (the LQR plan tracker is for a RollingBall)", file=sys.stderr)
     print("[4/4] writing plan.json, plan.npz and figures", file=sys.stderr)
     with atomic_path(out / "plan.npz") as tmp:
         np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u, nodes_s=plan.nodes)

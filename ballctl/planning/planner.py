@@ -46,7 +46,7 @@ from .maneuver import ManeuverPlan, ManeuverProblem
 from .nlp import ManeuverNLP
 from .transcription import SolverOptions, collocation_times
 
-__all__ = ["plan_maneuver", "refine_plan", "solve_stages"]
+__all__ = ["diagnose", "plan_maneuver", "refine_plan", "solve_stages"]
 
 
 def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes=None,
@@ -136,6 +136,8 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
         plan = solve_stages(nlp, _straight_seed(nlp, x0), continuation=factors)
     else:
         plan, table = _search(nlp, x0, requested, rounds=rounds, continuation=factors, symbolic=symbolic)
+    if not plan.converged and plan.accuracy is None and problem.target_contact_m is not None:
+        plan = _fail(plan, plan.report.message + ". " + diagnose(nlp, x0, factors))
     if plan.converged and accuracy is not None:
         plan, nlp = _refine_to(plan, nlp, accuracy, symbolic=symbolic)
     if requested is not None and plan.converged and not requested.admits(branch_of(plan)):
@@ -177,20 +179,21 @@ def _end_point(nlp: ManeuverNLP, x0) -> np.ndarray:
     return end[:nlp.model.dim]
 
 
-def _seed(nlp: ManeuverNLP, x0, waypoints, rail_travel) -> np.ndarray:
-    times = collocation_times(nlp.nodes(nlp.problem.duration_s))
+def _seed(nlp: ManeuverNLP, x0, waypoints, rail_travel, duration_s: float | None = None) -> np.ndarray:
+    times = collocation_times(nlp.nodes(nlp.problem.duration_s if duration_s is None else duration_s))
     start = nlp.model.contact(x0, x0)
     if nlp.model.dim == 1:
-        contact = along_polyline(np.array([[0.0], [float(_end_point(nlp, x0)[0])]]), times)
+        contact = along_polyline(np.array([[0.0], [float(np.asarray(waypoints)[-1][0])]]), times)
     else:
         contact = along_polyline(np.vstack([start, np.asarray(waypoints)[1:]]), times)
     X = nlp.model.rolling_guess(x0, contact, times, rail_travel)
     return nlp.tr.pack(X, np.zeros((times.size, nlp.model.n_u)))
 
 
-def _straight_seed(nlp: ManeuverNLP, x0) -> np.ndarray:
+def _straight_seed(nlp: ManeuverNLP, x0, *, duration_s: float | None = None, end=None) -> np.ndarray:
     start = nlp.model.contact(x0, x0)
-    return _seed(nlp, x0, np.array([start, _end_point(nlp, x0)]), np.zeros(nlp.model.n))
+    end = _end_point(nlp, x0) if end is None else np.asarray(end, dtype=float)
+    return _seed(nlp, x0, np.array([start, end]), np.zeros(nlp.model.n), duration_s)
 
 
 def _side_seeds(nlp: ManeuverNLP, x0, requested: ManeuverBranch | None):
@@ -462,6 +465,82 @@ def _contact_failure(nlp: ManeuverNLP, plan: ManeuverPlan, free: ManeuverPlan) -
     message = (f"not converged: {why} (IPOPT status {plan.report.status}; most violated constraint at the returned "
                f"point: {worst}, violation {viol:.3g})")
     return replace(plan, report=replace(plan.report, message=message))
+
+
+# ------------------------------------------------------------------------------------------------
+# diagnosis of an infeasible request
+# ------------------------------------------------------------------------------------------------
+
+def _feasible(nlp: ManeuverNLP, x0, continuation, *, duration_s: float, end) -> bool:
+    seed = _straight_seed(nlp, x0, duration_s=duration_s, end=end)
+    plan = solve_stages(nlp, seed, continuation=continuation, duration_s=duration_s, target_contact_m=end,
+                        rounds=False)
+    return plan.converged
+
+
+def _limit_text(values) -> str:
+    v = np.asarray(values, dtype=float)
+    return f"{v[0]:g}" if np.all(v == v[0]) else str(v.tolist())
+
+
+def diagnose(nlp: ManeuverNLP, x0, continuation=(0.5, 1.0), *, bisections: int = 5) -> str:
+    """Which requirement binds in an infeasible request, and the smallest change the planner finds that helps.
+
+    The duration and the target are parameters of the same NLP, so it is
+    re-solved (straight seed, no rounds) at longer durations -- 2, 4 and 8
+    times the requested one -- and, when one of them is feasible, bisected
+    between the last infeasible and the first feasible duration; when none is,
+    the target is moved towards the start and the reachable fraction of the
+    way bisected at the requested duration.
+
+    Parameters
+    ----------
+    nlp : ManeuverNLP
+        Of the request (with a target).
+    x0 : ndarray, shape (n_x,)
+        The start.
+    continuation : sequence of float
+        Obstacle radius factors of each feasibility solve.
+    bisections : int
+        Bisection steps (each halves the bracket).
+
+    Returns
+    -------
+    str
+        One sentence naming the binding requirement and the change.
+    """
+    pb = nlp.problem
+    T = pb.duration_s
+    target = np.asarray(pb.target_contact_m, dtype=float)
+    start = nlp.model.contact(x0, x0)
+    limits = ", ".join(f"{k} = {_limit_text(v)}" for k, v in nlp.limits.items() if v is not None) or "no rail limits"
+    lo, hi = T, None
+    for factor in (2.0, 4.0, 8.0):
+        if _feasible(nlp, x0, continuation, duration_s=factor * T, end=target):
+            hi = factor * T
+            break
+        lo = factor * T
+    if hi is not None:
+        for _ in range(bisections):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if _feasible(nlp, x0, continuation, duration_s=mid, end=target) else (mid, hi)
+        return (f"Diagnosis: the time binds -- the target {target.tolist()} m is reachable with {limits} from "
+                f"duration_s = {hi:.3g} s (infeasible at {lo:.3g} s, bisected on the same NLP); lengthen duration_s "
+                f"to at least {hi:.3g} s or loosen the limits")
+    lo_s, hi_s = 0.0, 1.0
+    if not _feasible(nlp, x0, continuation, duration_s=T, end=start + 0.05 * (target - start)):
+        return (f"Diagnosis: not the distance nor the time -- even 5 % of the way to the target in {T:g} s, or the "
+                f"whole way in {8 * T:g} s, is infeasible: the end conditions (rest_at_end, final_velocity_mps, "
+                f"target_heading_rad), the obstacles or the limits ({limits}) contradict each other or the start")
+    lo_s = 0.05
+    for _ in range(bisections + 1):
+        mid = 0.5 * (lo_s + hi_s)
+        lo_s, hi_s = (mid, hi_s) if _feasible(nlp, x0, continuation, duration_s=T, end=start + mid *
+                                              (target - start)) else (lo_s, mid)
+    dist = float(np.linalg.norm(target - start))
+    return (f"Diagnosis: the distance binds -- with {limits}, in {T:g} s the ball reaches about {lo_s * dist:.3g} m "
+            f"of the {dist:.3g} m to the target (bisected on the same NLP), and even {8 * T:g} s is not enough: move "
+            f"the target closer or loosen the limits")
 
 
 # ------------------------------------------------------------------------------------------------
