@@ -25,6 +25,7 @@ import numpy as np
 from ballctl.planning import (
     CircularObstacle,
     ManeuverProblem,
+    PlanAccuracy,
     plan_maneuver,
     resimulate,
     track_plan,
@@ -37,7 +38,7 @@ from ballctl.figures.plotting import save_figure
 __all__ = ["main", "run"]
 
 
-def run(out: Path, *, intervals: int = 60, closed_loop: bool = True) -> dict:
+def run(out: Path, *, intervals: int = 50, tolerance: float = 1e-6, closed_loop: bool = True) -> dict:
     """Plan, re-simulate, track and plot; return the key numbers."""
     ball = RollingBall(paper_ball_parameters())
     problem = ManeuverProblem(
@@ -46,9 +47,12 @@ def run(out: Path, *, intervals: int = 60, closed_loop: bool = True) -> dict:
         obstacles=(CircularObstacle(center_m=[0.25, 1.2], radius_m=0.4),
                    CircularObstacle(center_m=[-0.25, 2.6], radius_m=0.4)),
         clearance_margin_m=0.05, max_rail_speed=2.0, max_rail_acceleration=2.0)
-    plan = plan_maneuver(ball, problem, intervals=intervals).raise_if_failed()
+    # search the branches (sides of the obstacles, windings of the masses), then halve the mesh until the
+    # plan's replay and its cost-error estimate meet the tolerance
+    plan = plan_maneuver(ball, problem, intervals=intervals, accuracy=PlanAccuracy(tolerance=tolerance))
+    plan.raise_if_failed()
 
-    t, x = resimulate(plan, np.linspace(0.0, 10.0, 40 * intervals + 1))
+    t, x = resimulate(plan, np.linspace(0.0, 10.0, 40 * (plan.nodes.size - 1) + 1))
     contact = x[:, -2:]
     numbers = {
         "solve_time_s": plan.report.solve_time_s,
@@ -56,6 +60,10 @@ def run(out: Path, *, intervals: int = 60, closed_loop: bool = True) -> dict:
         "max_constraint_violation": plan.report.max_constraint_violation,
         "resimulation_error_m": float(np.linalg.norm(plan.contact(t) - contact, axis=1).max()),
         "min_obstacle_clearance_m": min(float(ob.clearance(contact).min()) for ob in problem.obstacles),
+        "branches_found": len({row.branch for row in plan.branches if row.converged}),
+        "cost": plan.report.objective,
+        "estimated_relative_cost_error": plan.accuracy.relative_cost_error,
+        "final_intervals": plan.nodes.size - 1,
     }
     save_figure(plot_plan(plan, t, x), out / "plan.png")
     if closed_loop:

@@ -83,7 +83,16 @@ class ManeuverBranch:
         return " | ".join(parts) or "any"
 
     def admits(self, other: ManeuverBranch) -> bool:
-        """Whether ``other`` (a plan's signature) lies in this family (free entries match anything)."""
+        """Whether ``other`` (a plan's signature) lies in this family (free entries match anything).
+
+        Parameters
+        ----------
+        other : ManeuverBranch
+
+        Returns
+        -------
+        bool
+        """
         for mine, theirs in ((self.rail_turns, other.rail_turns), (self.obstacle_sides, other.obstacle_sides)):
             if mine is None:
                 continue

@@ -263,7 +263,17 @@ class ManeuverNLP:
         return self.tau.size - 1
 
     def nodes(self, duration_s: float) -> np.ndarray:
-        """Mesh nodes in s for a duration in s, shape (N + 1,)."""
+        """Mesh nodes in s for a duration.
+
+        Parameters
+        ----------
+        duration_s : float
+            Maneuver time in s.
+
+        Returns
+        -------
+        ndarray, shape (N + 1,)
+        """
         return self.tau * duration_s
 
     def parameters(self, *, duration_s: float | None = None, target_contact_m=None, obstacle_factor: float = 1.0,
@@ -299,7 +309,18 @@ class ManeuverNLP:
         return np.concatenate([[obstacle_factor, *backoffs, T], target])
 
     def constraints_for(self, initial_state, *, relaxed: bool = False) -> NLPConstraints:
-        """The constraints with the first point fixed at ``initial_state``."""
+        """The constraints with the first point fixed at ``initial_state``.
+
+        Parameters
+        ----------
+        initial_state : array_like, shape (n_x,)
+        relaxed : bool
+            Without the contact constraints.
+
+        Returns
+        -------
+        NLPConstraints
+        """
         base = self.relaxed_constraints if relaxed else self.constraints
         x0 = self.model.validate(initial_state)
         lbw, ubw = base.lbw.copy(), base.ubw.copy()
@@ -345,12 +366,33 @@ class ManeuverNLP:
                            parameters=np.asarray(parameters, dtype=float), initial_state=c.lbw[self._x0_rows].copy())
 
     def violation(self, solution: NLPSolution, *, relaxed: bool = False) -> tuple[float, str]:
-        """Largest constraint violation of a solution and the name of its group."""
+        """Largest constraint violation of a solution and the name of its group.
+
+        Parameters
+        ----------
+        solution : NLPSolution
+        relaxed : bool
+            Against the constraints without the contact ones.
+
+        Returns
+        -------
+        violation : float
+        name : str
+        """
         g = np.asarray(self.g_fun(solution.w, solution.parameters), dtype=float).ravel()
         return most_violated(g, solution.w, self.constraints_for(solution.initial_state, relaxed=relaxed))
 
     def problem_for(self, solution: NLPSolution) -> ManeuverProblem:
-        """The problem a solution solves: this NLP's with the solve's start state, duration and target."""
+        """The problem a solution solves: this NLP's with the solve's start state, duration and target.
+
+        Parameters
+        ----------
+        solution : NLPSolution
+
+        Returns
+        -------
+        ManeuverProblem
+        """
         pb, p = self.problem, solution.parameters
         changes = {"initial_state": solution.initial_state, "duration_s": float(p[4])}
         if pb.target_contact_m is not None:
