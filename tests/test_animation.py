@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from figure_checks import assert_equal_3d_scale, assert_units_on_every_axis
 
 import ballctl
 from ballctl.figures import animation
@@ -82,6 +83,39 @@ def test_rolling_ball_gif(tmp_path):
     path = animation.animate_rolling_ball(ball, run, tmp_path / "sub" / "ball.gif", max_frames=3)
     with PIL.open(path) as im:
         assert im.n_frames == 3
+
+
+def test_rolling_ball_frame_draws_the_total_centre_of_mass_where_the_plant_has_it():
+    from ballctl.plants.paper import paper_ball_initial_state, paper_ball_parameters, paper_rail_acceleration
+    from ballctl.plants.rolling_ball import RollingBall
+
+    ball = RollingBall(paper_ball_parameters())
+    run = ball.simulate(paper_ball_initial_state(), (0.0, 3.0), lambda t: paper_rail_acceleration(t) * np.ones(3),
+                        t_eval=np.linspace(0.0, 3.0, 31))
+    fig, draw, idx = animation._rolling_ball_scene(ball, run, max_frames=4)
+    k = 2
+    draw(k)
+    ax, = fig.axes
+    cm_markers = [line for line in ax.lines if line.get_gid() == animation.TOTAL_CM_GID]
+    assert len(cm_markers) == 1
+    drawn = np.array([np.ravel(v)[0] for v in cm_markers[0].get_data_3d()])
+    # from the plant: the shell's centre of mass and each point mass, in space, weighted by their masses
+    x = run.x[idx[k]]
+    gc = ball.contact_point(x) + np.array([0.0, 0.0, ball.params.radius_m])
+    bodies = np.vstack([ball.params.cm_offset_m, ball.mass_positions_body(x)])       # (1 + n, 3), body frame
+    spatial = ball.to_spatial_about_gc(x, bodies) + gc
+    m = np.array([ball.params.mass_kg] + [pm.mass_kg for pm in ball.params.point_masses])
+    expected = m @ spatial / m.sum()
+    assert np.allclose(drawn, expected, rtol=0, atol=1e-12)
+    assert np.linalg.norm(expected[:2] - gc[:2]) > 1e-3  # off the vertical through the centre: a real test
+    # a legend names every mass and the total centre of mass; the title reads at a glance
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert [lab for lab in labels if lab.startswith("mass ")] == [f"mass {i} (1 kg) and its rail" for i in (1, 2, 3)]
+    assert any(lab.startswith("total centre of mass") for lab in labels)
+    assert fig.get_suptitle().startswith("ball rolled by 3 internal masses") and "r = 1 m" in fig.get_suptitle()
+    assert fig._suptitle.get_fontsize() >= 12 and ax.title.get_fontsize() >= 12
+    assert_equal_3d_scale(ax)
+    assert_units_on_every_axis(fig)
 
 
 def _umask():

@@ -100,7 +100,8 @@ def test_missing_casadi_names_the_extra(monkeypatch):
 def disk_plans():
     disk = one_mass_disk()
     problem = ManeuverProblem(initial_state=DISK_X0, duration_s=6.0, target_contact_m=[1.0], rest_at_end=True)
-    return disk, problem, {n: plan_maneuver(disk, problem, intervals=n, **FIXED_MESH, solver=TIGHT) for n in (10, 20, 40)}
+    return disk, problem, {n: plan_maneuver(disk, problem, intervals=n, **FIXED_MESH, solver=TIGHT)
+                           for n in (10, 20, 40)}
 
 
 def test_resimulation_matches_plan_at_order_four(disk_plans):

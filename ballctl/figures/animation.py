@@ -10,8 +10,9 @@
   (Putkaradze & Rogers 2018, section 7) from a
   :class:`~ballctl.plants.rolling_ball.ODETrajectory`: the shell with a
   body-fixed stripe, each rail and its mass (one colour per mass, as in
-  :func:`ballctl.figures.plotting.plot_ball_paths`), and the contact point's trace on
-  the floor.
+  :func:`ballctl.figures.plotting.plot_ball_paths`, named in a legend), the total
+  centre of mass (a black star, dotted down to the floor) and the contact point's
+  trace on the floor.
 * :func:`save_animation`: writes any matplotlib animation atomically; the file
   gets the permissions of a normally created file (0644 with umask 022).
 
@@ -27,11 +28,13 @@ from pathlib import Path
 import numpy as np
 from matplotlib.animation import Animation, FFMpegWriter, FuncAnimation, PillowWriter, writers
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from .._errors import ParameterError, ParameterTypeError
 from .._io import atomic_path
 from .._quaternion import quat_to_matrix
 from .._validation import check_integer, check_positive
+from ._shared import NOMINAL_SHORT, is_nominal, rail_curves
 from .plotting import OPEN_LOOP_COLOR, REFERENCE_STYLE, RUN_COLORS
 
 __all__ = ["available_formats", "save_animation", "animate_ball_plate", "animate_rolling_ball"]
@@ -236,7 +239,7 @@ def animate_ball_plate(result, path: str | os.PathLike, *, ball_radius: float, m
 
     fig = Figure(figsize=(6.4, 5.6), layout="constrained")
     ax = fig.add_subplot(projection="3d")
-    run_color = RUN_COLORS[0] if getattr(result, "feedback", True) else OPEN_LOOP_COLOR
+    run_color = OPEN_LOOP_COLOR if getattr(result, "feedback", True) in (False, "open") else RUN_COLORS[0]
     title = "ball on the tilting plate" + (f" (ball drawn ×{ball_scale:.0f})" if ball_scale > 1.5 else "")
 
     def draw(k):
@@ -277,7 +280,12 @@ def _plate_patch(vertices):
 
 def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int = 80, fps: float = 15.0,
                          follow: bool = True, dpi: int = 80) -> Path:
-    """Animate the ball rolled by internal point masses: shell, rails, masses and the contact point's trace.
+    """Animate the ball rolled by internal point masses: shell, rails, masses, total CM and the contact point's trace.
+
+    Each mass and its rail keep one colour (as in :func:`~ballctl.figures.plotting.plot_ball_paths`,
+    named in the legend below the view); the total centre of mass (shell and masses) is a black star
+    with a dotted drop line to the floor, so its offset from the contact point -- what rolls the
+    ball -- is visible. A ball in the paper's nominal units (g = 1, r = 1 m) says so in the title.
 
     Parameters
     ----------
@@ -306,6 +314,25 @@ def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int 
     """
     check_positive(fps, "fps", "frames/s")
     _check_path(path)
+    fig, draw, idx = _rolling_ball_scene(ball, run, max_frames=max_frames, follow=follow)
+    anim = FuncAnimation(fig, draw, frames=len(idx), blit=False)
+    return save_animation(anim, path, fps=fps, dpi=dpi)
+
+
+#: gid of the total centre of mass's marker in :func:`animate_rolling_ball` (tests find it by it).
+TOTAL_CM_GID = "total centre of mass"
+
+
+def _rolling_ball_scene(ball, run, *, max_frames: int = 80, follow: bool = True):
+    """The figure of :func:`animate_rolling_ball`, its frame function ``draw(k)`` and the sample of each frame.
+
+    Returns
+    -------
+    fig : Figure
+    draw : callable
+        ``draw(k)`` draws frame ``k`` (sample ``idx[k]`` of the run).
+    idx : ndarray of int
+    """
     x = np.asarray(run.x, dtype=float)
     t = np.asarray(run.t, dtype=float)
     idx = _frame_indices(len(t), max_frames)
@@ -313,16 +340,26 @@ def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int 
     rot = quat_to_matrix(ball.split_state(x[idx])[2])             # body -> spatial, (F, 3, 3)
     gc = ball.contact_point(x) + np.array([0.0, 0.0, r])          # geometric centre, (K, 3)
     masses = ball.mass_positions_body(x[idx])                     # (F, n, 3)
-    rails = []
-    for pm in ball.params.point_masses:
-        lo, hi = pm.rail.parameter_range
-        rails.append(np.asarray(pm.rail.evaluate(np.linspace(lo, hi, 73))[0], dtype=float))
+    cm = ball.total_cm_body(x[idx])                               # (F, 3): shell and masses
+    rails = rail_curves(ball, 73)
     sphere, stripe = _sphere_lines(r), _stripe(r)
     lo_xy = gc[:, :2].min(0) - 1.5 * r
     span = float(np.max(gc[:, :2].max(0) + 1.5 * r - lo_xy))
+    colors = [RUN_COLORS[j % len(RUN_COLORS)] for j in range(len(rails))]
 
-    fig = Figure(figsize=(6.4, 5.6), layout="constrained")
+    fig = Figure(figsize=(7.2, 6.8), layout="constrained")
     ax = fig.add_subplot(projection="3d")
+    note = NOMINAL_SHORT if is_nominal(ball.params) else ""
+    fig.suptitle(f"ball rolled by {len(rails)} internal masses on rails" + (f"\n{note}" if note else ""),
+                 fontsize=13)
+    handles = [Line2D([], [], color=c, marker="o", ms=7, lw=1.0,
+                      label=f"mass {j + 1} ({ball.params.point_masses[j].mass_kg:g} kg) and its rail")
+               for j, c in enumerate(colors)]
+    handles += [Line2D([], [], color="black", marker="*", ms=12, ls=(0, (1, 1.5)), lw=1.0,
+                       label="total centre of mass (shell + masses), dotted to the floor"),
+                Line2D([], [], color=_STRIPE, lw=2.4, label="stripe fixed to the shell"),
+                Line2D([], [], color=OPEN_LOOP_COLOR, lw=1.8, label="path of the contact point")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=10)
 
     def draw(k):
         i = idx[k]
@@ -338,9 +375,12 @@ def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int 
             ax.plot(*(line @ rot[k].T + c).T, color="0.7", lw=0.5)
         ax.plot(*(stripe @ rot[k].T + c).T, color=_STRIPE, lw=2.4)
         for j, rail in enumerate(rails):
-            color = RUN_COLORS[j % len(RUN_COLORS)]
-            ax.plot(*(rail @ rot[k].T + c).T, color=color, lw=1.0, alpha=0.8)
-            ax.plot(*(rot[k] @ masses[k, j] + c), "o", color=color, ms=7)
+            ax.plot(*(rail @ rot[k].T + c).T, color=colors[j], lw=1.0, alpha=0.8)
+            ax.plot(*(rot[k] @ masses[k, j] + c), "o", color=colors[j], ms=7)
+        p = rot[k] @ cm[k] + c
+        ax.plot([p[0], p[0]], [p[1], p[1]], [p[2], -r], color="black", lw=1.0, ls=(0, (1, 1.5)))
+        ax.plot([p[0]], [p[1]], [p[2]], "*", color="black", ms=13, markeredgecolor="white", markeredgewidth=0.6,
+                gid=TOTAL_CM_GID, zorder=20)
         if follow:
             ax.set_xlim(c[0] - 1.6 * r, c[0] + 1.6 * r)
             ax.set_ylim(c[1] - 1.6 * r, c[1] + 1.6 * r)
@@ -348,14 +388,12 @@ def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int 
             ax.set_xlim(lo_xy[0], lo_xy[0] + span)
             ax.set_ylim(lo_xy[1], lo_xy[1] + span)
         ax.set_zlim(c[2] - 1.6 * r, c[2] + 1.6 * r)
-        ax.set_box_aspect((1, 1, 1))
+        xr, yr = np.diff(ax.get_xlim())[0], np.diff(ax.get_ylim())[0]
+        ax.set_box_aspect((xr, yr, 3.2 * r))
         ax.set_xlabel("e1 [m]")
         ax.set_ylabel("e2 [m]")
         ax.set_zlabel("e3 [m]")
-        ax.set_title(f"ball rolled by {len(rails)} internal masses on rails (one colour per mass)\n"
-                     f"t = {t[i]:.2f} s; black: stripe fixed to the shell; grey: path of the contact point",
-                     fontsize=9)
+        ax.set_title(f"t = {t[i]:.2f} s", fontsize=12)
         return []
 
-    anim = FuncAnimation(fig, draw, frames=len(idx), blit=False)
-    return save_animation(anim, path, fps=fps, dpi=dpi)
+    return fig, draw, idx
