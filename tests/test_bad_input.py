@@ -263,6 +263,47 @@ def test_a_users_path_that_raises_or_has_the_wrong_shape_is_named():
         ballctl.PathMotion(plant, three_d, duration=1.0)
 
 
+@pytest.mark.parametrize("path, match", [
+    ("figure8", r"path must be a callable path\(t\) -> \(p, v, a\[, jerk\]\).*not the string 'figure8' .*--path\); "
+                r"build it with ballctl\.LissajousPath\.figure_eight\(size, omega\)"),
+    ("spiral", r"not the string 'spiral' .*build one with ballctl\.LissajousPath"),
+    (None, r"path must be a callable .*e\.g\. ballctl\.LissajousPath\.figure_eight\(0\.5, 1\.0\); got NoneType"),
+])
+def test_a_path_given_by_name_or_not_callable_is_named(path, match):
+    with pytest.raises(ballctl.errors.ParameterTypeError, match=match):
+        ballctl.PathMotion(ballctl.BallPlate(), path, duration=1.0)
+    servo = ballctl.rig_preset("tabletop").design_plant()
+    with pytest.raises(ballctl.errors.ParameterTypeError, match=match):
+        ballctl.MovingPlateMotion(servo, path, spin=0.0, duration=1.0)
+
+
+def test_a_singular_partition_names_the_velocities_it_cannot_complete():
+    plant = ballctl.BallPlate()
+    part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "lean"], ["yaw", "roll"])
+    with pytest.raises(ballctl.errors.PartitionError,
+                       match=r"complete_velocities: the partition ai=\(contact_x, contact_y, lean\) ad=\(yaw, roll\) "
+                             r"cannot complete the velocities at x=\[0\. 0\. 0\. 0\. 0\.\]: D_dd, the constraint "
+                             r"columns of the dependent coordinates yaw, roll, is singular there .*do not determine "
+                             r"the velocities yaw_rate, roll_rate from those of contact_x, contact_y, lean") as info:
+        part.complete_velocities(plant, np.zeros(5), np.ones(5))
+    assert not isinstance(info.value, np.linalg.LinAlgError)
+    # an admissible one completes them exactly
+    good = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
+    xd = good.complete_velocities(plant, np.zeros(5), np.ones(5))
+    np.testing.assert_allclose(plant.constraint_jacobian(np.zeros(5)) @ xd, 0.0, atol=1e-15)
+
+
+@pytest.mark.parametrize("state_names, input_names, match", [
+    (None, ["a"], "bryson: state_names must be a sequence of the state names \\(str\\).*; got None"),
+    (["x"], None, "bryson: input_names must be a sequence of the input names \\(str\\).*; got None"),
+    ("xv", ["a"], "state_names .*got 'xv'"),
+    ([1, 2], ["a"], r"state_names .*got a list with the entry 1 \(int\)"),
+])
+def test_bryson_names_a_missing_or_malformed_name_list(state_names, input_names, match):
+    with pytest.raises(ballctl.errors.ParameterTypeError, match=match):
+        ballctl.bryson(state_names, input_names, {"x": 1.0}, {"a": 1.0})
+
+
 def test_exact_circle_names_the_plant_it_needs():
     with pytest.raises(ballctl.errors.ParameterTypeError,
                        match="MovingPlateBallPlate or ServoPlateBallPlate .*got BallPlate"):

@@ -33,3 +33,41 @@ def test_a_bad_rig_file_is_one_readable_line(capsys, tmp_path):
     assert main(["track", "--rig", str(rig), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "invalid RigProfile 'rig_dt0': dt must be > 0 s" in err and ":;" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["partitions", "--path", "spiral"], "argument --path: invalid choice: 'spiral'"),
+    (["partitions", "--rig", "nope"], "unknown rig preset 'nope'"),
+    (["partitions", "--path", "figure8", "--dt", "3"],
+     "argument --dt: must be at most a third of the figure-eight's period, 2.0944 s, got 3 s"),
+    (["partitions", "--mass", "0"], "argument --mass: must be > 0 kg, got 0"),
+    (["montecarlo", "--rig", "nope"], "unknown rig preset 'nope'"),
+    (["montecarlo", "--mass-std", "-1"], "argument --mass-std: must be >= 0 kg, got -1"),
+    (["montecarlo", "--noise", "nan"], "argument --noise: must be a finite number in m"),
+    (["montecarlo", "--offset", "0.1", "x"], "argument --offset: must be a number in m, got 'x'"),
+])
+def test_partitions_and_montecarlo_refuse_bad_flags_in_one_line(argv, words, capsys, tmp_path):
+    out = ["--out", str(tmp_path / "mc")] if argv[0] == "montecarlo" else []
+    assert main(argv + out) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "mc").exists()
+
+
+def test_partitions_and_montecarlo_take_the_rig_and_path_flags_of_track():
+    from ballctl.cli import build_parser
+
+    parser = build_parser()
+    track = parser.parse_args(["track"])
+    for command in ("partitions", "montecarlo"):
+        args = parser.parse_args([command])
+        assert args.rig == track.rig == "tabletop"
+        for flag in ("radius", "omega", "roll_rate"):
+            assert getattr(args, flag) == getattr(track, flag), (command, flag)
+        assert tuple(args.center) == tuple(track.center)
+    assert parser.parse_args(["partitions"]).path == track.path == "circle"
+    choices = {a.dest: a.choices for a in parser._subparsers._group_actions[0].choices["partitions"]._actions}
+    track_choices = {a.dest: a.choices for a in parser._subparsers._group_actions[0].choices["track"]._actions}
+    assert choices["path"] == track_choices["path"]
+    offset = parser.parse_args(["montecarlo", "--offset", "0.01", "-0.02"]).offset
+    assert offset == [0.01, -0.02] and list(track.offset) == [0.05, 0.0]

@@ -1,5 +1,6 @@
 """Monte Carlo: reproducible per run whatever the chunking or the executor, metrics and bands, CLI."""
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -127,16 +128,94 @@ def test_dask_local_cluster_gives_the_serial_results_bit_for_bit(ctrl):
 
 def test_cli_montecarlo_writes_bands_and_summary(tmp_path, capsys):
     code = cli_main(["montecarlo", "--runs", "6", "--chunk-size", "4", "--dt", "0.02", "--duration", "1",
-                             "--mass-std", "0.005", "--noise", "0.001", "--latency-max", "0.02", "--offset", "0.01",
-                             "--workers", "2", "--out", str(tmp_path)])
+                     "--mass-std", "0.005", "--noise", "0.001", "--latency-max", "0.02", "--offset", "0.01", "0",
+                     "--offset-std", "0.01", "--workers", "2", "--out", str(tmp_path)])
     assert code == 0
     assert (tmp_path / "error_bands.png").stat().st_size > 0
-    import json
-
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["runs"] == 6 and 0 <= summary["failure_rate"] <= 1
+    unc = summary["uncertainty"]
+    assert unc["mass_std_kg"] == 0.005 and unc["noise_std_m"] == {"contact_x": 0.001, "contact_y": 0.001}
+    assert unc["initial_offset_mean_m"] == [0.01, 0.0] and unc["initial_offset_std_m"] == 0.01
+    assert unc["latency"].startswith("uniform in [0, 0.02] s")
     data = np.load(tmp_path / "runs.npz")
     assert data["bands_m"].shape == (5, 51)
     err = capsys.readouterr().err
     assert "100%" in err
     assert cli_main(["montecarlo", "--runs", "0", "--out", str(tmp_path)]) == 2
+
+
+def test_cli_montecarlo_defaults_to_the_rigs_uncertainty(tmp_path, capsys):
+    """Without flags the runs draw the tabletop rig's spread (they used to be N identical runs)."""
+    assert cli_main(["montecarlo", "--runs", "8", "--duration", "1", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    rig = ballctl.rig_preset("tabletop")
+    unc = summary["uncertainty"]
+    assert summary["rig"] == "tabletop" and summary["dt_s"] == rig.dt
+    np.testing.assert_allclose(unc["mass_std_kg"], rig.uncertainty.mass_rel * rig.ball.mass)
+    np.testing.assert_allclose(unc["radius_std_m"], rig.uncertainty.radius_rel * rig.ball.radius)
+    assert unc["noise_std_m"] == {"contact_x": 1.5e-3, "contact_y": 1.5e-3}
+    assert unc["latency"] == "uniform in [0.027, 0.033] s (rig)"     # 30 ms camera +- 3 ms
+    assert unc["initial_offset_mean_m"] == [0.05, 0.0]
+    assert unc["initial_offset_std_m"] == rig.uncertainty.initial_offset_m
+    assert set(unc["sources"].values()) == {"rig"}
+    data = np.load(tmp_path / "runs.npz")
+    for key in ("sample_mass", "sample_radius", "sample_latency", "sample_offset_contact_x", "metric_final_error"):
+        assert np.unique(data[key]).size == 8, key                  # every run differs
+    np.testing.assert_allclose(data["sample_offset_contact_x"].mean(), 0.05, atol=0.015)
+    err = capsys.readouterr().err
+    assert "rig 'tabletop'" in err and "noise 0.0015, 0.0015 m" in err
+
+
+def test_cli_montecarlo_takes_the_offset_as_track_does_and_reads_the_old_form(tmp_path, capsys):
+    assert cli_main(["montecarlo", "--runs", "2", "--duration", "0.2", "--offset", "0.02",
+                     "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "ballctl montecarlo: warning: --offset 0.02 (one value) is the old form of --offset-std 0.02" in err
+    unc = json.loads((tmp_path / "summary.json").read_text())["uncertainty"]
+    assert unc["initial_offset_std_m"] == 0.02 and unc["initial_offset_mean_m"] == [0.05, 0.0]
+    assert cli_main(["montecarlo", "--offset", "0.1", "0.2", "0.3", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "argument --offset: takes two values DX DY in m, got 3" in err and err.count("\n") == 1
+    assert cli_main(["montecarlo", "--offset", "0.1", "--offset-std", "0.01", "--out", str(tmp_path / "x")]) == 2
+    assert "the std is --offset-std" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_montecarlo_percentiles_rank_diverged_runs_last():
+    from ballctl.cli.montecarlo import _percentile
+
+    values = np.array([3.0, np.nan, 1.0, 2.0, np.inf])
+    assert _percentile(values, 0) == 1.0 and _percentile(values, 25) == 2.0 and _percentile(values, 50) == 3.0
+    assert _percentile(values, 75) is None and _percentile(values, 95) is None
+    finite = np.array([0.3, 0.1, 0.2, 0.4])
+    for q in (5, 25, 50, 75, 95):
+        assert _percentile(finite, q) == pytest.approx(np.percentile(finite, q), rel=1e-15)
+
+
+def test_cli_montecarlo_refuses_an_unreachable_scheduler_at_once(tmp_path, capsys):
+    pytest.importorskip("dask.distributed")
+    import time
+
+    start = time.perf_counter()
+    assert cli_main(["montecarlo", "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path / "mc")]) == 2
+    assert time.perf_counter() - start < 10.0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "cannot write or read" not in err
+    assert err.startswith("ballctl montecarlo: error: cannot reach the Dask scheduler at tcp://127.0.0.1:1: "
+                          "connection refused")
+    assert "start one with `dask scheduler` or drop --scheduler" in err
+    assert cli_main(["montecarlo", "--scheduler", "tcp://[bad", "--out", str(tmp_path / "mc")]) == 2
+    assert "is not a scheduler address such as tcp://host:8786" in capsys.readouterr().err
+    assert not (tmp_path / "mc").exists()
+
+
+def test_cli_montecarlo_refuses_a_scheduler_without_workers(tmp_path, capsys, monkeypatch):
+    distributed = pytest.importorskip("dask.distributed")
+    from ballctl.cli import montecarlo
+
+    monkeypatch.setattr(montecarlo, "SCHEDULER_TIMEOUT_S", 0.5)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+        assert cli_main(["montecarlo", "--scheduler", cluster.scheduler_address, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has no worker after 0.5 s; start one with `dask worker" in err

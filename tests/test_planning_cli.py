@@ -26,8 +26,30 @@ radius_m = 0.25
 [solver]
 intervals = 16
 obstacle_continuation = [0.5, 1.0]
+accuracy_tolerance = 1e-4
 [closed_loop]
 enabled = false
+"""
+
+DISK = """
+obstacles = []
+[plant]
+kind = "disk"
+radius_m = 1.0
+mass_kg = 1.0
+inertia_kgm2 = 1.0
+gravity_mps2 = 1.0
+[[plant.masses]]
+mass_kg = 1.0
+rail = "circle"
+radius_m = 0.5
+theta0_rad = -1.5707963267948966
+[maneuver]
+duration_s = 5.0
+target_contact_m = [1.0]
+clearance_margin_m = 0.0
+max_rail_speed = 100.0
+max_rail_acceleration = 100.0
 """
 
 
@@ -44,9 +66,41 @@ def test_cli_plan_writes_plan_json_with_checked_numbers(tmp_path):
     assert data["resimulation_error_m"] < 1e-3
     assert data["min_obstacle_clearance_m"] >= 0.05 - 1e-9
     assert data["max_rail_speed_used"] <= 1.5 + 1e-7
+    # the accuracy: the mesh was halved until the cost estimate and every replay check met 1e-4
+    acc = data["accuracy"]
+    assert acc["meets"] and acc["relative_cost_error"] <= 1e-4 and all(c["passed"] for c in acc["checks"])
+    assert data["intervals"][0] == 16 and data["intervals"][-1] > 16
+    assert data["second_order"]["satisfied"] is True
+    # both sides of the obstacle were tried; the returned family is marked
+    assert {b["branch"].split("sides ")[-1] for b in data["branches"] if b["converged"]} >= {"(left)", "(right)"}
+    assert sum(b["chosen"] for b in data["branches"]) == 1
     assert (out / "plan.png").stat().st_size > 0
+    P = 2 * data["intervals"][-1] + 1
     with np.load(out / "plan.npz") as arrays:
-        assert arrays["x"].shape == (33, 15) and arrays["u"].shape == (33, 3)
+        assert arrays["x"].shape == (P, 15) and arrays["u"].shape == (P, 3)
+
+
+def test_cli_plans_a_disk_described_in_the_file(tmp_path):
+    """[plant] describes the one-mass disk; the planner returns the over-the-top family (cost 4.8957)."""
+    problem = tmp_path / "disk.toml"
+    problem.write_text(DISK)
+    out = tmp_path / "out"
+    assert main(["plan", str(problem), "--out", str(out)]) == 0
+    data = json.loads((out / "plan.json").read_text())
+    assert data["plant"]["kind"] == "disk" and data["converged"] and data["accuracy"]["meets"]
+    assert abs(data["objective"] - 4.895737) < 1e-5
+    assert abs(data["resimulated_target_error_m"]) < 1e-6
+
+
+def test_cli_infeasible_request_names_the_time_that_binds(tmp_path, capsys):
+    """20 m in 5 s with the rail limits: not the rest condition IPOPT names, the duration (about 14 s)."""
+    problem = tmp_path / "far.toml"
+    problem.write_text("obstacles = []\n[maneuver]\nduration_s = 5.0\ntarget_contact_m = [0.0, 20.0]\n"
+                       "[solver]\nintervals = 16\n[closed_loop]\nenabled = false\n")
+    out = tmp_path / "out"
+    assert main(["plan", str(problem), "--out", str(out)]) == 1
+    message = json.loads((out / "plan.json").read_text())["message"]
+    assert "the time binds" in message and "lengthen duration_s to at least" in message
 
 
 def test_cli_plan_rejects_unknown_keys_and_bad_requests(tmp_path, capsys):

@@ -1,24 +1,40 @@
-"""``ballctl montecarlo``: many closed-loop runs of the circle tracker on uncertain balls."""
+"""``ballctl montecarlo``: many closed-loop runs of the circle tracker on a rig's uncertain balls.
+
+The tracker is the paper's 6-state state-feedback LQR on the rig's quasi-static
+design plant, at the rig's control period (``--dt`` overrides). What varies from
+run to run defaults to the rig's (``--rig``, as for ``ballctl track``): the
+ball's mass and radius spread, its contact-point sensor's noise and bias, its
+latency (the sensor's plus the actuation delay, give or take the latency
+uncertainty) and the initial offset's spread about ``--offset DX DY`` (default
+the same 5 cm as ``ballctl track``). Every flag overrides its default; the
+values used are printed and written into ``summary.json``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from .._errors import ConfigError, ParameterError
-from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle
+from .._errors import BallctlWarning, ConfigError, ParameterError
+from ._common import add_circle_arguments, circle, number, rig_from_spec
 
-__all__ = ["NAME", "HELP", "add_arguments", "run"]
+__all__ = ["NAME", "HELP", "SCHEDULER_TIMEOUT_S", "add_arguments", "run"]
 
 NAME = "montecarlo"
-HELP = "Monte Carlo of the circle tracker: uncertain ball, noisy biased sensors, latency; bands and failure rate"
+HELP = "Monte Carlo of the circle tracker over a rig's uncertainty: ball, sensor noise and bias, latency, offsets"
 
 MAX_STATE_ERRORS = {"contact_x": 0.01, "contact_y": 0.01, "yaw": 0.5,
                     "contact_x_rate": 0.1, "contact_y_rate": 0.1, "yaw_rate": 5.0}
+#: how long to wait for a Dask scheduler (and for its first worker), s
+SCHEDULER_TIMEOUT_S = 5.0
+#: the measured coordinates the noise, bias and initial offset act on
+_CONTACT = ("contact_x", "contact_y")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,7 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p : argparse.ArgumentParser
         The subcommand's parser.
     """
-    add_ball_arguments(p)
+    g = p.add_argument_group("rig and ball")
+    g.add_argument("--rig", default="tabletop",
+                   help="rig preset (tabletop, lab, ideal) or a TOML file: ball, control period and the default "
+                        "uncertainty (default tabletop)")
+    _add_ball_overrides(g)
     add_circle_arguments(p)
     g = p.add_argument_group("runs")
     g.add_argument("--runs", type=int, default=200, help="number of runs (default 200)")
@@ -38,18 +58,42 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--workers", type=int, default=0,
                    help="threads for the chunks (default 0: this thread; the compiled loop releases the GIL)")
     g.add_argument("--scheduler", default=None,
-                   help="address of a Dask scheduler (tcp://host:8786); needs ballctl[distributed]")
-    g.add_argument("--dt", type=float, default=0.01, help="controller sample time in s (default 0.01)")
+                   help="address of a running Dask scheduler with workers (tcp://host:8786); needs "
+                        f"ballctl[distributed]; refused after {SCHEDULER_TIMEOUT_S:g} s without an answer")
+    g.add_argument("--dt", type=float, default=None, help="controller sample time in s (default: the rig's)")
     g.add_argument("--duration", type=float, default=4 * np.pi, help="run length in s (default 4 pi)")
-    g = p.add_argument_group("uncertainty (standard deviations)")
-    g.add_argument("--mass-std", type=float, default=0.0, help="ball mass in kg")
-    g.add_argument("--radius-std", type=float, default=0.0, help="ball radius in m")
-    g.add_argument("--noise", type=float, default=0.0, help="white noise on contact_x, contact_y in m")
-    g.add_argument("--bias", type=float, default=0.0, help="constant bias on contact_x, contact_y in m")
-    g.add_argument("--latency-max", type=float, default=0.0, help="latency uniform in [0, this] s")
-    g.add_argument("--offset", type=float, default=0.0, help="initial offset of contact_x, contact_y in m")
-    g.add_argument("--failure-error", type=float, default=0.01, help="a run fails above this final error in m")
+    g = p.add_argument_group("uncertainty (default: the rig's; each flag overrides)")
+    g.add_argument("--mass-std", type=number("kg", low=0), default=None,
+                   help="std of the ball mass in kg (default: the rig's relative spread times the mass)")
+    g.add_argument("--radius-std", type=number("m", low=0), default=None,
+                   help="std of the ball radius in m (default: the rig's relative spread times the radius)")
+    g.add_argument("--noise", type=number("m", low=0), default=None,
+                   help="white noise std on contact_x, contact_y in m (default: the rig's contact sensor's)")
+    g.add_argument("--bias", type=number("m", low=0), default=None,
+                   help="std of a constant bias per run on contact_x, contact_y in m (default: the rig's fixed "
+                        "sensor bias)")
+    g.add_argument("--latency-max", type=number("s", low=0), default=None,
+                   help="latency uniform in [0, this] s (default: the rig's contact-sensor latency plus actuation "
+                        "delay, +- its latency uncertainty)")
+    g.add_argument("--offset", type=number("m"), nargs="+", default=None, metavar=("DX", "DY"),
+                   help="mean initial contact-point offset in m, as for ballctl track (default 0.05 0)")
+    g.add_argument("--offset-std", type=number("m", low=0), default=None,
+                   help="std of the initial offset per axis in m, about --offset (default: the rig's)")
+    g.add_argument("--failure-error", type=number("m", low=0, low_inclusive=False), default=0.01,
+                   help="a run fails above this final error in m (default 0.01)")
     p.add_argument("--out", default="ballctl_montecarlo", help="output folder (default ballctl_montecarlo)")
+
+
+def _add_ball_overrides(g) -> None:
+    """The ball's parameters in SI units, each defaulting to the rig's ball."""
+    g.add_argument("--mass", type=number("kg", low=0, low_inclusive=False), default=None,
+                   help="ball mass in kg (default: the rig's, 0.1 for the presets)")
+    g.add_argument("--ball-radius", type=number("m", low=0, low_inclusive=False), default=None,
+                   help="ball radius in m (default: the rig's, 0.02 for the presets)")
+    g.add_argument("--inertia", type=number("kg m^2", low=0, low_inclusive=False), default=None,
+                   help="inertia about a diameter in kg m^2 (default: the rig's, a solid sphere 2/5 m R^2)")
+    g.add_argument("--gravity", type=number("m/s^2", low=0, low_inclusive=False), default=None,
+                   help="gravity in m/s^2 (default: the rig's, 9.81)")
 
 
 class _Bar:
@@ -66,6 +110,166 @@ class _Bar:
                 print(file=sys.stderr)
 
 
+def _offset(args: argparse.Namespace) -> tuple[tuple[float, float], float | None]:
+    """``(mean offset (DX, DY) in m, std in m or None)`` of ``--offset`` / ``--offset-std``.
+
+    The one-value form ``--offset S`` of earlier versions was the std; it is read as ``--offset-std S``
+    (with a warning).
+    """
+    if args.offset is None:
+        return (0.05, 0.0), args.offset_std
+    if len(args.offset) == 2:
+        return (float(args.offset[0]), float(args.offset[1])), args.offset_std
+    if len(args.offset) == 1:
+        if args.offset_std is not None:
+            raise ParameterError("argument --offset: takes two values DX DY in m (the mean initial offset, as for "
+                                 "ballctl track), got one; the std is --offset-std")
+        if args.offset[0] < 0:
+            raise ParameterError(f"argument --offset: the one-value form is the std of the initial offset and must "
+                                 f"be >= 0 m, got {args.offset[0]:g}; give DX DY for the mean offset")
+        warnings.warn(f"--offset {args.offset[0]:g} (one value) is the old form of --offset-std {args.offset[0]:g} "
+                      f"and is read so, about the default mean offset 0.05 0 m; --offset now takes DX DY in m, "
+                      f"as for ballctl track", BallctlWarning, stacklevel=2)
+        return (0.05, 0.0), float(args.offset[0])
+    raise ParameterError(f"argument --offset: takes two values DX DY in m, got {len(args.offset)}")
+
+
+def _plant(args: argparse.Namespace, rig):
+    """The rig's quasi-static design plant with the ball flags applied."""
+    from ..plants import BallPlate
+
+    given = {k: v for k, v in (("mass", args.mass), ("radius", args.ball_radius), ("inertia", args.inertia),
+                               ("gravity", args.gravity)) if v is not None}
+    return BallPlate(replace(rig.ball, **given)) if given else rig.design_plant().quasi_static()
+
+
+def _uncertainty(args: argparse.Namespace, rig, plant) -> tuple[object, dict]:
+    """The :class:`~ballctl.Uncertainty` of the runs (the rig's unless a flag overrides) and its description."""
+    from ..simulation.monte_carlo import Normal, Uncertainty, Uniform
+
+    u = rig.uncertainty
+    by_signal = {sig: (s, i) for s in rig.sensors for i, sig in enumerate(s.signals)}
+    noise = {k: float(by_signal[k][0].noise_std[by_signal[k][1]]) if k in by_signal else 0.0 for k in _CONTACT}
+    bias = {k: float(by_signal[k][0].bias[by_signal[k][1]]) if k in by_signal else 0.0 for k in _CONTACT}
+    sensor_latency = max((by_signal[k][0].latency_s for k in _CONTACT if k in by_signal), default=0.0)
+    latency_nominal = sensor_latency + rig.limits.delay
+    mean_offset, offset_std = _offset(args)
+    mass_std = u.mass_rel * plant.params.mass if args.mass_std is None else args.mass_std
+    radius_std = u.radius_rel * plant.params.radius if args.radius_std is None else args.radius_std
+    if args.noise is not None:
+        noise = {k: args.noise for k in _CONTACT}
+    if offset_std is None:
+        offset_std = u.initial_offset_m
+    if args.latency_max is not None:
+        latency = Uniform(0.0, args.latency_max) if args.latency_max else None
+        latency_text = f"uniform in [0, {args.latency_max:g}] s (--latency-max)"
+    elif latency_nominal or u.latency_s:
+        latency = Uniform(max(latency_nominal - u.latency_s, 0.0), latency_nominal + u.latency_s)
+        latency_text = f"uniform in [{latency.low:g}, {latency.high:g}] s (rig)"
+    else:
+        latency, latency_text = None, "none (rig)"
+    if args.bias is not None:
+        bias_dist = {k: Normal(0.0, args.bias) for k in _CONTACT} if args.bias else {}
+        bias_text = f"std {args.bias:g} m per axis (--bias)"
+    else:
+        bias_dist = {k: Normal(v, 0.0) for k, v in bias.items() if v}
+        bias_text = (f"fixed {', '.join(f'{v:g}' for v in bias.values())} m (rig)" if bias_dist else "none (rig)")
+    unc = Uncertainty(
+        parameters={**({"mass": Normal(plant.params.mass, mass_std)} if mass_std else {}),
+                    **({"radius": Normal(plant.params.radius, radius_std)} if radius_std else {})},
+        noise_std={k: v for k, v in noise.items() if v},
+        bias=bias_dist,
+        latency=latency,
+        initial_offset={k: Normal(m, offset_std) for k, m in zip(_CONTACT, mean_offset) if m or offset_std})
+
+    def src(flag):
+        return flag if getattr(args, flag.lstrip("-").replace("-", "_")) is not None else "rig"
+
+    described = {
+        "mass_std_kg": mass_std, "radius_std_m": radius_std, "noise_std_m": noise, "bias": bias_text,
+        "latency": latency_text, "initial_offset_mean_m": list(mean_offset), "initial_offset_std_m": offset_std,
+        "sources": {"mass_std": src("--mass-std"), "radius_std": src("--radius-std"), "noise": src("--noise"),
+                    "offset_std": "--offset-std" if args.offset_std is not None or (
+                        args.offset is not None and len(args.offset) == 1) else "rig"}}
+    return unc, described
+
+
+def _connect(address: str, timeout: float | None = None):
+    """A Dask client of the scheduler at ``address`` with at least one worker, or a one-line ParameterError.
+
+    The address is probed with a plain TCP connection first (a clear reason: refused, unknown host, no
+    answer), then the client must connect within ``timeout`` s (default :data:`SCHEDULER_TIMEOUT_S`) and
+    see a worker within ``timeout`` s more (a scheduler without workers would run nothing, for ever).
+    """
+    timeout = SCHEDULER_TIMEOUT_S if timeout is None else timeout
+    try:
+        from dask.distributed import Client
+        from distributed.comm.addressing import parse_address, parse_host_port
+    except ImportError as exc:
+        raise ConfigError("--scheduler needs dask.distributed: pip install 'ballctl[distributed]'") from exc
+    hint = "start one with `dask scheduler` or drop --scheduler"
+
+    def refuse(reason: str):
+        return ParameterError(f"cannot reach the Dask scheduler at {address}: {reason}; {hint}")
+
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location, 8786)
+    except (ValueError, TypeError) as exc:
+        raise ParameterError(f"--scheduler {address!r} is not a scheduler address such as tcp://host:8786 "
+                             f"({exc})") from None
+    if scheme == "tcp":
+        reason = _probe(host, int(port), timeout)
+        if reason is not None:
+            raise refuse(reason)
+    import threading
+
+    box: dict = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = Client(address, timeout=timeout)
+        except BaseException as exc:  # noqa: BLE001 - reported in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="ballctl-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 2.0)
+    if thread.is_alive():
+        raise refuse(f"it accepts connections but no Dask scheduler answered within {timeout:g} s (is it a "
+                     f"scheduler's address?)")
+    if "error" in box:
+        exc = box["error"]
+        if isinstance(exc, (OSError, TimeoutError)):
+            raise refuse(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        raise refuse(f"it answered, but not as a Dask scheduler ({type(exc).__name__})")
+    client = box["client"]
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (TimeoutError, OSError):
+        client.close()
+        raise ParameterError(f"the Dask scheduler at {address} has no worker after {timeout:g} s; start one with "
+                             f"`dask worker {address}` or drop --scheduler") from None
+    return client
+
+
+def _probe(host: str, port: int, timeout: float) -> str | None:
+    """Why a TCP connection to ``host:port`` fails within ``timeout`` s, or None when it opens."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except socket.gaierror:
+        return f"unknown host {host!r}"
+    except ConnectionRefusedError:
+        return f"connection refused (nothing listens on port {port})"
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
 def run(args: argparse.Namespace) -> int:
     """Design the circle tracker, run the Monte Carlo study, write bands, metrics and a figure.
 
@@ -73,10 +277,15 @@ def run(args: argparse.Namespace) -> int:
     ----------
     args : argparse.Namespace
         Parsed arguments.
+
+    Returns
+    -------
+    int
+        Exit status.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..simulation.monte_carlo import MonteCarloSettings, Normal, Uncertainty, Uniform, monte_carlo
+    from ..simulation.monte_carlo import MonteCarloSettings, monte_carlo
     from ..linear.partition import Partition
     from ..figures.plotting import save_figure
     from ..design.tracking import LQRWeights, design_tracking_lqr
@@ -84,43 +293,40 @@ def run(args: argparse.Namespace) -> int:
     for name in ("runs", "chunk_size"):
         if getattr(args, name) < 1:
             raise ParameterError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.workers < 0:
+        raise ParameterError(f"--workers must be >= 0, got {args.workers}")
     for name, unit in (("dt", "s"), ("duration", "s")):
         value = getattr(args, name)
-        if not (value > 0 and value < float("inf")):
+        if value is not None and not (value > 0 and value < float("inf")):
             raise ParameterError(f"--{name} must be a finite number > 0 {unit}, got {value}")
-    if args.duration < args.dt:
-        raise ParameterError(f"--duration must be at least one control period --dt = {args.dt} s, "
+    rig = rig_from_spec(args.rig)
+    dt = rig.dt if args.dt is None else args.dt
+    if args.duration < dt:
+        raise ParameterError(f"--duration must be at least one control period --dt = {dt} s, "
                              f"got {args.duration} s")
-    for name in ("mass_std", "radius_std", "noise", "bias", "latency_max", "offset", "workers"):
-        if getattr(args, name) < 0:
-            raise ParameterError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
-    plant = ball_plate(args)
+    plant = _plant(args, rig)
+    unc, described = _uncertainty(args, rig, plant)
     ref = circle(args, plant)
-    part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-    steps = int(round(args.duration / args.dt))
-    print(f"designing the tracker: dt {args.dt} s, {steps} steps", file=sys.stderr)
-    ctrl = design_tracking_lqr(plant, ref, part, dt=args.dt, horizon=steps * args.dt,
-                               weights=LQRWeights(states=part.state_names[:6], max_state_errors=MAX_STATE_ERRORS,
-                                                  max_input_errors={"alpha": np.deg2rad(3.0), "beta": np.deg2rad(3.0)}))
-    xy = ("contact_x", "contact_y")
-    unc = Uncertainty(
-        parameters={**({"mass": Normal(plant.params.mass, args.mass_std)} if args.mass_std else {}),
-                    **({"radius": Normal(plant.params.radius, args.radius_std)} if args.radius_std else {})},
-        noise_std={k: args.noise for k in xy} if args.noise else {},
-        bias={k: Normal(0.0, args.bias) for k in xy} if args.bias else {},
-        latency=Uniform(0.0, args.latency_max) if args.latency_max else None,
-        initial_offset={k: Normal(0.0, args.offset) for k in xy} if args.offset else {})
     client = executor = pool = None
-    if args.scheduler:
-        try:
-            from dask.distributed import Client
-        except ImportError as exc:
-            raise ConfigError("--scheduler needs dask.distributed: pip install 'ballctl[distributed]'") from exc
-        client = Client(args.scheduler)
+    if args.scheduler:  # before the design: an unreachable cluster is refused at once
+        client = _connect(args.scheduler)
         executor = client.get_executor()
-    elif args.workers:
-        executor = pool = ThreadPoolExecutor(args.workers)
     try:
+        part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
+        steps = int(round(args.duration / dt))
+        say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+        say(f"rig {rig.name!r}: ball {plant.params.mass:g} kg, radius {plant.params.radius:g} m; drawn per run: "
+            f"mass std {described['mass_std_kg']:.3g} kg, radius std {described['radius_std_m']:.3g} m, noise "
+            f"{', '.join(f'{v:g}' for v in described['noise_std_m'].values())} m, bias {described['bias']}, "
+            f"latency {described['latency']}, initial offset {tuple(described['initial_offset_mean_m'])} m "
+            f"+- {described['initial_offset_std_m']:g} m")
+        say(f"designing the tracker: dt {dt} s, {steps} steps")
+        ctrl = design_tracking_lqr(plant, ref, part, dt=dt, horizon=steps * dt,
+                                   weights=LQRWeights(states=part.state_names[:6], max_state_errors=MAX_STATE_ERRORS,
+                                                      max_input_errors={"alpha": np.deg2rad(3.0),
+                                                                        "beta": np.deg2rad(3.0)}))
+        if executor is None and args.workers:
+            executor = pool = ThreadPoolExecutor(args.workers)
         mc = monte_carlo(ctrl, args.runs, uncertainty=unc, seed=args.seed,
                          settings=MonteCarloSettings(chunk_size=args.chunk_size, executor=executor,
                                                      failure_error=args.failure_error, progress=_Bar()))
@@ -132,15 +338,33 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     save_figure(mc.plot(), out / "error_bands.png")
+    final = np.asarray(mc.metrics["final_error"], dtype=float)
+    diverged = int(np.sum(~np.isfinite(final)))
     summary = {"runs": mc.n_runs, "failure_rate": mc.failure_rate, "failure_error_m": mc.failure_error,
-               "wall_time_s": mc.wall_time_s,
-               "final_error_m": {f"p{q:g}": float(np.nanpercentile(mc.metrics["final_error"], q))
-                                 for q in mc.percentiles}}
+               "diverged_runs": diverged, "wall_time_s": mc.wall_time_s, "rig": rig.name, "dt_s": dt,
+               "uncertainty": described,
+               "final_error_m": {f"p{q:g}": _percentile(final, q) for q in mc.percentiles}}
     tmp = out / ".summary.json.tmp"
     tmp.write_text(json.dumps(summary, indent=2))
     tmp.replace(out / "summary.json")
     np.savez(out / "runs.npz", t_s=mc.t, bands_m=mc.bands, percentiles=mc.percentiles,
              **{f"metric_{k}": v for k, v in mc.metrics.items()}, **{f"sample_{k}": v for k, v in mc.samples.items()})
-    print(f"{mc.n_runs} runs in {mc.wall_time_s:.2f} s; failure rate {100 * mc.failure_rate:.1f} %; "
-          f"median final error {summary['final_error_m'].get('p50', float('nan')):.3g} m; wrote {out}")
+    pct = ", ".join(f"{k} {'diverged' if v is None else f'{v:.3g} m'}" for k, v in summary["final_error_m"].items())
+    print(f"{mc.n_runs} runs in {mc.wall_time_s:.2f} s; failure rate {100 * mc.failure_rate:.1f} % ({diverged} "
+          f"diverged); final error {pct}; wrote {out}")
+    if mc.failure_rate > 0 and unc.latency is not None:
+        print(f"note: the drawn latency ({described['latency']}) is not compensated by this state-feedback tracker; "
+              f"compare --latency-max 0 (ballctl track designs an estimator that compensates the rig's latency)",
+              file=sys.stderr)
     return 0
+
+
+def _percentile(values: np.ndarray, q: float) -> float | None:
+    """The ``q``-th percentile (linear, as numpy's) with diverged (non-finite) runs ranked last; None when it
+    falls among them."""
+    v = np.sort(np.where(np.isfinite(values), values, np.inf))
+    pos = q / 100.0 * (v.size - 1)
+    lo, hi = int(np.floor(pos)), int(np.ceil(pos))
+    if not np.isfinite(v[hi]):
+        return None
+    return float(v[lo] + (pos - lo) * (v[hi] - v[lo]))

@@ -80,6 +80,8 @@ def bryson(state_names: Sequence[str], input_names: Sequence[str], max_state_err
 
     Raises
     ------
+    ParameterTypeError
+        When ``state_names`` or ``input_names`` is not a sequence of str (e.g. None).
     ValueError
         Listing at once every unknown name, missing name and non-positive
         or non-finite value.
@@ -94,6 +96,18 @@ def bryson(state_names: Sequence[str], input_names: Sequence[str], max_state_err
     >>> Q.diagonal().tolist(), R.diagonal().tolist()
     ([4.0, 16.0], [0.25])
     """
+    for label, names in (("state", state_names), ("input", input_names)):
+        if isinstance(names, (str, bytes)) or not isinstance(names, (Sequence, np.ndarray)) or \
+                not all(isinstance(s, str) for s in names):
+            if isinstance(names, (str, bytes)) or names is None:
+                shown = repr(names)
+            elif isinstance(names, (Sequence, np.ndarray)):
+                bad = next(s for s in names if not isinstance(s, str))
+                shown = f"a {type(names).__name__} with the entry {bad!r} ({type(bad).__name__})"
+            else:
+                shown = type(names).__name__
+            raise ParameterTypeError(f"bryson: {label}_names must be a sequence of the {label} names (str), in "
+                                     f"{label} order, e.g. the LTV system's {label}_names; got {shown}")
     problems: list[str] = []
 
     def diag(names, errors, label):

@@ -215,6 +215,12 @@ class Partition:
             The system.
         x, xd : array_like, shape (n,)
             Coordinates and velocities.
+
+        Raises
+        ------
+        PartitionError
+            When ``D_dd`` (the constraint columns of the dependent coordinates) is singular at ``x``, so
+            the constraints do not determine the dependent velocities; the message names them.
         """
         x = np.asarray(x, dtype=float)
         out = np.array(xd, dtype=float)
@@ -222,6 +228,19 @@ class Partition:
         if D.shape[0]:
             dep = list(self.dependent_all)
             ai = list(self.independent)
+            inv, ok = inverse_stack(np.ascontiguousarray(D[None][:, :, dep]))
+            with np.errstate(invalid="ignore", over="ignore"):
+                cond = float(np.sqrt((D * D).sum() * (inv * inv).sum())) if ok[0] else float("inf")
+            if not cond <= _COND_LIMIT:
+                names = self.coordinate_names
+                raise PartitionError(
+                    f"complete_velocities: the partition {self.describe()} cannot complete the velocities at "
+                    f"x={np.array2string(x, precision=4)}: D_dd, the constraint columns of the dependent "
+                    f"coordinates {', '.join(names[i] for i in dep)}, is singular there (|D| / sigma_min(D_dd) = "
+                    f"{cond:.3g} > {_COND_LIMIT:.0e}), so the constraints D(x) xd = 0 do not determine the "
+                    f"velocities {', '.join(names[i] + '_rate' for i in dep)} from those of "
+                    f"{', '.join(names[i] for i in ai)}; choose other dependent coordinates, e.g. "
+                    f"Partition.automatic(system, x)")
             out[dep] = -np.linalg.solve(D[:, dep], D[:, ai] @ out[ai])
         return out
 

@@ -53,7 +53,7 @@ from ..plants.kernels import moving_plate as _plate_kernels
 from .base import Reference, ReferenceSample
 from .circular import LEAN_LIMIT, CircularMotion
 from .inversion import plate_angles_for_acceleration, require_ideal_rolling
-from .paths import LissajousPath, evaluate_path, initial_ball_orientation
+from .paths import LissajousPath, check_path, evaluate_path, initial_ball_orientation
 
 __all__ = ["CollocationOptions", "MovingPlateMotion", "exact_circular_motion", "spectral_derivative_matrices",
            "chebyshev_derivative_matrices"]
@@ -296,8 +296,7 @@ class MovingPlateMotion(Reference):
         if plant.n_plate != 2:
             raise ParameterError(
                 "the inversion needs a plant without plate spin (MovingPlateParameters(with_spin=False))")
-        if not callable(path):
-            raise ParameterTypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
+        check_path(path)
         period = getattr(path, "period", None)
         collocation = CollocationOptions() if collocation is None else check_instance(
             collocation, "collocation", CollocationOptions)

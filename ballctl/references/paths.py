@@ -297,6 +297,45 @@ class WaypointPath:
         return p, v, a, j
 
 
+#: builders of the paths ``ballctl track --path`` names, for the message of a path given by name
+_PATH_BUILDERS = {"circle": "LissajousPath.circle(radius, omega)",
+                  "ellipse": "LissajousPath.ellipse(semi_major, semi_minor, omega)",
+                  "figure8": "LissajousPath.figure_eight(size, omega)",
+                  "figure_eight": "LissajousPath.figure_eight(size, omega)",
+                  "lissajous": "LissajousPath(amplitude_x=..., amplitude_y=..., omega_x=..., omega_y=...)",
+                  "waypoints": "WaypointPath(waypoints, speed)"}
+
+
+def check_path(path, name: str = "path") -> Callable:
+    """``path`` if it is a path callable, else a :class:`~ballctl.errors.ParameterTypeError` naming ``name``.
+
+    A string (e.g. ``"figure8"``, the name of a ``ballctl track --path``) gets the builder to call instead.
+
+    Parameters
+    ----------
+    path : object
+        The argument.
+    name : str
+        Its name in the message.
+
+    Returns
+    -------
+    callable
+    """
+    if callable(path):
+        return path
+    what = "path(t) -> (p, v, a[, jerk]) with arrays of shape (K, 2) in m, m/s, m/s^2 (m/s^3)"
+    if isinstance(path, (str, bytes)):
+        text = path.decode(errors="replace") if isinstance(path, bytes) else path
+        builder = _PATH_BUILDERS.get(text.strip().lower().replace("-", "").replace(" ", "_"))
+        hint = (f"; build it with ballctl.{builder}" if builder else
+                "; build one with ballctl.LissajousPath (circle, ellipse, figure_eight) or ballctl.WaypointPath")
+        raise ParameterTypeError(f"{name} must be a callable {what}, not the string {text!r} (a path name is only "
+                                 f"understood by the command line's --path){hint}")
+    raise ParameterTypeError(f"{name} must be a callable {what}, e.g. ballctl.LissajousPath.figure_eight(0.5, 1.0); "
+                             f"got {type(path).__name__}")
+
+
 def evaluate_path(path: Callable, t: np.ndarray):
     """Position, velocity, acceleration and jerk of a path at times ``t``, each shape (K, 2).
 
@@ -407,8 +446,7 @@ class PathMotion(Reference):
                  check_samples: int = 2001) -> None:
         if not isinstance(plant, BallPlate):
             raise ParameterTypeError(f"plant must be a BallPlate, got {type(plant).__name__}")
-        if not callable(path):
-            raise ParameterTypeError("path must be callable: path(t) -> (p, v, a[, jerk])")
+        check_path(path)
         require_ideal_rolling(plant)
         self.system = plant
         self.path = path
