@@ -231,11 +231,14 @@ class ManeuverNLP:
         for i, rail in enumerate(model.rails):
             if not rail.periodic:
                 lbX[1:, i], ubX[1:, i] = rail.parameter_range
+        # the bounds at the nodes; at the midpoints the Bernstein rows above imply them (the polynomial's value
+        # there is a convex combination of its coefficients), and imposing both would make the active rows
+        # of a saturated arc linearly dependent (LICQ, the second-order check)
         if spd is not None:
-            lbX[1:, n:2 * n], ubX[1:, n:2 * n] = -spd, spd
+            lbX[2::2, n:2 * n], ubX[2::2, n:2 * n] = -spd, spd
         lbU, ubU = np.full((P, model.n_u), -np.inf), np.full((P, model.n_u), np.inf)
         if ulim is not None:
-            lbU[:], ubU[:] = -ulim, ulim
+            lbU[0::2], ubU[0::2] = -ulim, ulim
         lbZ, ubZ = np.full((P, n_z), -np.inf), np.full((P, n_z), np.inf)
         lbZ[0] = ubZ[0] = 0.0   # the initial state is consistent: no multiplier needed there
         self.limits = {"max_rail_speed": spd, "max_rail_acceleration": acc,
