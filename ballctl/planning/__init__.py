@@ -15,12 +15,13 @@ it is imported only when a planner is built. See ``docs/planning.md``.
 """
 
 from .ball_plate import PLATE_OBJECTIVES, PlateMotionPlan, PlateMotionProblem, plan_plate_motion
-from .follow import PlanTracking, plan_chart_rotation, plan_reference, track_plan
+from .follow import ConstraintReport, PlanTracking, plan_chart_rotation, plan_reference, track_plan
 from .accuracy import AccuracyReport, PlanAccuracy
 from .branches import BranchOutcome, ManeuverBranch
 from .maneuver import CircularObstacle, ManeuverPlan, ManeuverProblem, resimulate
 from .nlp import ManeuverNLP
 from .planner import plan_maneuver, refine_plan
+from .receding import RecedingTracking, TrackingStart, compare_tracking, track_receding
 from .transcription import SolverOptions, SolverReport
 from ..ball_plate.plan_tracking import track_plate_plan
 
@@ -28,6 +29,7 @@ __all__ = [
     "AccuracyReport",
     "BranchOutcome",
     "CircularObstacle",
+    "ConstraintReport",
     "ManeuverBranch",
     "ManeuverNLP",
     "PlanAccuracy",
@@ -39,6 +41,8 @@ __all__ = [
     "ManeuverPlan",
     "ManeuverProblem",
     "PlanTracking",
+    "RecedingTracking",
+    "TrackingStart",
     "SolverOptions",
     "SolverReport",
     "plan_chart_rotation",
@@ -46,5 +50,7 @@ __all__ = [
     "plan_reference",
     "refine_plan",
     "resimulate",
+    "compare_tracking",
     "track_plan",
+    "track_receding",
 ]

@@ -64,7 +64,7 @@ from .transcription import (
 __all__ = ["ManeuverNLP", "NLPSolution"]
 
 #: IPOPT settings of a warm re-solve: start at the given primal-dual point with a small barrier parameter.
-_WARM_IPOPT = {"ipopt.warm_start_init_point": "yes", "ipopt.mu_init": 1e-6, "ipopt.warm_start_bound_push": 1e-9,
+_WARM_IPOPT = {"ipopt.warm_start_init_point": "yes", "ipopt.mu_init": 1e-8, "ipopt.warm_start_bound_push": 1e-9,
                "ipopt.warm_start_bound_frac": 1e-9, "ipopt.warm_start_slack_bound_push": 1e-9,
                "ipopt.warm_start_slack_bound_frac": 1e-9, "ipopt.warm_start_mult_bound_push": 1e-9}
 
@@ -192,8 +192,10 @@ class ManeuverNLP:
         for k, ob in enumerate(problem.obstacles):
             d2 = ca.sum1((C - ca.DM(ob.center_m)) ** 2)
             rad = self.param[0] * ob.radius_m + problem.clearance_margin_m + self.param[1]
+            # from the second point on: the first is the fixed start (checked by precheck; a re-plan from a
+            # measured state on the margin must not be infeasible at its start)
             groups.append((f"obstacle {k} clearance (centre {ob.center_m.tolist()} m, radius {ob.radius_m} m, "
-                           f"margin {problem.clearance_margin_m} m)", (d2 - rad ** 2).T, 0.0, np.inf))
+                           f"margin {problem.clearance_margin_m} m)", (d2[:, 1:] - rad ** 2).T, 0.0, np.inf))
         acc = optional_limit(problem.max_rail_acceleration, "max_rail_acceleration", "(rail units)/s^2", n)
         if acc is not None and model.plant.inputs == "force":
             groups.append(("rail acceleration limit max_rail_acceleration", ca.vec(tr.F[n:2 * n, :]),
@@ -459,6 +461,65 @@ class ManeuverNLP:
                               binding_contact_constraints=binding if converged else ())
         return replace(plan, report=report)
 
+    def shift(self, solution: NLPSolution, *, time_offset_s: float, duration_s: float) -> NLPSolution:
+        r"""A solve's multipliers moved in time to the mesh of a later re-solve (the dual half of a shifted guess).
+
+        The re-solve's collocation point ``j`` lies at ``time_offset_s + tau_j T_new`` on the old
+        solve's clock, where the old points were at ``tau_j T_old``. Every multiplier that belongs to
+        a time -- the bound multipliers of the states and inputs (``lam_x``), those of the collocation
+        defects and of the quaternion norm (costates), of the obstacle and contact constraints at
+        the points and of the input and rail-speed limits on the intervals (``lam_g``) -- is
+        interpolated linearly in time from the old points (or interval midpoints) to the new ones,
+        and held beyond the old end; the end conditions keep theirs. A group of another layout
+        keeps its values.
+
+        Parameters
+        ----------
+        solution : NLPSolution
+            The old solve.
+        time_offset_s : float
+            Time of the re-solve's start on the old solve's clock, s.
+        duration_s : float
+            The re-solve's duration, s.
+
+        Returns
+        -------
+        NLPSolution
+            ``solution`` with the shifted ``lam_g`` and ``lam_x`` (its primal point unchanged).
+
+        """
+        tau = self.tau
+        N, P = tau.size - 1, 2 * tau.size - 1
+        T_old = float(solution.parameters[4])
+        points = np.empty(P)
+        points[0::2], points[1::2] = tau, 0.5 * (tau[:-1] + tau[1:])
+        mids = points[1::2]
+        old_p, new_p = points * T_old, time_offset_s + points * duration_s
+        old_m, new_m = mids * T_old, time_offset_s + mids * duration_s
+        X, U, Z = self.tr.unpack(solution.lam_x)
+        lam_x = self.tr.pack(_rows_at(X, old_p, new_p), _rows_at(U, old_p, new_p), _rows_at(Z, old_p, new_p))
+        out, i = [], 0
+        for name, expr, _, _ in self.groups:
+            size = int(expr.numel())
+            seg = solution.lam_g[i:i + size]
+            i += size
+            if name.startswith(("collocation defects", "rail speed limit between")) and size % (2 * N) == 0:
+                half = size // 2
+                seg = np.concatenate([_rows_at(b.reshape(N, -1), old_m, new_m).ravel()
+                                      for b in (seg[:half], seg[half:])])
+            elif name.startswith("rail input limit between") and size % N == 0:
+                seg = _rows_at(seg.reshape(N, -1), old_m, new_m).ravel()
+            elif name.startswith(("unit quaternion", "obstacle")) and size == P - 1:
+                seg = np.interp(new_p[1:], old_p[1:], seg)
+            elif name.startswith("rail acceleration limit") and size % P == 0:
+                seg = _rows_at(seg.reshape(P, -1), old_p, new_p).ravel()
+            elif size == P:
+                seg = np.interp(new_p, old_p, seg)
+            out.append(np.array(seg, dtype=float))
+        if i != solution.lam_g.size:
+            return solution
+        return replace(solution, lam_g=np.concatenate(out), lam_x=lam_x)
+
     def second_order(self, solution: NLPSolution):
         """The second-order optimality check at a solution (:mod:`ballctl.planning.optimality`).
 
@@ -502,6 +563,14 @@ class ManeuverNLP:
         times = time_offset_s + collocation_times(self.nodes(T))
         X, _ = self.model.renormalize(plan.state(times))
         return self.tr.pack(X, plan.input(times))
+
+
+def _rows_at(A: np.ndarray, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Every column of ``A`` (rows at the times ``old``) linearly interpolated at the times ``new`` (held beyond)."""
+    out = np.empty((new.size, A.shape[1]))
+    for j in range(A.shape[1]):
+        out[:, j] = np.interp(new, old, A[:, j])
+    return out
 
 
 def default_nodes(duration_s: float, intervals: int) -> np.ndarray:

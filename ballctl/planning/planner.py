@@ -427,8 +427,10 @@ def solve_stages(nlp: ManeuverNLP, w0, *, continuation=(1.0,), backoffs=(0.0, 0.
         if deficit <= 0:
             break
         backoff += 1.5 * deficit + 1e-6
-        sol = run(1.0, plan.solution.w)
-        plan = make(sol)
+        tightened = make(run(1.0, plan.solution.w))
+        if not tightened.converged:
+            break       # keep the converged plan: its replay check (accuracy) reports the clearance it has
+        plan = tightened
     if not (nlp.has_contact and plan.converged):
         return plan
     best, n_rounds = None, 0
