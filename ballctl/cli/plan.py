@@ -331,7 +331,10 @@ def run(args: argparse.Namespace) -> int:
             "dt_s": float(c["dt_s"]), "initial_contact_error_m": float(e[0]),
             "max_contact_error_m": float(e.max()), "final_contact_error_m": float(e[-1]),
             "open_loop_final_contact_error_m": float(eo[-1]),
-            "max_constraint_residual": float(tr.closed_loop.summary().max_constraint_residual)}
+            "max_constraint_residual": float(tr.closed_loop.summary().max_constraint_residual),
+            "constraints_kept": bool(tr.constraints_kept),
+            "constraints": [{"name": c.name, "value": float(c.value), "limit": float(c.limit), "unit": c.unit,
+                             "passed": bool(c.passed)} for c in tr.constraints]}
         save_figure(plot_plan_tracking(plan, tr), out / "plan_tracking.png")
     elif not isinstance(ball, RollingBall):
         print("[3/4] closed loop: skipped (the LQR plan tracker is for a RollingBall)", file=sys.stderr)
