@@ -1,5 +1,6 @@
 """Monte Carlo: reproducible per run whatever the chunking or the executor, metrics and bands, CLI."""
 
+import importlib
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -219,3 +220,248 @@ def test_cli_montecarlo_refuses_a_scheduler_without_workers(tmp_path, capsys, mo
         assert cli_main(["montecarlo", "--scheduler", cluster.scheduler_address, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "has no worker after 0.5 s; start one with `dask worker" in err
+
+
+def _track_max_rms_error() -> float:
+    """The RMS error below which ``ballctl track`` passes a design (its --max-rms-error default), m."""
+    from ballctl.cli import build_parser
+
+    return build_parser().parse_args(["track"]).max_rms_error
+
+
+def test_cli_montecarlo_default_is_the_rig_aware_lqg_and_converges(tmp_path, capsys):
+    """The default tracker is the offset-free LQG ballctl track exports; over the rig's uncertainty (latency
+    included) no run fails and the 95th-percentile RMS error is below track's threshold. (At the full defaults,
+    200 runs of 4 pi s: 0 failures, RMS p95 2.3 mm; the state-feedback LQR loses 141 of them.)"""
+    assert cli_main(["montecarlo", "--runs", "20", "--duration", str(2 * np.pi), "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["controller"] == "lqg" and summary["design"] == "exact" and summary["offset_free"]
+    assert summary["truth"].startswith("the rig's servo plate with its imperfections")
+    assert summary["uncertainty"]["latency"] == "uniform in [0.027, 0.033] s (rig)"
+    assert summary["failure_rate"] == 0.0 and summary["diverged_runs"] == 0
+    assert summary["rms_error_m"]["p95"] < _track_max_rms_error()
+    assert summary["final_error_m"]["p95"] < summary["failure_error_m"]
+    data = np.load(tmp_path / "runs.npz")
+    assert np.all((data["sample_latency"] >= 0.027) & (data["sample_latency"] <= 0.033))
+    out = capsys.readouterr()
+    assert "output feedback through the rig's Kalman filter" in out.err and "note:" not in out.err
+    assert out.out.startswith("lqg (exact): 20 runs")
+
+
+def test_cli_montecarlo_lqr_reproduces_the_state_feedback_tracker(tmp_path, capsys):
+    """--controller lqr is the earlier tracker, bit for bit: the paper's LQR on the quasi-static plate, the rig's
+    latency on its commands (most runs diverge); its runs draw the same balls, latencies and offsets as lqg's."""
+    assert cli_main(["montecarlo", "--controller", "lqr", "--runs", "20", "--out", str(tmp_path / "lqr")]) == 0
+    rig = ballctl.rig_preset("tabletop")
+    plant = rig.design_plant().quasi_static()
+    part = ballctl.Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
+    steps = int(round(4 * np.pi / rig.dt))
+    ctrl = ballctl.design_tracking_lqr(plant, ballctl.CircularMotion(plant, 0.5, 1.0, 40.0), part, dt=rig.dt,
+                                       horizon=steps * rig.dt,
+                                       weights=ballctl.LQRWeights(states=part.state_names[:6],
+                                                                  max_state_errors=MAX_STATE_ERRORS,
+                                                                  max_input_errors={"alpha": np.deg2rad(3.0),
+                                                                                    "beta": np.deg2rad(3.0)}))
+    u, camera = rig.uncertainty, rig.sensors[0]
+    unc = ballctl.Uncertainty(
+        parameters={"mass": ballctl.Normal(rig.ball.mass, u.mass_rel * rig.ball.mass),
+                    "radius": ballctl.Normal(rig.ball.radius, u.radius_rel * rig.ball.radius)},
+        noise_std=dict(zip(camera.signals, camera.noise_std)),
+        latency=ballctl.Uniform(camera.latency_s - u.latency_s, camera.latency_s + u.latency_s),
+        initial_offset={"contact_x": ballctl.Normal(0.05, u.initial_offset_m),
+                        "contact_y": ballctl.Normal(0.0, u.initial_offset_m)})
+    mc = ballctl.monte_carlo(ctrl, 20, uncertainty=unc, seed=0,
+                             settings=ballctl.simulation.MonteCarloSettings(chunk_size=50))
+    data = np.load(tmp_path / "lqr" / "runs.npz")
+    for key, value in mc.metrics.items():
+        np.testing.assert_array_equal(data[f"metric_{key}"], value, err_msg=key)
+    np.testing.assert_array_equal(data["bands_m"], mc.bands)
+    summary = json.loads((tmp_path / "lqr" / "summary.json").read_text())
+    assert summary["controller"] == "lqr" and summary["failure_rate"] == mc.failure_rate >= 0.5
+    assert summary["final_error_m"]["p50"] is None        # the median run diverges
+    assert "is not compensated by this state-feedback tracker" in capsys.readouterr().err
+    # the rig-aware runs draw the same ball, latency and offset per run (paired)
+    assert cli_main(["montecarlo", "--runs", "3", "--duration", "0.6", "--out", str(tmp_path / "lqg")]) == 0
+    lqg = np.load(tmp_path / "lqg" / "runs.npz")
+    for key in ("sample_mass", "sample_radius", "sample_latency", "sample_offset_contact_x",
+                "sample_offset_contact_y"):
+        np.testing.assert_array_equal(lqg[key], data[key][:3], err_msg=key)
+
+
+def test_cli_montecarlo_lqg_draws_act_on_the_camera_the_filter_reads(tmp_path, monkeypatch):
+    """Output feedback: noise and bias are the camera's readings', the drawn latency moves the camera's frames by
+    its difference from the latency the filter compensates, the commands keep the rig's actuation delay; the
+    rig's limits, lost frames, dead band and jitter act; the filter's gains are the rig design's."""
+    mc_module = importlib.import_module("ballctl.simulation.monte_carlo")   # the name is also the function's
+    from ballctl.simulation.arrays import imperfection_draws
+
+    calls = []
+    original = mc_module.run_closed_loop
+
+    def spy(loop, runs):
+        calls.append((loop, runs))
+        return original(loop, runs)
+
+    monkeypatch.setattr(mc_module, "run_closed_loop", spy)
+    common = ["--runs", "4", "--chunk-size", "4", "--duration", "0.6", "--seed", "3"]
+    assert cli_main(["montecarlo", *common, "--noise", "0.002", "--bias", "0.001", "--latency-max", "0.05",
+                     "--out", str(tmp_path / "a")]) == 0
+    assert cli_main(["montecarlo", *common, "--out", str(tmp_path / "b")]) == 0
+    (loop, runs), (loop_b, runs_b) = calls
+    rig = ballctl.rig_preset("tabletop")
+    data = np.load(tmp_path / "a" / "runs.npz")
+    e = loop.estimator
+    # noise: the camera's, set by --noise (not on the state: there is no state measurement)
+    np.testing.assert_array_equal(e.noise_std, [0.002, 0.002])
+    np.testing.assert_array_equal(loop_b.estimator.noise_std, rig.sensors[0].noise_std)
+    assert not np.any(runs.measurement_error)
+    # ... and the filter's gains are the rig design's whatever the truth's noise
+    np.testing.assert_array_equal(e.update_gains, loop_b.estimator.update_gains)
+    # bias: drawn per run, on the camera's readings
+    np.testing.assert_array_equal(runs.bias, np.stack([data["sample_bias_contact_x"],
+                                                       data["sample_bias_contact_y"]], axis=1))
+    np.testing.assert_array_equal(runs_b.bias, np.repeat(np.asarray(rig.sensors[0].bias)[None], 4, axis=0))
+    # latency: on the camera (the frames' instant), not on the commands
+    latency = data["sample_latency"]
+    assert np.all((latency >= 0) & (latency <= 0.05)) and np.unique(latency).size == 4
+    np.testing.assert_array_equal(runs.delay_s, rig.limits.delay)
+    nominal = rig.sensors[0].latency_s + rig.limits.delay
+    assert e.latency_steps == int(np.ceil(rig.sensors[0].latency_s / rig.dt))   # the filter compensates the camera's
+    for i, ss in enumerate(np.random.SeedSequence(3).spawn(4)):
+        received, jitter = imperfection_draws(ss, loop.K, e.sensor_widths, rig.imperfections.loop)
+        np.testing.assert_allclose(runs.sample_shift[i], jitter - (latency[i] - nominal), rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(runs.received[i], received)
+    assert not np.all(runs.received)            # the rig loses frames ...
+    assert loop.limits == rig.limits and loop.deadband == rig.imperfections.servo_deadband   # ... and has limits
+    assert loop.divergence_error == max(0.2, 2 * 0.5)     # as track: a run stops farther than this
+
+
+def _runs(folder):
+    """The arrays of a montecarlo run's runs.npz."""
+    with np.load(folder / "runs.npz") as data:
+        return {key: data[key] for key in data.files}
+
+
+def _assert_same_runs(a, b):
+    assert set(a) == set(b)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_cli_montecarlo_lqg_is_ballctl_monte_carlo_on_the_rigs_truth(tmp_path):
+    """The lqg runs are ballctl.monte_carlo's, bit for bit: the rig design on the rig's servo-plate truth with its
+    limits, loop imperfections and divergence stop (the CLI has no runner of its own)."""
+    from ballctl.ball_plate.design import design_for_rig
+    from ballctl.references import LissajousPath
+    from ballctl.references.moving_plate import exact_circular_motion
+
+    assert cli_main(["montecarlo", "--runs", "5", "--duration", "0.6", "--seed", "2", "--latency-max", "0.05",
+                     "--out", str(tmp_path)]) == 0
+    rig = ballctl.rig_preset("tabletop")
+    steps = int(round(0.6 / rig.dt))
+    ref = exact_circular_motion(rig.design_plant(), LissajousPath.circle(0.5, 1.0), 40.0,
+                                duration=(steps + 2) * rig.dt)
+    ctrl = design_for_rig(rig, ref, "exact", horizon=steps * rig.dt, output_feedback=True, offset_free=True)
+    u = rig.uncertainty
+    unc = ballctl.Uncertainty(
+        parameters={"mass": ballctl.Normal(rig.ball.mass, u.mass_rel * rig.ball.mass),
+                    "radius": ballctl.Normal(rig.ball.radius, u.radius_rel * rig.ball.radius)},
+        latency=ballctl.Uniform(0.0, 0.05),
+        initial_offset={"contact_x": ballctl.Normal(0.05, u.initial_offset_m),
+                        "contact_y": ballctl.Normal(0.0, u.initial_offset_m)})
+    s0 = ref(0.0)
+    mc = ballctl.monte_carlo(ctrl, 5, uncertainty=unc, seed=2, x0=rig.truth_initial_state(s0.x), xd0=s0.xd,
+                             truth=rig.truth_plant(),
+                             options=ballctl.ClosedLoopOptions(method="rk4", limits=rig.limits, substeps=2,
+                                                               imperfections=rig.imperfections.loop,
+                                                               divergence_error=1.0),
+                             settings=ballctl.simulation.MonteCarloSettings(chunk_size=50))
+    data = _runs(tmp_path)
+    for key, value in mc.metrics.items():
+        np.testing.assert_array_equal(data[f"metric_{key}"], value, err_msg=key)
+    for key, value in mc.samples.items():
+        np.testing.assert_array_equal(data[f"sample_{key}"], value, err_msg=key)
+    np.testing.assert_array_equal(data["bands_m"], mc.bands)
+
+
+@pytest.mark.parametrize("controller", ["lqg", "lqr"])
+def test_cli_montecarlo_workers_give_the_serial_results(tmp_path, controller):
+    common = ["montecarlo", "--controller", controller, "--runs", "5", "--duration", "0.6", "--seed", "1"]
+    assert cli_main([*common, "--out", str(tmp_path / "one")]) == 0
+    assert cli_main([*common, "--workers", "2", "--chunk-size", "2", "--out", str(tmp_path / "two")]) == 0
+    _assert_same_runs(_runs(tmp_path / "one"), _runs(tmp_path / "two"))
+
+
+def test_cli_montecarlo_lqg_runs_on_a_dask_cluster_bit_for_bit(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    common = ["montecarlo", "--runs", "4", "--duration", "0.6", "--seed", "5", "--chunk-size", "2"]
+    assert cli_main([*common, "--out", str(tmp_path / "serial")]) == 0
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) \
+            as cluster:
+        assert cli_main([*common, "--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "dask")]) == 0
+    _assert_same_runs(_runs(tmp_path / "serial"), _runs(tmp_path / "dask"))
+
+
+@pytest.fixture(scope="module")
+def rig_lqg():
+    """A short tabletop LQG (camera latency 30 ms compensated by its filter) and its initial state."""
+    from ballctl.ball_plate.design import design_for_rig
+    from ballctl.references import LissajousPath
+    from ballctl.references.moving_plate import exact_circular_motion
+
+    rig = ballctl.rig_preset("tabletop")
+    ref = exact_circular_motion(rig.design_plant(), LissajousPath.circle(0.5, 1.0), 40.0, duration=0.7)
+    s0 = ref(0.0)
+    return rig, design_for_rig(rig, ref, "exact", horizon=0.6, output_feedback=True), s0.x, s0.xd
+
+
+def test_monte_carlo_output_feedback_latency_moves_the_samples_not_the_commands(rig_lqg, monkeypatch):
+    """With an estimator the drawn latency is the camera's (plus the actuation delay): the nominal one is what the
+    filter compensates (no shift of the frames); another one moves the frames by the difference, never the
+    commands."""
+    mc_module = importlib.import_module("ballctl.simulation.monte_carlo")   # the name is also the function's
+    rig, ctrl, x0, xd0 = rig_lqg
+    opts = ballctl.ClosedLoopOptions(method="rk4", substeps=2, limits=rig.limits)
+    nominal = rig.sensors[0].latency_s + rig.limits.delay
+    calls = []
+    original = mc_module.run_closed_loop
+    monkeypatch.setattr(mc_module, "run_closed_loop", lambda loop, runs: calls.append(runs) or original(loop, runs))
+
+    def run(latency=None):
+        unc = ballctl.Uncertainty(latency=latency, initial_offset={"contact_x": ballctl.Normal(0.02, 0.01)})
+        return ballctl.monte_carlo(ctrl, 3, uncertainty=unc, seed=6, x0=x0, xd0=xd0, options=opts)
+
+    np.testing.assert_array_equal(run().samples["latency"], nominal)   # not drawn: the nominal latency
+    same = run(ballctl.Uniform(nominal, nominal))
+    late = run(ballctl.Uniform(nominal + 0.02, nominal + 0.02))
+    for runs in calls:
+        np.testing.assert_array_equal(runs.delay_s, rig.limits.delay)
+    np.testing.assert_array_equal(calls[1].sample_shift, 0.0)
+    np.testing.assert_allclose(calls[2].sample_shift, -0.02, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(same.samples["offset_contact_x"], late.samples["offset_contact_x"])
+    assert np.all(np.abs(late.metrics["final_error"] - same.metrics["final_error"]) > 1e-6)
+
+
+def test_verification_and_monte_carlo_share_one_runner(rig_lqg, tmp_path, monkeypatch):
+    """verify_over_uncertainty (rigs drawn from rig.uncertainty) and ballctl.monte_carlo (and so the montecarlo
+    CLI) run their chunks through the same runner; verification's threads are its chunks."""
+    mc_module = importlib.import_module("ballctl.simulation.monte_carlo")   # the name is also the function's
+    from ballctl.ball_plate.verification import VerificationSettings, verify_over_uncertainty
+
+    rig, ctrl, x0, xd0 = rig_lqg
+    samplers = []
+    original = mc_module._run_chunk
+
+    def spy(job, seeds):
+        samplers.append((type(job.sampler).__name__, len(seeds)))
+        return original(job, seeds)
+
+    monkeypatch.setattr(mc_module, "_run_chunk", spy)
+    kw = dict(seed=1, window_s=0.2, max_rms_error=0.05)
+    with np.errstate(over="ignore", invalid="ignore"):
+        one = verify_over_uncertainty(ctrl, rig, x0, xd0, settings=VerificationSettings(n_runs=5, workers=1), **kw)
+        two = verify_over_uncertainty(ctrl, rig, x0, xd0, settings=VerificationSettings(n_runs=5, workers=2), **kw)
+    np.testing.assert_array_equal(one.rms_m, two.rms_m)
+    np.testing.assert_array_equal(one.bands, two.bands)
+    assert cli_main(["montecarlo", "--runs", "3", "--duration", "0.6", "--out", str(tmp_path)]) == 0
+    assert samplers == [("_RigDraws", 5), ("_RigDraws", 3), ("_RigDraws", 2), ("_UncertaintyDraws", 3)]

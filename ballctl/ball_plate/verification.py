@@ -6,8 +6,9 @@ exist. :func:`verify_over_uncertainty` draws ``n_runs`` rigs from
 and radius, servo bandwidth, sensor latency error, level error, rolling
 resistance, sensor noise, initial offset; lost frames, dead band and timing
 jitter from the rig's imperfections), runs the design on each one's exact
-servo-plate truth in the compiled loop (:mod:`ballctl.simulation.engine`, one batch, the
-runs split over threads) and reduces the runs to one verdict:
+servo-plate truth in the compiled loop (:mod:`ballctl.simulation.engine`, through the
+runner of :func:`ballctl.monte_carlo`, :func:`ballctl.simulation.monte_carlo.run_chunks`:
+one chunk per thread) and reduces the runs to one verdict:
 
 * a run **converges** when it does not diverge and its RMS contact error
   over the evaluation window (the reference's last period) is below
@@ -36,8 +37,8 @@ import numpy as np
 from .._errors import ParameterError
 from .._validation import check_finite_scalar, check_instance, check_integer, check_positive
 from ..simulation.arrays import RunDraws, imperfection_draws, sensor_draws
-from ..simulation.closed_loop import contact_extremes, contact_forces_along, controller_loop
-from ..simulation.engine import run_closed_loop
+from ..simulation.closed_loop import controller_loop
+from ..simulation.monte_carlo import MonteCarloJob, run_chunks
 from .rig import RigProfile
 from ..design.tracking import TrackingController
 
@@ -211,74 +212,25 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
     n = truth0.n_coordinates
     x0 = np.array(x0, dtype=float).reshape(n)
     xd0 = np.array(xd0, dtype=float).reshape(n)
-    est = controller.estimator
     steps = len(controller.times)
     K = steps + 1
-    dt = controller.dt
-    seeds = np.random.SeedSequence(seed).spawn(n_runs)
-    truths, X0 = [], np.repeat(x0[None], n_runs, axis=0)
-    keys = ("mass_kg", "radius_m", "servo_bandwidth_rad_s", "latency_error_s", "plate_offset_alpha_rad",
-            "plate_offset_beta_rad", "rolling_resistance", "noise_scale", "initial_offset_x_m", "initial_offset_y_m")
-    samples = {k: np.empty(n_runs) for k in keys}
-    substeps = max(2, int(np.ceil(dt / 0.01 - 1e-9)))
-    loop = controller_loop(controller, truth0, steps, mode="state" if est is None else "output", limits=rig.limits,
-                           imperfections=rig.imperfections.loop, solver=(substeps, (10.0, 10.0)),
+    substeps = max(2, int(np.ceil(controller.dt / 0.01 - 1e-9)))
+    loop = controller_loop(controller, truth0, steps, mode="state" if controller.estimator is None else "output",
+                           limits=rig.limits, imperfections=rig.imperfections.loop, solver=(substeps, (10.0, 10.0)),
                            divergence_error=divergence_error)
-    contact = loop.tracked_index   # the truth's tracked point (its contact point)
-    ny = loop.n_signals
-    draws = np.zeros((n_runs, K, ny))
-    received = np.ones((n_runs, K, ny), dtype=bool)
-    shift = np.zeros((n_runs, K))
-    widths = () if loop.estimator is None else loop.estimator.sensor_widths
-    for i, ss in enumerate(seeds):
-        rng = np.random.default_rng(ss)
-        drawn = rig.sample(rng)
-        r = drawn.rig
-        truths.append(r.truth_plant())
-        X0[i] = r.truth_initial_state(x0)
-        X0[i, contact] += drawn.initial_offset_m
-        values = (r.ball.mass, r.ball.radius, r.servo.bandwidth, drawn.latency_error_s,
-                  *r.imperfections.plate_offset, r.imperfections.rolling_resistance, drawn.noise_scale,
-                  *drawn.initial_offset_m)
-        for k, v in zip(keys, values):
-            samples[k][i] = v
-        if est is not None:
-            draws[i] = drawn.noise_scale * sensor_draws(rng, K, steps, ny)
-            received[i], jitter = imperfection_draws(ss, K, widths, r.imperfections.loop)
-            shift[i] = jitter - drawn.latency_error_s  # a sample older by L reads y(t - L) = y - L y_dot
-    XD0 = np.repeat(xd0[None], n_runs, axis=0)
-    params = np.stack([np.asarray(t.kernel_parameters, dtype=float) for t in truths])
-    bias = np.zeros((n_runs, ny)) if loop.estimator is None else np.repeat(loop.estimator.bias[None], n_runs, 0)
-    runs = RunDraws(params, X0, XD0, np.zeros((n_runs, K, loop.selection.shape[0])), draws, bias, received, shift,
-                    np.full(n_runs, loop.delay_s))
-
-    def chunk(sl):
-        return run_closed_loop(loop, runs.part(sl))
-
-    bounds = np.linspace(0, n_runs, min(workers, n_runs) + 1).astype(int)
-    slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-    if len(slices) == 1:
-        outs = [chunk(slices[0])]
-    else:
-        with ThreadPoolExecutor(len(slices)) as pool:
-            outs = list(pool.map(chunk, slices))
-    x = np.concatenate([o.x for o in outs])
-    xd = np.concatenate([o.xd for o in outs])
-    u = np.concatenate([o.u for o in outs])
-    status = np.concatenate([o.status for o in outs])
-    ref = controller.samples
-    t = ref.t[:K]
+    t = controller.samples.t[:K]
     window = t >= t[-1] - window_s - 1e-9
-    mu, least, rolls = np.empty(n_runs), np.empty(n_runs), np.empty(n_runs, dtype=bool)
-    for i in range(n_runs):  # one kernel call per run (its own plant)
-        normal, friction = contact_forces_along(truths[i], x[i], xd[i], u[i])
-        mu[i], least[i] = contact_extremes(normal, friction)
-        mu_w, least_w = contact_extremes(normal[window], friction[window])
-        rolls[i] = mu_w <= rig.friction_coefficient and least_w > 0
-    ref_contact = loop.y_ref[:, contact]
-    with np.errstate(over="ignore", invalid="ignore"):  # a diverged run's last states may be huge
-        error = np.linalg.norm(x[:, :, contact] - ref_contact[None], axis=2)
-    diverged = status >= 0
+    job = MonteCarloJob(loop, _RigDraws(rig, x0, xd0, steps), contact_window=window)
+    seeds = np.random.SeedSequence(seed).spawn(n_runs)
+    chunk = -(-n_runs // min(workers, n_runs))   # one chunk per thread
+    if chunk == n_runs:
+        runs = run_chunks(job, seeds, chunk_size=chunk)
+    else:
+        with ThreadPoolExecutor(min(workers, n_runs)) as pool:
+            runs = run_chunks(job, seeds, executor=pool, chunk_size=chunk)
+    error, diverged = runs["error"], runs["status"] >= 0
+    mu, least, mu_w, least_w = runs["contact"].T
+    rolls = (mu_w <= rig.friction_coefficient) & (least_w > 0)
     with np.errstate(invalid="ignore"):
         rms = np.where(diverged, np.inf, np.sqrt(np.mean(error[:, window] ** 2, axis=1)))
     converged = ~diverged & (rms < max_rms_error)
@@ -289,6 +241,75 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
     success = float(np.mean(converged))
     passed = bool(success >= min_success_rate and p95 < max_rms_error)
     return RobustVerification(n_runs, success, float(p50), float(p95), float(np.max(rms)), passed,
-                              max_rms_error, float(min_success_rate), rms, converged, t.copy(), pct, bands, samples,
-                              float(window_s), mu, least, rolls, float(rig.friction_coefficient),
+                              max_rms_error, float(min_success_rate), rms, converged, t.copy(), pct, bands,
+                              runs["samples"], float(window_s), mu, least, rolls, float(rig.friction_coefficient),
                               _time.perf_counter() - start)
+
+
+#: what :class:`_RigDraws` records of each run, in :attr:`RobustVerification.samples`
+_SAMPLES = ("mass_kg", "radius_m", "servo_bandwidth_rad_s", "latency_error_s", "plate_offset_alpha_rad",
+            "plate_offset_beta_rad", "rolling_resistance", "noise_scale", "initial_offset_x_m", "initial_offset_y_m")
+
+
+@dataclass(frozen=True)
+class _RigDraws:
+    """The sampler of :func:`verify_over_uncertainty` (a :class:`~ballctl.simulation.monte_carlo.MonteCarloJob`'s):
+    each run a rig drawn from ``rig.uncertainty`` (:meth:`~ballctl.RigProfile.sample`)."""
+
+    rig: RigProfile
+    x0: np.ndarray
+    xd0: np.ndarray
+    steps: int
+
+    def draw(self, loop, seeds) -> tuple[RunDraws, list, dict]:
+        """The runs of ``seeds`` (one SeedSequence each): rig, then sensor noise, from each run's generator.
+
+        Each run's truth is its drawn rig's (ball, servos, level error, rolling resistance), starting with its
+        plate at its own level error and the drawn initial offset on the contact point (the velocities are
+        ``xd0``'s). Output feedback: the sensor noise is scaled by the drawn noise scale, lost frames and jitter
+        come from the drawn rig's loop imperfections (a child stream of the seed), and the drawn latency error
+        moves every sample instant (``y(t - e) = y - e dy/dt``).
+
+        Parameters
+        ----------
+        loop : LoopArrays
+        seeds : sequence of numpy.random.SeedSequence
+
+        Returns
+        -------
+        runs : RunDraws
+        plants : list
+            Each run's truth plant.
+        samples : dict of ndarray
+            What each run drew (:attr:`RobustVerification.samples`).
+        """
+        B, K, ny = len(seeds), loop.K, loop.n_signals
+        contact = loop.tracked_index   # the truth's tracked point (its contact point)
+        est = loop.estimator
+        truths, X0 = [], np.repeat(self.x0[None], B, axis=0)
+        samples = {k: np.empty(B) for k in _SAMPLES}
+        draws = np.zeros((B, K, ny))
+        received = np.ones((B, K, ny), dtype=bool)
+        shift = np.zeros((B, K))
+        for i, ss in enumerate(seeds):
+            rng = np.random.default_rng(ss)
+            drawn = self.rig.sample(rng)
+            r = drawn.rig
+            truths.append(r.truth_plant())
+            X0[i] = r.truth_initial_state(self.x0)
+            X0[i, contact] += drawn.initial_offset_m
+            values = (r.ball.mass, r.ball.radius, r.servo.bandwidth, drawn.latency_error_s,
+                      *r.imperfections.plate_offset, r.imperfections.rolling_resistance, drawn.noise_scale,
+                      *drawn.initial_offset_m)
+            for k, v in zip(_SAMPLES, values):
+                samples[k][i] = v
+            if est is not None:
+                draws[i] = drawn.noise_scale * sensor_draws(rng, K, self.steps, ny)
+                received[i], jitter = imperfection_draws(ss, K, est.sensor_widths, r.imperfections.loop)
+                shift[i] = jitter - drawn.latency_error_s  # a sample older by L reads y(t - L) = y - L y_dot
+        XD0 = np.repeat(self.xd0[None], B, axis=0)
+        params = np.stack([np.asarray(t.kernel_parameters, dtype=float) for t in truths])
+        bias = np.zeros((B, ny)) if est is None else np.repeat(est.bias[None], B, 0)
+        runs = RunDraws(params, X0, XD0, np.zeros((B, K, loop.selection.shape[0])), draws, bias, received, shift,
+                        np.full(B, loop.delay_s))
+        return runs, truths, samples

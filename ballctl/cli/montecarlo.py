@@ -1,13 +1,40 @@
 """``ballctl montecarlo``: many closed-loop runs of the circle tracker on a rig's uncertain balls.
 
-The tracker is the paper's 6-state state-feedback LQR on the rig's quasi-static
-design plant, at the rig's control period (``--dt`` overrides). What varies from
-run to run defaults to the rig's (``--rig``, as for ``ballctl track``): the
-ball's mass and radius spread, its contact-point sensor's noise and bias, its
-latency (the sensor's plus the actuation delay, give or take the latency
-uncertainty) and the initial offset's spread about ``--offset DX DY`` (default
-the same 5 cm as ``ballctl track``). Every flag overrides its default; the
-values used are printed and written into ``summary.json``.
+The tracker (``--controller``) is by default the rig-aware output-feedback
+design that ``ballctl track`` verifies and exports (``lqg``): the ``--design``
+of :func:`~ballctl.design_for_rig` (default ``exact``: the servo plate along the
+exact inversion) with the rig's Kalman filter on the rig's sensors -- it
+compensates the contact camera's latency -- offset-free (it estimates and
+cancels a plate level error and integrates the path-frame error), at the rig's
+control period. Its runs are those ``ballctl track`` verifies on: the rig's
+exact servo plate with its imperfections (level error, rolling resistance), the
+rig's limits and loop imperfections (lost frames, servo dead band, timing
+jitter), stopped once the contact point is farther than max(0.2 m, 2 r) from
+the path. ``--controller lqr`` runs the paper's 6-state *state-feedback* LQR on
+the rig's quasi-static design plant instead, as this command did before (no
+filter, no imperfections: for comparison; the rig's latency makes most of its
+runs diverge).
+
+What varies from run to run defaults to the rig's (``--rig``, as for ``ballctl
+track``): the ball's mass and radius spread, its contact-point sensor's noise
+and bias, its latency (the sensor's plus the actuation delay, give or take the
+latency uncertainty) and the initial offset's spread about ``--offset DX DY``
+(default the same 5 cm as ``ballctl track``). Every flag overrides its default;
+the values used are printed and written into ``summary.json``. Both trackers
+run through :func:`ballctl.monte_carlo` (``lqg`` with the rig's truth, limits
+and loop imperfections), so run ``i`` draws the same ball, latency, bias and
+offset for both.
+
+Where the draws act. ``lqr``: the noise and bias are added to the measured
+contact point, the latency delays the commands (the loop has no sensor model).
+``lqg``: the noise and bias are the contact camera's (the filter's gains stay
+the rig design's, as ``ballctl track --truth`` reads another rig's sensors),
+the actuation delay stays the rig's, and the drawn latency is the camera's
+(plus that delay): the filter compensates the rig's nominal latency, and a
+run's latency error moves the instant of every frame of that run (first order,
+``y(t - e) = y - e dy/dt``, as ``ballctl track``'s verification over the rig's
+uncertainty; the loop's sample-instant error is one per step, so on a rig with
+more sensors it moves them all).
 """
 
 from __future__ import annotations
@@ -27,7 +54,8 @@ from ._common import add_circle_arguments, circle, number, rig_from_spec
 __all__ = ["NAME", "HELP", "SCHEDULER_TIMEOUT_S", "add_arguments", "run"]
 
 NAME = "montecarlo"
-HELP = "Monte Carlo of the circle tracker over a rig's uncertainty: ball, sensor noise and bias, latency, offsets"
+HELP = ("Monte Carlo of the rig's circle tracker (the LQG ballctl track exports, or the plain LQR) over a rig's "
+        "uncertainty: ball, sensor noise and bias, latency, offsets")
 
 MAX_STATE_ERRORS = {"contact_x": 0.01, "contact_y": 0.01, "yaw": 0.5,
                     "contact_x_rate": 0.1, "contact_y_rate": 0.1, "yaw_rate": 5.0}
@@ -35,6 +63,12 @@ MAX_STATE_ERRORS = {"contact_x": 0.01, "contact_y": 0.01, "yaw": 0.5,
 SCHEDULER_TIMEOUT_S = 5.0
 #: the measured coordinates the noise, bias and initial offset act on
 _CONTACT = ("contact_x", "contact_y")
+#: the trackers of --controller
+CONTROLLERS = {"lqg": "the rig-aware output-feedback design ballctl track exports (Kalman filter on the rig's "
+                      "sensors, latency compensated, offset-free), run on the rig's servo-plate truth with its "
+                      "imperfections",
+               "lqr": "the paper's 6-state state-feedback LQR on the quasi-static design plant (no filter, no "
+                      "imperfections; the earlier tracker of this command, for comparison)"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,6 +84,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rig preset (tabletop, lab, ideal) or a TOML file: ball, control period and the default "
                         "uncertainty (default tabletop)")
     _add_ball_overrides(g)
+    from ..ball_plate.design import RIG_DESIGNS
+
+    g = p.add_argument_group("tracker")
+    g.add_argument("--controller", choices=tuple(CONTROLLERS), default="lqg",
+                   help="; ".join(f"{k}: {v}" for k, v in CONTROLLERS.items()) + " (default lqg)")
+    g.add_argument("--design", choices=tuple(RIG_DESIGNS), default="exact",
+                   help="the rig design of --controller lqg, as ballctl track --design (default exact: on the "
+                        "tabletop rig the design track exports; the quasi-static ones lose runs on its servo plate)")
     add_circle_arguments(p)
     g = p.add_argument_group("runs")
     g.add_argument("--runs", type=int, default=200, help="number of runs (default 200)")
@@ -68,13 +110,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--radius-std", type=number("m", low=0), default=None,
                    help="std of the ball radius in m (default: the rig's relative spread times the radius)")
     g.add_argument("--noise", type=number("m", low=0), default=None,
-                   help="white noise std on contact_x, contact_y in m (default: the rig's contact sensor's)")
+                   help="white noise std on contact_x, contact_y in m (default: the rig's contact sensor's; lqg: the "
+                        "camera's, the filter's gains stay the rig design's)")
     g.add_argument("--bias", type=number("m", low=0), default=None,
                    help="std of a constant bias per run on contact_x, contact_y in m (default: the rig's fixed "
                         "sensor bias)")
     g.add_argument("--latency-max", type=number("s", low=0), default=None,
                    help="latency uniform in [0, this] s (default: the rig's contact-sensor latency plus actuation "
-                        "delay, +- its latency uncertainty)")
+                        "delay, +- its latency uncertainty). lqr: it delays the commands; lqg: it is the camera's "
+                        "plus the rig's actuation delay, and its difference from the rig's nominal (which the filter "
+                        "compensates) moves the frames' instant")
     g.add_argument("--offset", type=number("m"), nargs="+", default=None, metavar=("DX", "DY"),
                    help="mean initial contact-point offset in m, as for ballctl track (default 0.05 0)")
     g.add_argument("--offset-std", type=number("m", low=0), default=None,
@@ -143,8 +188,12 @@ def _plant(args: argparse.Namespace, rig):
     return BallPlate(replace(rig.ball, **given)) if given else rig.design_plant().quasi_static()
 
 
-def _uncertainty(args: argparse.Namespace, rig, plant) -> tuple[object, dict]:
-    """The :class:`~ballctl.Uncertainty` of the runs (the rig's unless a flag overrides) and its description."""
+def _uncertainty(args: argparse.Namespace, rig, plant, *, output_feedback: bool = False) -> tuple[object, dict]:
+    """The :class:`~ballctl.Uncertainty` of the runs (the rig's unless a flag overrides) and its description.
+
+    With ``output_feedback`` the sensors carry the noise and the rig's own bias (:func:`_truth_sensors`): the
+    uncertainty then has no ``noise_std``, and its ``bias`` is the drawn one of ``--bias`` alone.
+    """
     from ..simulation.monte_carlo import Normal, Uncertainty, Uniform
 
     u = rig.uncertainty
@@ -174,10 +223,12 @@ def _uncertainty(args: argparse.Namespace, rig, plant) -> tuple[object, dict]:
     else:
         bias_dist = {k: Normal(v, 0.0) for k, v in bias.items() if v}
         bias_text = (f"fixed {', '.join(f'{v:g}' for v in bias.values())} m (rig)" if bias_dist else "none (rig)")
+    if output_feedback and args.bias is None:
+        bias_dist = {}  # the rig's fixed bias is its sensor's own (_truth_sensors)
     unc = Uncertainty(
         parameters={**({"mass": Normal(plant.params.mass, mass_std)} if mass_std else {}),
                     **({"radius": Normal(plant.params.radius, radius_std)} if radius_std else {})},
-        noise_std={k: v for k, v in noise.items() if v},
+        noise_std={} if output_feedback else {k: v for k, v in noise.items() if v},
         bias=bias_dist,
         latency=latency,
         initial_offset={k: Normal(m, offset_std) for k, m in zip(_CONTACT, mean_offset) if m or offset_std})
@@ -187,11 +238,24 @@ def _uncertainty(args: argparse.Namespace, rig, plant) -> tuple[object, dict]:
 
     described = {
         "mass_std_kg": mass_std, "radius_std_m": radius_std, "noise_std_m": noise, "bias": bias_text,
-        "latency": latency_text, "initial_offset_mean_m": list(mean_offset), "initial_offset_std_m": offset_std,
+        "latency": latency_text, "nominal_latency_s": latency_nominal, "actuation_delay_s": rig.limits.delay,
+        "initial_offset_mean_m": list(mean_offset), "initial_offset_std_m": offset_std,
         "sources": {"mass_std": src("--mass-std"), "radius_std": src("--radius-std"), "noise": src("--noise"),
                     "offset_std": "--offset-std" if args.offset_std is not None or (
                         args.offset is not None and len(args.offset) == 1) else "rig"}}
     return unc, described
+
+
+def _truth_sensors(args: argparse.Namespace, sensors) -> tuple:
+    """The rig's sensors as the runs read them: ``--noise`` sets the contact point's noise std, ``--bias`` replaces
+    its fixed bias by the drawn one (the filter's gains stay the design's)."""
+    out = []
+    for s in sensors:
+        contact = [sig in _CONTACT for sig in s.signals]
+        noise = tuple(args.noise if c and args.noise is not None else v for c, v in zip(contact, s.noise_std))
+        bias = tuple(0.0 if c and args.bias is not None else v for c, v in zip(contact, s.bias))
+        out.append(replace(s, noise_std=noise, bias=bias))
+    return tuple(out)
 
 
 def _connect(address: str, timeout: float | None = None):
@@ -283,6 +347,7 @@ def run(args: argparse.Namespace) -> int:
     int
         Exit status.
     """
+    import time
     from concurrent.futures import ThreadPoolExecutor
 
     from ..simulation.monte_carlo import MonteCarloSettings, monte_carlo
@@ -304,15 +369,14 @@ def run(args: argparse.Namespace) -> int:
     if args.duration < dt:
         raise ParameterError(f"--duration must be at least one control period --dt = {dt} s, "
                              f"got {args.duration} s")
+    lqg = args.controller == "lqg"
     plant = _plant(args, rig)
-    unc, described = _uncertainty(args, rig, plant)
-    ref = circle(args, plant)
+    unc, described = _uncertainty(args, rig, plant, output_feedback=lqg)
     client = executor = pool = None
     if args.scheduler:  # before the design: an unreachable cluster is refused at once
         client = _connect(args.scheduler)
         executor = client.get_executor()
     try:
-        part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
         steps = int(round(args.duration / dt))
         say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
         say(f"rig {rig.name!r}: ball {plant.params.mass:g} kg, radius {plant.params.radius:g} m; drawn per run: "
@@ -320,16 +384,29 @@ def run(args: argparse.Namespace) -> int:
             f"{', '.join(f'{v:g}' for v in described['noise_std_m'].values())} m, bias {described['bias']}, "
             f"latency {described['latency']}, initial offset {tuple(described['initial_offset_mean_m'])} m "
             f"+- {described['initial_offset_std_m']:g} m")
-        say(f"designing the tracker: dt {dt} s, {steps} steps")
-        ctrl = design_tracking_lqr(plant, ref, part, dt=dt, horizon=steps * dt,
-                                   weights=LQRWeights(states=part.state_names[:6], max_state_errors=MAX_STATE_ERRORS,
-                                                      max_input_errors={"alpha": np.deg2rad(3.0),
-                                                                        "beta": np.deg2rad(3.0)}))
+        started = time.perf_counter()
+        settings = MonteCarloSettings(chunk_size=args.chunk_size, executor=executor,
+                                      failure_error=args.failure_error, progress=_Bar())
+        if lqg:
+            say(f"designing the tracker: {args.design}, output feedback through the rig's Kalman filter, "
+                f"offset-free (as ballctl track); dt {dt} s, {steps} steps")
+            ctrl, on_rig = _rig_tracker(args, rig, dt, steps, unc, described)
+        else:
+            say(f"designing the tracker: the paper's 6-state state-feedback LQR on the quasi-static plate; dt {dt} s, "
+                f"{steps} steps")
+            described["truth"] = "the quasi-static design plant (the ball drawn per run), no limits"
+            part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
+            ctrl = design_tracking_lqr(plant, circle(args, plant), part, dt=dt, horizon=steps * dt,
+                                       weights=LQRWeights(states=part.state_names[:6],
+                                                          max_state_errors=MAX_STATE_ERRORS,
+                                                          max_input_errors={"alpha": np.deg2rad(3.0),
+                                                                            "beta": np.deg2rad(3.0)}))
+            on_rig = {}
+        design_time = time.perf_counter() - started
         if executor is None and args.workers:
             executor = pool = ThreadPoolExecutor(args.workers)
-        mc = monte_carlo(ctrl, args.runs, uncertainty=unc, seed=args.seed,
-                         settings=MonteCarloSettings(chunk_size=args.chunk_size, executor=executor,
-                                                     failure_error=args.failure_error, progress=_Bar()))
+            settings = replace(settings, executor=executor)
+        mc = monte_carlo(ctrl, args.runs, uncertainty=unc, seed=args.seed, settings=settings, **on_rig)
     finally:
         if pool is not None:
             pool.shutdown()
@@ -339,24 +416,97 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     save_figure(mc.plot(), out / "error_bands.png")
     final = np.asarray(mc.metrics["final_error"], dtype=float)
+    rms = np.asarray(mc.metrics["steady_state_error"], dtype=float)
     diverged = int(np.sum(~np.isfinite(final)))
-    summary = {"runs": mc.n_runs, "failure_rate": mc.failure_rate, "failure_error_m": mc.failure_error,
-               "diverged_runs": diverged, "wall_time_s": mc.wall_time_s, "rig": rig.name, "dt_s": dt,
-               "uncertainty": described,
-               "final_error_m": {f"p{q:g}": _percentile(final, q) for q in mc.percentiles}}
+    summary = {"runs": mc.n_runs, "controller": args.controller,
+               "design": args.design if lqg else "qs-paper state feedback",
+               "offset_free": described.pop("offset_free", False),
+               "truth": described.pop("truth"),
+               "failure_rate": mc.failure_rate, "failure_error_m": mc.failure_error,
+               "diverged_runs": diverged, "wall_time_s": mc.wall_time_s, "design_time_s": design_time,
+               "rig": rig.name, "dt_s": dt, "uncertainty": described,
+               "final_error_m": {f"p{q:g}": _percentile(final, q) for q in mc.percentiles},
+               "rms_error_m": {f"p{q:g}": _percentile(rms, q) for q in mc.percentiles},
+               "rms_window": "the last 20 % of the run"}
     tmp = out / ".summary.json.tmp"
     tmp.write_text(json.dumps(summary, indent=2))
     tmp.replace(out / "summary.json")
     np.savez(out / "runs.npz", t_s=mc.t, bands_m=mc.bands, percentiles=mc.percentiles,
              **{f"metric_{k}": v for k, v in mc.metrics.items()}, **{f"sample_{k}": v for k, v in mc.samples.items()})
-    pct = ", ".join(f"{k} {'diverged' if v is None else f'{v:.3g} m'}" for k, v in summary["final_error_m"].items())
-    print(f"{mc.n_runs} runs in {mc.wall_time_s:.2f} s; failure rate {100 * mc.failure_rate:.1f} % ({diverged} "
-          f"diverged); final error {pct}; wrote {out}")
-    if mc.failure_rate > 0 and unc.latency is not None:
+
+    def show(block):
+        return ", ".join(f"{k} {'diverged' if v is None else f'{v:.3g} m'}" for k, v in block.items())
+
+    print(f"{args.controller} ({summary['design']}): {mc.n_runs} runs in {mc.wall_time_s:.2f} s (design "
+          f"{design_time:.2f} s); failure rate {100 * mc.failure_rate:.1f} % ({diverged} diverged); final error "
+          f"{show(summary['final_error_m'])}; RMS error over the last 20 % {show(summary['rms_error_m'])}; "
+          f"wrote {out}")
+    if not lqg and mc.failure_rate > 0 and unc.latency is not None:
         print(f"note: the drawn latency ({described['latency']}) is not compensated by this state-feedback tracker; "
-              f"compare --latency-max 0 (ballctl track designs an estimator that compensates the rig's latency)",
-              file=sys.stderr)
+              f"compare --latency-max 0, or the default --controller lqg (the rig's Kalman filter compensates the "
+              f"rig's latency)", file=sys.stderr)
     return 0
+
+
+def _rig_tracker(args: argparse.Namespace, rig, dt: float, steps: int, unc, described: dict) -> tuple[object, dict]:
+    """The rig-aware tracker (``design_for_rig``, output feedback, offset-free) and where its runs run.
+
+    Returns
+    -------
+    controller : TrackingController
+        The design, its filter reading the truth's sensors (:func:`_truth_sensors`).
+    on_rig : dict
+        The :func:`ballctl.monte_carlo` arguments of ``ballctl track``'s verification: the rig's servo-plate
+        truth with its imperfections, its initial state, the rig's limits, loop imperfections and divergence stop.
+    """
+    from ..ball_plate.design import DISTURBANCE_FADE, DISTURBANCE_START, design_for_rig
+    from ..references import CircularMotion, LissajousPath
+    from ..references.moving_plate import exact_circular_motion
+    from ..simulation.closed_loop import ClosedLoopOptions
+
+    given = {k: v for k, v in (("mass", args.mass), ("radius", args.ball_radius), ("inertia", args.inertia),
+                               ("gravity", args.gravity)) if v is not None}
+    if given:
+        rig = replace(rig, ball=replace(rig.ball, **given))
+    if dt != rig.dt:
+        rig = replace(rig, dt=dt)   # the rig checks its sensors' periods against it
+    horizon = steps * dt
+    center = tuple(args.center)
+    design_plant = rig.design_plant()
+    if args.design == "exact":
+        ref = exact_circular_motion(design_plant, LissajousPath.circle(args.radius, args.omega, center=center),
+                                    args.roll_rate, duration=horizon + 2 * dt)
+        s0 = ref(0.0)
+        x0, xd0 = s0.x.copy(), s0.xd.copy()
+    else:
+        ref = CircularMotion(design_plant.quasi_static(), args.radius, args.omega, args.roll_rate, center=center)
+        s0 = ref(0.0)
+        x0, xd0 = np.concatenate([s0.x, s0.u]), np.concatenate([s0.xd, s0.ud])  # the plate at its angles
+    # offset-free as ballctl track, once the run is long enough for its level-error states to fade in (they are
+    # zero, hence unobservable, before DISTURBANCE_START)
+    offset_free = horizon >= DISTURBANCE_START + DISTURBANCE_FADE - 1e-9
+    if not offset_free:
+        print(f"note: a run of {horizon:g} s is shorter than the {DISTURBANCE_START + DISTURBANCE_FADE:g} s the "
+              f"offset-free filter's level-error states take to fade in: designing the plain LQG", file=sys.stderr)
+    described["offset_free"] = offset_free
+    ctrl = design_for_rig(rig, ref, args.design, horizon=horizon, output_feedback=True, offset_free=offset_free)
+    est = ctrl.estimator
+    ctrl = replace(ctrl, estimator=replace(est, sensors=_truth_sensors(args, est.sensors)))
+    for key in unc.bias:
+        if key not in est.signal_names:
+            raise ParameterError(f"--bias: the rig's filter does not read {key!r}; it reads {est.signal_names}")
+    divergence = max(0.2, 2 * args.radius)
+    imp = rig.imperfections
+    described["truth"] = (f"the rig's servo plate with its imperfections (level error "
+                          f"{', '.join(f'{np.rad2deg(v):.3g}' for v in imp.plate_offset)} deg, rolling resistance "
+                          f"{imp.rolling_resistance:g}; {100 * imp.frame_drop:g} % frames lost, dead band "
+                          f"{np.rad2deg(imp.servo_deadband):.3g} deg, timing jitter {1e3 * imp.timing_jitter_s:g} ms) "
+                          f"and limits; a run stops farther than {divergence:g} m from the path")
+    described["filter_latency_steps"] = est.latency_steps
+    # as ballctl track: RK4 steps <= 10 ms for the servos
+    options = ClosedLoopOptions(method="rk4", limits=rig.limits, imperfections=imp.loop,
+                                substeps=max(2, int(np.ceil(dt / 0.01 - 1e-9))), divergence_error=divergence)
+    return ctrl, {"truth": rig.truth_plant(), "x0": rig.truth_initial_state(x0), "xd0": xd0, "options": options}
 
 
 def _percentile(values: np.ndarray, q: float) -> float | None:
