@@ -43,6 +43,7 @@ disk (:mod:`ballctl.plants.description`: ``kind``, ``radius_m``, ``mass_kg``, ``
     enabled = true
     dt_s = 0.1
     contact_offset_m = [0.05, -0.05]
+    replan_every = 5              # receding horizon beside the LQR: re-plan every 5 steps (0: off)
 
 A problem file with a ``[ball_plate]`` table (or ``--ball-plate`` for the built-in one,
 :data:`DEFAULT_BALL_PLATE_PROBLEM`) plans a limit-aware ball-plate reference instead: minimum time
@@ -102,7 +103,8 @@ DEFAULT_PROBLEM = {
     "solver": {"intervals": 50, "obstacle_continuation": [0.25, 0.5, 0.75, 1.0], "accuracy_tolerance": 1e-6,
                "max_intervals": 400, "branch_search": True},
     "branch": {"rail_turns": None, "obstacle_sides": None},
-    "closed_loop": {"enabled": True, "dt_s": 0.1, "contact_offset_m": [0.05, -0.05], "angle_offset_rad": 0.1},
+    "closed_loop": {"enabled": True, "dt_s": 0.1, "contact_offset_m": [0.05, -0.05], "angle_offset_rad": 0.1,
+                    "replan_every": 5},
 }
 
 
@@ -235,10 +237,12 @@ def run(args: argparse.Namespace) -> int:
         CircularObstacle,
         ManeuverProblem,
         ManeuverBranch,
+        ManeuverNLP,
         PlanAccuracy,
         plan_maneuver,
         resimulate,
         track_plan,
+        track_receding,
     )
     from ..plants.description import plant_to_mapping
     from ..plants.rolling_ball import RollingBall
@@ -335,6 +339,24 @@ def run(args: argparse.Namespace) -> int:
             "constraints_kept": bool(tr.constraints_kept),
             "constraints": [{"name": c.name, "value": float(c.value), "limit": float(c.limit), "unit": c.unit,
                              "passed": bool(c.passed)} for c in tr.constraints]}
+        every = int(c["replan_every"])
+        if every > 0:
+            print(f"      receding horizon: re-planning every {every} steps ({every * float(c['dt_s']):g} s) from "
+                  f"the same start, warm on the NLP built once ({s['intervals']} intervals)", file=sys.stderr)
+            # the re-plans run on the first mesh (a fresh plan every 0.5 s needs no 1e-6), built once
+            rh = track_receding(plan, replan_every=every, dt=float(c["dt_s"]), contact_offset_m=c["contact_offset_m"],
+                                angle_offset_rad=float(c["angle_offset_rad"]),
+                                nlp=ManeuverNLP(ball, problem, intervals=int(s["intervals"])))
+            summary["receding_horizon"] = {
+                "replan_every_steps": every, "replans": len(rh.replans), "failed_replans": int(rh.failures),
+                "median_replan_solve_time_s": float(np.median(rh.solve_times_s)) if rh.replans else None,
+                "median_iterations": float(np.median(rh.iterations)) if rh.replans else None,
+                "final_contact_error_m": float(rh.final_error_m), "cost": float(rh.cost),
+                "constraints_kept": bool(rh.constraints_kept),
+                "constraints": [{"name": k.name, "value": float(k.value), "limit": float(k.limit), "unit": k.unit,
+                                 "passed": bool(k.passed)} for k in rh.constraints]}
+            print(f"      LQR: final error {float(e[-1]):.3g} m, constraints kept: {tr.constraints_kept}; receding: "
+                  f"final error {rh.final_error_m:.3g} m, constraints kept: {rh.constraints_kept}", file=sys.stderr)
         save_figure(plot_plan_tracking(plan, tr), out / "plan_tracking.png")
     elif not isinstance(ball, RollingBall):
         print("[3/4] closed loop: skipped (the LQR plan tracker is for a RollingBall)", file=sys.stderr)
