@@ -32,14 +32,16 @@ def test_a_bad_rig_file_is_one_readable_line(capsys, tmp_path):
     rig.write_text("dt_s = 0\n")
     assert main(["track", "--rig", str(rig), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "invalid RigProfile 'rig_dt0': dt must be > 0 s" in err and ":;" not in err and err.count("\n") == 1
+    # the file, its key, the unit and the range, in one line
+    assert "rig file '" in err and "rig_dt0.toml': dt_s must be a number > 0 s (the control period), got 0" in err
+    assert ":;" not in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("argv, words", [
     (["partitions", "--path", "spiral"], "argument --path: invalid choice: 'spiral'"),
     (["partitions", "--rig", "nope"], "unknown rig preset 'nope'"),
-    (["partitions", "--path", "figure8", "--dt", "3"],
-     "argument --dt: must be at most a third of the figure-eight's period, 2.0944 s, got 3 s"),
+    (["partitions", "--path", "figure8", "--dt", "5"],
+     "argument --dt: must be at most a third of the figure-eight's period, 4.18879 s, got 5 s"),
     (["partitions", "--mass", "0"], "argument --mass: must be > 0 kg, got 0"),
     (["montecarlo", "--rig", "nope"], "unknown rig preset 'nope'"),
     (["montecarlo", "--mass-std", "-1"], "argument --mass-std: must be >= 0 kg, got -1"),

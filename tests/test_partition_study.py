@@ -1,6 +1,5 @@
 """Partition comparison: the paper's controllability finding, reproduced and explained."""
 
-import argparse
 
 import numpy as np
 
@@ -108,19 +107,6 @@ def test_cli_partitions_on_the_circle_with_the_ball_flags(capsys):
     assert main(["partitions", "--radius", "0.3", "--omega", "1.2", "--dt", "0.02", "--mass", "0.2"]) == 0
     out = capsys.readouterr().out
     assert "ball 0.2 kg" in out and "6-state dynamic subsystem contact_x, contact_y, yaw + rates" in out
-
-
-def test_the_cli_paths_are_the_track_paths():
-    from ballctl.cli import partitions, track
-
-    args = argparse.Namespace(radius=0.4, omega=0.9, path=None)
-    t = np.linspace(0.0, 3.0, 7)
-    for kind in track.PATHS:
-        args.path = kind
-        mine = partitions._plate_path(kind, 0.4, 0.9, (0.1, -0.2))(t)
-        theirs = track._path(args, (0.1, -0.2))(t)
-        for a, b in zip(mine, theirs):
-            np.testing.assert_array_equal(a, b)
 
 
 def test_silverman_meadows_and_floquet_along_the_circle():

@@ -1,6 +1,7 @@
 """``ballctl track``: verification on the truth plant, refusal to export a failing design, strict summary.json."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -127,4 +128,77 @@ def test_a_design_that_does_not_apply_to_the_path_is_reported_and_the_job_goes_o
     assert "drive the selected ones" in summary["not_applicable"]["qs-paper"]
     assert "qs-paper" not in summary["verification"] and summary["exported_design"] in ("exact", "qs-contact")
     assert "not applicable to this path" in (out / "summary.md").read_text()
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--animate", "foo.avi"], "--animate 'foo.avi': an animation file must end in .gif (pillow) or .mp4 (ffmpeg)"),
+    (["--animate", "sub/run.gif"], "--animate takes a file name, written into --out (e.g. run.gif), got"),
+    (["--log", "run.csv", "--feedback", "state"], "--log needs --feedback output"),
+    (["--radius", "0.05", "--offset", "0.3", "0"], "the initial offset (0.3 m) must be below 0.2 m"),
+    (["--radius", "0.05", "--max-rms-error", "0.3"], "--max-rms-error must be below 0.2 m"),
+    (["--duration", "0.001"], "--duration must be at least one control period of rig 'tabletop' (0.02 s)"),
+    (["--duration", "601"], "argument --duration: must be <= 600 s, got 601"),
+    (["--robust-runs", "20000"], "--robust-runs must be at most 10,000, got 20,000"),
+    (["--robust-runs", "5000"], "--robust-runs 5,000 over 630 control steps: runs x steps must be at most 2,000,000"),
+    (["--weight-scale", "1e9"], "argument --weight-scale: must be <= 1e+06, got 1e9"),
+    (["--weight-scale", "0"], "argument --weight-scale: must be >= 1e-06, got 0"),
+    (["--seed", "-1"], "argument --seed: must be an integer >= 0, got -1"),
+    (["--feedback", "kalman"], "argument --feedback: invalid choice: 'kalman'"),
+    (["--path", "spiral"], "argument --path: invalid choice: 'spiral'"),
+    (["--truth", "lab"], "--truth 'lab' runs at dt = 0.005 s but --rig 'tabletop' at 0.02 s"),
+    (["--path", "waypoints", "--duration", "100"], "--duration must be at most 10.26 s on --path waypoints"),
+    (["--path", "figure8", "--omega", "6"], "the path needs a contact acceleration of 9.56 m/s^2"),
+    (["--path", "figure8", "--omega", "3"], "needs 18.7 deg of plate angle, more than rig 'tabletop' allows (15 deg)"),
+    (["--path", "circle", "--omega", "2"], "--roll-rate >= 50 rad/s, got 40 rad/s"),
+])
+def test_every_bad_flag_is_refused_in_one_line_before_any_design_work(tmp_path, capsys, argv, words):
+    out = tmp_path / "out"
+    assert main(["track", "--out", str(out)] + argv) == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert words in last and last.startswith("ballctl track: error:") and "Traceback" not in err, err
+    assert "[3/5]" not in err and not out.exists()   # no design started, nothing written
+
+
+def test_an_output_folder_that_is_not_ballctls_or_the_current_folder_is_refused(tmp_path, capsys, monkeypatch):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    assert main(["track", "--out", str(mine)]) == 2
+    assert "is a folder of other files" in capsys.readouterr().err and (mine / "notes.txt").read_text() == "keep"
+    monkeypatch.chdir(mine)
+    assert main(["track", "--out", "."]) == 2
+    assert "is the current folder or one of its ancestors" in capsys.readouterr().err
+
+
+def test_a_reference_the_designs_cannot_use_is_named_in_the_flags_terms():
+    import argparse
+
+    from ballctl.cli.track import _Plan, _reference_reason
+    from ballctl.errors import ChartSingularityError
+
+    plan = _Plan(rig=None, truth_rig=None, designs=(), path=None, horizon=25.14, period=None, out=None,
+                 own_names=(), log=None, log_in_out=None, animate=None, divergence=1.0,
+                 args=argparse.Namespace(radius=0.5, omega=1.0))
+    why = _reference_reason(ChartSingularityError("the ball's lean reaches 89 deg at t = 8.391 s; shorten duration "
+                                                  "below 8.391 s or change spin/initial_orientation"), plan)
+    assert "at t = 8.39 s" in why and "--duration below 8.39 s" in why and "--radius, --omega" in why
+    assert "spin" not in why
+
+
+def test_the_summary_states_its_criteria_and_names_every_unobservable_direction(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["track", "--rig", "ideal", "--duration", "1.0", "--offset", "0.01", "0", "--max-rms-error", "0.05",
+                 "--robust-runs", "0", "--out", str(out)]) == 0
+    text = (out / "summary.md").read_text()
+    assert "Pass criteria: a design passes the nominal run when it does not diverge" in text
+    assert "is the rig's limit itself" in text
+    assert not re.search(r"\['|\('|\(0\.0, ", text), "no Python list or tuple reprs"
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=_reject)
+    assert summary["pass_criteria"]["nominal"]["max_rms_error_m"] == 0.05
+    rows = [line for line in text.splitlines() if line.startswith("| exact | contact point |")]
+    rank = re.search(r"(\d+) of (\d+) \((\d+) unobservable\) \| (.*) \|", rows[0])
+    assert rank, rows
+    assert len(rank.group(4).split("; ")) == int(rank.group(3)) == int(rank.group(2)) - int(rank.group(1))
     capsys.readouterr()

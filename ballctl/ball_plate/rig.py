@@ -517,33 +517,50 @@ class RigProfile:
         top = {"name", "base", "description", "dt_s", "pivot_depth_m", "ball", "servo", "limits", "sensor",
                "imperfections", "uncertainty", "friction_coefficient"}
         _check_keys(data, top, source)
+        where = _where(source)
         base = rig_preset(str(data.get("base", "tabletop")))
+        # the scalar keys are checked as the file gives them (key, unit, range), before any object is built
+        dt = _number(data, "dt_s", where, "s", base.dt, low=0.0, low_open=True, what="the control period")
+        pivot_depth = _number(data, "pivot_depth_m", where, "m", base.pivot_depth, low=0.0, high=1.0,
+                              high_open=True, what="the pivot below the plate surface")
+        friction = _number(data, "friction_coefficient", where, "", base.friction_coefficient, low=0.0,
+                           low_open=True, what="the ball's static friction on the plate")
         ball = base.ball
         if "ball" in data:
             b = data["ball"]
             _check_keys(b, {"mass_kg", "radius_m"}, f"{source} [ball]")
-            ball = BallPlateParameters(mass=float(b.get("mass_kg", ball.mass)),
-                                       radius=float(b.get("radius_m", ball.radius)), gravity=ball.gravity)
+            at = _where(source, "ball")
+            ball = BallPlateParameters(mass=_number(b, "mass_kg", at, "kg", ball.mass, low=0.0, low_open=True),
+                                       radius=_number(b, "radius_m", at, "m", ball.radius, low=0.0, low_open=True),
+                                       gravity=ball.gravity)
         servo = base.servo
         if "servo" in data:
             s = data["servo"]
             _check_keys(s, {"bandwidth_rad_s", "damping", "plate_inertia_kg_m2", "max_torque_N_m", "max_rate_deg_s"},
                         f"{source} [servo]")
-            servo = ServoParameters(
-                bandwidth=float(s.get("bandwidth_rad_s", servo.bandwidth)),
-                damping=float(s.get("damping", servo.damping)),
+            at = _where(source, "servo")
+            servo = _built(at, lambda: ServoParameters(
+                bandwidth=_number(s, "bandwidth_rad_s", at, "rad/s", servo.bandwidth, low=0.0, low_open=True),
+                damping=_number(s, "damping", at, "", servo.damping, low=0.0, low_open=True),
                 plate_inertia=tuple(s.get("plate_inertia_kg_m2", servo.plate_inertia)),
-                max_torque=s.get("max_torque_N_m", servo.max_torque),
-                max_rate=np.deg2rad(s["max_rate_deg_s"]) if "max_rate_deg_s" in s else servo.max_rate)
+                max_torque=_number(s, "max_torque_N_m", at, "N m", servo.max_torque, low=0.0, low_open=True),
+                max_rate=(np.deg2rad(_number(s, "max_rate_deg_s", at, "deg/s", None, low=0.0, low_open=True))
+                          if "max_rate_deg_s" in s else servo.max_rate)))
         limits = base.limits
         if "limits" in data:
             lm = data["limits"]
             _check_keys(lm, {"max_tilt_deg", "max_rate_deg_s", "quantum_deg", "delay_s"}, f"{source} [limits]")
-            limits = RigLimits(
-                max_angle=float(np.deg2rad(lm["max_tilt_deg"])) if "max_tilt_deg" in lm else limits.max_angle,
-                max_rate=float(np.deg2rad(lm["max_rate_deg_s"])) if "max_rate_deg_s" in lm else limits.max_rate,
-                quantum=float(np.deg2rad(lm["quantum_deg"])) if "quantum_deg" in lm else limits.quantum,
-                delay=float(lm.get("delay_s", limits.delay)))
+            at = _where(source, "limits")
+
+            def deg(key, unit, current, **bounds):
+                return float(np.deg2rad(_number(lm, key, at, unit, None, **bounds))) if key in lm else current
+
+            limits = _built(at, lambda: RigLimits(
+                max_angle=deg("max_tilt_deg", "deg", limits.max_angle, low=0.0, high=90.0, low_open=True,
+                              high_open=True),
+                max_rate=deg("max_rate_deg_s", "deg/s", limits.max_rate, low=0.0, low_open=True),
+                quantum=deg("quantum_deg", "deg", limits.quantum, low=0.0),
+                delay=_number(lm, "delay_s", at, "s", limits.delay, low=0.0)))
         sensors = base.sensors
         if "sensor" in data:
             sensors = tuple(_sensor_from_mapping(s, f"{source} [[sensor]] #{i + 1}")
@@ -554,36 +571,85 @@ class RigProfile:
                 im = data["imperfections"]
                 _check_keys(im, {"plate_offset_deg", "rolling_resistance", "frame_drop", "servo_deadband_deg",
                                  "timing_jitter_s"}, f"{source} [imperfections]")
-                imperfections = Imperfections(
+                imperfections = _built(_where(source, "imperfections"), lambda: Imperfections(
                     plate_offset=tuple(np.deg2rad(np.asarray(im["plate_offset_deg"], dtype=float)))
                     if "plate_offset_deg" in im else imperfections.plate_offset,
                     rolling_resistance=float(im.get("rolling_resistance", imperfections.rolling_resistance)),
                     frame_drop=float(im.get("frame_drop", imperfections.frame_drop)),
                     servo_deadband=float(np.deg2rad(im["servo_deadband_deg"])) if "servo_deadband_deg" in im
                     else imperfections.servo_deadband,
-                    timing_jitter_s=float(im.get("timing_jitter_s", imperfections.timing_jitter_s)))
+                    timing_jitter_s=float(im.get("timing_jitter_s", imperfections.timing_jitter_s))))
             uncertainty = base.uncertainty
             if "uncertainty" in data:
                 un = data["uncertainty"]
                 keys = {"mass_rel", "radius_rel", "servo_bandwidth_rel", "latency_s", "plate_offset_deg",
                         "rolling_resistance", "noise_rel", "initial_offset_m", "frame_drop"}
                 _check_keys(un, keys, f"{source} [uncertainty]")
-                changes = {k: float(v) for k, v in un.items() if k not in ("plate_offset_deg", "rolling_resistance")}
+                at = _where(source, "uncertainty")
+                changes = {k: _number(un, k, at, "s" if k.endswith("_s") else "m" if k.endswith("_m") else "", None)
+                           for k in un if k not in ("plate_offset_deg", "rolling_resistance")}
                 if "plate_offset_deg" in un:
-                    changes["plate_offset"] = float(np.deg2rad(un["plate_offset_deg"]))
+                    changes["plate_offset"] = float(np.deg2rad(_number(un, "plate_offset_deg", at, "deg", None)))
                 if "rolling_resistance" in un:
-                    changes["rolling_resistance"] = tuple(float(v) for v in un["rolling_resistance"])
-                uncertainty = replace(uncertainty, **changes)
+                    changes["rolling_resistance"] = _built(
+                        at, lambda: tuple(float(v) for v in un["rolling_resistance"]))
+                uncertainty = _built(at, lambda: replace(uncertainty, **changes))
             return cls(name=str(data.get("name", path_stem(source))),
                        description=str(data.get("description", f"read from {source}")), ball=ball,
-                       pivot_depth=float(data.get("pivot_depth_m", base.pivot_depth)), servo=servo, limits=limits,
-                       sensors=sensors, dt=float(data.get("dt_s", base.dt)), imperfections=imperfections,
-                       uncertainty=uncertainty,
-                       friction_coefficient=float(data.get("friction_coefficient", base.friction_coefficient)))
+                       pivot_depth=pivot_depth, servo=servo, limits=limits, sensors=sensors, dt=dt,
+                       imperfections=imperfections, uncertainty=uncertainty, friction_coefficient=friction)
         except RigProfileError:
             raise
         except (ValueError, TypeError) as exc:
-            raise RigProfileError(f"{source}: {exc}") from None
+            raise RigProfileError(f"{where}: {exc}") from None
+
+
+def _where(source: str, table: str | None = None) -> str:
+    """How a message names a place of a rig description: ``rig file 'x.toml' [limits]``."""
+    place = f"rig {source}" if source.startswith("<") else f"rig file {source!r}"
+    return place if table is None else f"{place} [{table}]"
+
+
+def _number(table: Mapping, key: str, where: str, unit: str, default, *, low: float | None = None,
+            high: float | None = None, low_open: bool = False, high_open: bool = False, what: str = ""):
+    """``table[key]`` as a finite float within its range, in the file's own key and unit, else ``default``.
+
+    A bad value raises a :class:`RigProfileError` of one line naming the file, the key, its unit and range,
+    e.g. ``rig file 'rig.toml': dt_s must be > 0 s (the control period), got 0``.
+    """
+    if key not in table:
+        return default
+    value = table[key]
+    u = f" {unit}" if unit else ""
+    note = f" ({what})" if what else ""
+    if low is not None and high is not None:
+        rng = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}{u}"
+    elif low is not None:
+        rng = f"{'>' if low_open else '>='} {low:g}{u}"
+    elif high is not None:
+        rng = f"{'<' if high_open else '<='} {high:g}{u}"
+    else:
+        rng = f"a finite number{(' in ' + unit) if unit else ''}"
+    bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value)
+    if not bad:
+        v = float(value)
+        bad = ((low is not None and (v < low or (low_open and v == low)))
+               or (high is not None and (v > high or (high_open and v == high))))
+    if bad:
+        shown = repr(value) if isinstance(value, (str, list, dict, bool)) else f"{value:g}"
+        raise RigProfileError(f"{where}: {key} must be {'a number ' if rng[0] in '<>' else ''}{rng}{note}, "
+                              f"got {shown}")
+    return float(value)
+
+
+def _built(where: str, build):
+    """``build()``, its ValueError or TypeError as a one-line :class:`RigProfileError` naming ``where``."""
+    try:
+        return build()
+    except RigProfileError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise RigProfileError(f"{where}: {' '.join(str(exc).split())}") from None
 
 
 def path_stem(source: str) -> str:

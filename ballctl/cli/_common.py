@@ -8,11 +8,27 @@ flag: ``argument --dt: must be > 0 s, got '0'``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .._errors import ConfigError
 from .._paths import check_output_dir, check_output_path
+
+#: the paths of ``--path`` (``ballctl track``, ``ballctl partitions``), built by :func:`plate_path`
+PATHS = ("circle", "ellipse", "figure8", "lissajous", "waypoints")
+#: what each path is, in terms of the size ``r`` (``--radius``, m) and the rate ``w`` (``--omega``, rad/s)
+PATH_SHAPES = {
+    "circle": "radius r, angular rate w",
+    "ellipse": "semi-axes r and 0.6 r, angular rate w",
+    "figure8": "(r sin(wt/2), r/2 sin wt), one loop in 4 pi / w",
+    "lissajous": "(r sin wt, 0.7 r sin 1.5wt), period 4 pi / w",
+    "waypoints": "a spline through five waypoints spanning 1.2 r x 1.2 r, at 0.3 r w m/s",
+}
 
 
 def number(unit: str = "", *, low: float | None = None, high: float | None = None, low_inclusive: bool = True,
@@ -120,6 +136,40 @@ def output_dir(path: str, flag: str) -> Path:
     return check_output_dir(path, flag)
 
 
+def animation_file(name: str, flag: str, *, reserved=()) -> str:
+    """Check an ``--animate FILE`` flag up front: a file name (written into --out) whose format can be written here.
+
+    Parameters
+    ----------
+    name : str
+        The flag's value.
+    flag : str
+        The flag, e.g. ``"--animate"``.
+    reserved : collection of str
+        The command's own output names, which the animation must not overwrite.
+
+    Returns
+    -------
+    str
+        ``name``.
+    """
+    from .._errors import ParameterError
+    from ..figures.animation import FORMATS, available_formats
+
+    if not name or os.path.basename(name) != name or name in (".", ".."):
+        raise ParameterError(f"{flag} takes a file name, written into --out (e.g. run.gif), got {name!r}")
+    suffix = Path(name).suffix.lower()
+    if suffix not in FORMATS:
+        raise ParameterError(f"{flag} {name!r}: an animation file must end in "
+                             f"{' or '.join(f'{k} ({v})' for k, v in FORMATS.items())}")
+    if suffix not in available_formats():
+        raise ParameterError(f"{flag} {name!r}: writing {suffix} needs {FORMATS[suffix]}, which is not installed "
+                             f"here; available: {', '.join(available_formats()) or 'none'}")
+    if name in reserved:
+        raise ParameterError(f"{flag} {name!r} would overwrite the command's own {name}")
+    return name
+
+
 def add_ball_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ball's physical parameters (SI units) to a subcommand's parser."""
     g = p.add_argument_group("ball")
@@ -157,6 +207,128 @@ def circle(args: argparse.Namespace, plant):
     from ..references import CircularMotion
 
     return CircularMotion(plant, args.radius, args.omega, args.roll_rate, center=tuple(args.center))
+
+
+def plate_path(kind: str, size: float, rate: float, center=(0.0, 0.0)):
+    """The path ``kind`` of ``--path`` (:data:`PATH_SHAPES`), of size ``size`` m at rate ``rate`` rad/s.
+
+    The one builder of the command-line paths (``ballctl track``, ``ballctl partitions``).
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`PATHS`.
+    size : float
+        ``r`` in m (the circle's radius, > 0).
+    rate : float
+        ``w`` in rad/s (non-zero).
+    center : (float, float)
+        Centre in m.
+
+    Returns
+    -------
+    LissajousPath or WaypointPath
+    """
+    import numpy as np
+
+    from ..references import LissajousPath, WaypointPath
+
+    r, w = size, rate
+    if kind == "circle":
+        return LissajousPath.circle(r, w, center=center)
+    if kind == "ellipse":
+        return LissajousPath.ellipse(r, 0.6 * r, w, center=center)
+    if kind == "figure8":
+        # the faster (across) component at w, one loop of the eight in 4 pi / w: at twice this rate (the path's
+        # default before) the exact design converged on only 89.5 % of the tabletop rig's drawn rigs
+        return LissajousPath.figure_eight(r, w / 2, center=center)
+    if kind == "lissajous":
+        # phase 0: a non-degenerate curve (phase pi/2 retraces itself, stopping at two cusps) on which the
+        # ball's lean stays below 60 deg (at phase 0.4 it drifted to the chart's singularity in the first period)
+        return LissajousPath(amplitude_x=r, amplitude_y=0.7 * r, omega_x=w, omega_y=1.5 * w, center=center)
+    if kind == "waypoints":
+        pts = np.array([[0, 0], [0.6, 0.2], [1.0, 0.8], [0.4, 1.2], [-0.2, 0.8]]) * r + np.asarray(center)
+        return WaypointPath(pts, speed=0.3 * r * w, ramp_time=1.0)
+    raise ConfigError(f"--path must be one of {', '.join(PATHS)}, got {kind!r}")
+
+
+#: names of the compiled kernels' groups in the progress lines of :func:`compile_progress`, by module
+_KERNEL_GROUPS = {
+    "ballctl.plants.kernels.moving_plate": "servo-plate dynamics",
+    "ballctl.plants.kernels.ball_plate": "quasi-static ball-plate dynamics",
+    "ballctl.simulation.engine": "the closed loop",
+    "ballctl.simulation.loop_step": "the loop's steps",
+    "ballctl._linalg": "linear algebra",
+    "ballctl._quaternion": "rotations",
+}
+
+
+@contextlib.contextmanager
+def compile_progress(say: Callable[[str], None]) -> Iterator[None]:
+    """Say on stderr when numba compiles the simulation kernels, group by group, and what it cost.
+
+    The first run on a machine compiles the kernels (then cached on disk by
+    numba); nothing is said on a run that finds them all in the cache. On the
+    first compilation it says ``compiling the simulation kernels (first run
+    only, cached afterwards)...``, then a line per kernel group when its
+    first compilation starts (e.g. ``servo-plate dynamics``, ``... (complex step,
+    for the linearization)``, ``the closed loop``), and at the end of the block
+    the time each group took and where the cache is.
+
+    Parameters
+    ----------
+    say : callable
+        Prints one line (to stderr).
+    """
+    from numba.core import event
+
+    lock = threading.Lock()
+    state = {"depth": 0, "group": None, "t0": 0.0, "times": {}, "cache": None}
+
+    def group_of(data) -> str:
+        disp = (data or {}).get("dispatcher")
+        func = getattr(disp, "py_func", None)
+        module = getattr(func, "__module__", "") or ""
+        name = _KERNEL_GROUPS.get(module, module.rsplit(".", 1)[-1] or "kernels")
+        complex_step = any(str(getattr(a, "dtype", "")) == "complex128" for a in (data or {}).get("args", ()) or ())
+        if state["cache"] is None:
+            stats = getattr(disp, "stats", None)
+            state["cache"] = getattr(stats, "cache_path", None)
+        return name + (" (complex step, for the linearization)" if complex_step else "")
+
+    class _Listener(event.Listener):
+        def on_start(self, ev):
+            with lock:
+                state["depth"] += 1
+                if state["depth"] != 1:
+                    return
+                group = group_of(ev.data)
+                if state["group"] is None:
+                    say("      compiling the simulation kernels (first run only, cached afterwards)...")
+                if group not in state["times"]:
+                    say(f"        compiling {group} ...")
+                    state["times"][group] = 0.0
+                state["group"] = group
+                state["t0"] = time.perf_counter()
+
+        def on_end(self, ev):
+            with lock:
+                state["depth"] -= 1
+                if state["depth"] == 0:
+                    g = state["group"]
+                    state["times"][g] = state["times"].get(g, 0.0) + time.perf_counter() - state["t0"]
+
+    listener = _Listener()
+    event.register("numba:compile", listener)
+    try:
+        yield
+    finally:
+        event.unregister("numba:compile", listener)
+        times = state["times"]
+        if times:
+            where = f"; cached in {state['cache']}" if state["cache"] else ""
+            say(f"      compiled the simulation kernels in {sum(times.values()):.0f} s ("
+                + ", ".join(f"{g} {t:.0f} s" for g, t in times.items()) + f"){where}")
 
 
 def load_config(path: str | None) -> dict:

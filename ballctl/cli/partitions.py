@@ -22,8 +22,7 @@ from dataclasses import replace
 import numpy as np
 
 from .._errors import ParameterError
-from ._common import number, rig_from_spec
-from .track import PATHS
+from ._common import PATHS, number, plate_path, rig_from_spec
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -78,36 +77,6 @@ def _add_ball_overrides(g) -> None:
                    help="gravity in m/s^2 (default: the rig's, 9.81)")
 
 
-def _plate_path(kind: str, size: float, rate: float, center: tuple[float, float]):
-    """The path ``kind`` of ``ballctl track --path`` (the same builder; to be shared through ``_common``).
-
-    Parameters
-    ----------
-    kind : str
-        One of ``ballctl.cli.track.PATHS``.
-    size : float
-        Path size in m (the circle's radius).
-    rate : float
-        Path rate in rad/s.
-    center : (float, float)
-        Centre in m.
-    """
-    from ..references import LissajousPath, WaypointPath
-
-    r, w = size, rate
-    if kind == "circle":
-        return LissajousPath.circle(r, w, center=center)
-    if kind == "ellipse":
-        return LissajousPath.ellipse(r, 0.6 * r, w, center=center)
-    if kind == "figure8":
-        return LissajousPath.figure_eight(r, w, center=center)
-    if kind == "lissajous":
-        return LissajousPath(amplitude_x=r, amplitude_y=0.7 * r, omega_x=w, omega_y=1.5 * w, phase_x=0.4,
-                             center=center)
-    pts = np.array([[0, 0], [0.6, 0.2], [1.0, 0.8], [0.4, 1.2], [-0.2, 0.8]]) * r + np.asarray(center)
-    return WaypointPath(pts, speed=0.3 * r * w, ramp_time=1.0)
-
-
 def _design_plant(args: argparse.Namespace):
     """The rig's quasi-static design plant, its ball overridden by the ball flags, and the rig.
 
@@ -150,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     plant, rig = _design_plant(args)
     dt = rig.dt if args.dt is None else args.dt
     center = tuple(args.center)
-    path = _plate_path(args.path, args.radius, args.omega, center)
+    path = plate_path(args.path, args.radius, args.omega, center)
     span = getattr(path, "period", None)
     if span is None:
         span = path.duration - 2 * dt

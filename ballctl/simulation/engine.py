@@ -49,8 +49,18 @@ plant of :data:`ballctl.plants.kernels.LOOP_KERNELS`, any limits (switched by
 values, not by types; :class:`~ballctl.simulation.arrays.LoopArrays` fixes
 every array's dtype, layout and writability). The engine names no plant: it
 dispatches on the index of the truth plant's kernel module in that registry.
-The step logic is the kernels of :mod:`ballctl.simulation.loop_step`, the
-same the Python driver (:func:`ballctl.simulation.component.run_loop`) calls.
+(A specialization per plant, the kernel code as a literal, was measured:
+``ballctl track`` runs the loop on both the servo plate and the quasi-static
+plate -- the quasi-static designs' zero-order-hold reference -- so it compiled
+the loop body twice and the first run took longer.) The thin layers between
+the loop and the plant's kernels (:func:`rk4_hold`, the right-hand side, the
+dispatch) are inlined into it (``inline="always"``): as separate functions
+each re-optimized the whole plant kernel it links, about 40 % of the loop's
+compile time. The loop copies arrays
+element by element: an array assignment (``out[r, k] = y``) compiles numba's
+shape-mismatch message formatting, seconds of a first run. The step logic is
+the kernels of :mod:`ballctl.simulation.loop_step`, the same the Python driver
+(:func:`ballctl.simulation.component.run_loop`) calls.
 """
 
 from __future__ import annotations
@@ -96,7 +106,7 @@ def kernel_code(system) -> int:
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _accelerations(code, x, xd, u, p, a, b, xdd, lam):
     i = 0
     for f in literal_unroll(_ACCELERATIONS):
@@ -105,7 +115,7 @@ def _accelerations(code, x, xd, u, p, a, b, xdd, lam):
         i += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _constraint_jacobian(code, x, p, out):
     i = 0
     for f in literal_unroll(_JACOBIANS):
@@ -114,7 +124,7 @@ def _constraint_jacobian(code, x, p, out):
         i += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _rhs(code, y, u, p, a, b, n, out, xdd, lam):
     _accelerations(code, y[:n], y[n:], u, p, a, b, xdd, lam)
     for i in range(n):
@@ -122,7 +132,7 @@ def _rhs(code, y, u, p, a, b, n, out, xdd, lam):
         out[n + i] = xdd[i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def rk4_hold(code, y, h, substeps, u, p, a, b, n, k1, k2, k3, k4, tmp, xdd, lam):
     """``substeps`` classical RK4 steps of ``h / substeps`` with ``u`` held (same arithmetic as simulate.rk4)."""
     hs = h / substeps
@@ -198,9 +208,11 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
     u_step = np.empty(nu)
     for r in range(B):
         p = params[r]
-        y[:] = Y0[r]
-        u_app[:] = u_start
-        u_plant[:] = u_start
+        for i in range(ny):  # element by element (an array assignment compiles numba's shape-error formatting)
+            y[i] = Y0[r, i]
+        for i in range(nu):
+            u_app[i] = u_start[i]
+            u_plant[i] = u_start[i]
         status[r] = -1
         X_c[:] = 0.0  # the estimate starts on the reference
         j_c = 0
@@ -209,8 +221,10 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
         for k in range(K):
             for j in range(N):
                 X[j] = y[sel[j]] - y_ref[k, sel[j]]
-            out_y[r, k] = y
-            out_X[r, k] = X
+            for i in range(ny):
+                out_y[r, k, i] = y[i]
+            for j in range(N):
+                out_X[r, k, j] = X[j]
             out_meas[r, k] = np.nan
             _constraint_jacobian(code, y[:n], p, D)
             for i in range(n_constraints):
@@ -229,9 +243,11 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                     e2 += (y[div_idx[i]] - y_ref[k, div_idx[i]]) ** 2
                 if not finite or np.sqrt(e2) > div_error:
                     status[r] = k
-                    out_Xm[r, k] = X
+                    for j in range(N):
+                        out_Xm[r, k, j] = X[j]
                     out_d[r, k] = np.nan
-                    out_u[r, k] = u_app
+                    for i in range(nu):
+                        out_u[r, k, i] = u_app[i]
                     _blank_after(r, k, out_y, out_X, out_Xm, out_d, out_res, out_u, out_meas)
                     break
             # 1: sense and estimate
@@ -250,10 +266,12 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                 if lat == 0 and k < Ks:
                     kalman_update(X_c, y_dev[k], avail[k], Cm[k], Mg[k], inn, Xm)
                 else:
-                    Xm[:] = X_c
+                    for i in range(Ne):
+                        Xm[i] = X_c[i]
                     for j in range(j_c, k):  # latency compensation: predict with the inputs already sent
                         kalman_predict(Xm, Ad[j], Bd[j], du_eff[j], X_tmp)
-                        Xm[:] = X_tmp
+                        for i in range(Ne):
+                            Xm[i] = X_tmp[i]
             else:
                 for j in range(N):
                     Xm[j] = X[j] + meas_err[r, k, j]
@@ -262,17 +280,20 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
             for j in range(N, Ne):
                 out_d[r, k, j - N] = Xm[j]
             if k == steps:
-                out_u[r, k] = u_app
+                for i in range(nu):
+                    out_u[r, k, i] = u_app[i]
                 break
             # 2: control law and shaping
             if feedback:
                 control_law(u_ref[k], gains[k], Xm, cmd)
             else:
-                cmd[:] = u_ref[k]
+                for i in range(nu):
+                    cmd[i] = u_ref[k, i]
             hit_q, hit_a = quantize_clamp(cmd, quantum, max_angle)
             events[r, 2] += hit_q
             events[r, 0] += hit_a
-            commands[k] = cmd
+            for i in range(nu):
+                commands[k, i] = cmd[i]
             # 3-4: delay segments, slew limit, dead band, integration
             for seg in range(2):
                 if seg == 0:
@@ -282,14 +303,17 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                     t_a = T[k] + d_frac[r]
                     t_b = T[k + 1]
                 if t_b <= t_a:
-                    held[seg] = u_app
+                    for i in range(nu):
+                        held[seg, i] = u_app[i]
                     continue
                 events[r, 1] += hold_segment(commands, k - d_int[r] - 1 + seg, u_start, t_b - t_a, max_rate, u_app)
-                held[seg] = u_app
+                for i in range(nu):
+                    held[seg, i] = u_app[i]
                 if deadband > 0:
                     backlash(u_app, deadband, u_plant)
                 else:
-                    u_plant[:] = u_app
+                    for i in range(nu):
+                        u_plant[i] = u_app[i]
                 rk4_hold(code, y, t_b - t_a, substeps, u_plant, p, a, b, n, k1, k2, k3, k4, tmp, xdd, lam)
             effective_input(held[0], held[1], d_frac[r], dt, u_step)
             for i in range(nu):
@@ -348,7 +372,6 @@ class CompiledLoopOutput:
     augmented_estimate: np.ndarray
 
 
-
 def run_closed_loop(loop: LoopArrays, runs: RunDraws) -> CompiledLoopOutput:
     """Run the B runs of ``runs`` through the compiled loop (the arrays were checked when ``loop`` was built).
 
@@ -390,11 +413,12 @@ def run_closed_loop(loop: LoopArrays, runs: RunDraws) -> CompiledLoopOutput:
     events = np.zeros((B, 3), dtype=np.int64)
     status = np.empty(B, dtype=np.int64)
     a, b = loop.stabilization
-    _loop(loop.kernel_code, n, loop.n_constraints, Y0, runs.params, loop.times, loop.dt, loop.y_ref, loop.u_ref,
-          loop.u_start, loop.gains, loop.selection, runs.measurement_error, loop.feedback, loop.quantum,
-          loop.max_angle, loop.max_rate, d_int, d_frac, loop.substeps, a, b, loop.divergence_error,
-          loop.tracked_index, e is not None, *est, runs.bias, (np.zeros(0) if e is None else e.noise_std),
-          runs.standard_normal, lat, runs.received, runs.sample_shift, loop.deadband,
-          out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas, events, status)
+    args = (loop.kernel_code, n, loop.n_constraints, Y0, runs.params, loop.times, loop.dt, loop.y_ref, loop.u_ref,
+            loop.u_start, loop.gains, loop.selection, runs.measurement_error, loop.feedback, loop.quantum,
+            loop.max_angle, loop.max_rate, d_int, d_frac, loop.substeps, a, b, loop.divergence_error,
+            loop.tracked_index, e is not None, *est, runs.bias, (np.zeros(0) if e is None else e.noise_std),
+            runs.standard_normal, lat, runs.received, runs.sample_shift, loop.deadband,
+            out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas, events, status)
+    _loop(*args)
     return CompiledLoopOutput(out_y[:, :, :n], out_y[:, :, n:], out_u, out_X, out_Xm, out_res, events, status,
                               out_meas, out_d)

@@ -269,8 +269,10 @@ def mass_and_forces(x, xd, u, p, M, Q):
             M[5 + j, 5 + j] = 1.0
             Q[5 + j] = u[j] + 0.0 * Qb[5 + j]
     else:
-        M[:, :] = Mb
-        Q[:] = Qb
+        for i in range(n):  # element by element: an array assignment compiles numba's shape-error formatting
+            for j in range(n):
+                M[i, j] = Mb[i, j]
+            Q[i] = Qb[i]
         Gp = np.empty((3, n_p), dtype=dt)
         plate = np.empty(n_p, dtype=dt)
         plate_forces(x, xd, p, Gp, plate)
