@@ -84,7 +84,7 @@ from pathlib import Path
 import numpy as np
 
 from .._errors import ConfigError
-from .._io import atomic_path, atomic_write_text
+from .._io import atomic_directory, check_output_folder
 
 __all__ = ["DEFAULT_BALL_PLATE_PROBLEM", "DEFAULT_PROBLEM", "HELP", "NAME", "add_arguments", "load_problem", "run"]
 
@@ -247,15 +247,14 @@ def run(args: argparse.Namespace) -> int:
     from ..plants.description import plant_to_mapping
     from ..plants.rolling_ball import RollingBall
     from ..planning.plots import plot_plan, plot_plan_tracking
-    from ..figures.plotting import save_figure
 
     if getattr(args, "ball_plate", False) or (args.problem is not None and "ball_plate" in _read_toml(args.problem)):
         return _run_ball_plate(args)
     spec = load_problem(args.problem)
     if args.intervals is not None:
         spec["solver"]["intervals"] = args.intervals
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_folder(args.out, "--out", own_names=OUTPUT_NAMES)
+    figures = {}
     ball, x0 = _plant(spec["plant"])
     m = spec["maneuver"]
     problem = ManeuverProblem(
@@ -321,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
             "n_free_directions": int(so.n_free_directions), "n_active": int(so.n_active), "message": so.message},
         **_contact_summary(r),
     }
-    save_figure(plot_plan(plan, t_r, x_r), out / "plan.png")
+    figures["plan.png"] = plot_plan(plan, t_r, x_r)
     c = spec["closed_loop"]
     if plan.converged and c["enabled"] and not args.no_closed_loop and isinstance(ball, RollingBall):
         print(f"[3/4] closed loop: finite-horizon LQR at dt = {c['dt_s']} s from a perturbed start", file=sys.stderr)
@@ -357,16 +356,28 @@ def run(args: argparse.Namespace) -> int:
                                  "passed": bool(k.passed)} for k in rh.constraints]}
             print(f"      LQR: final error {float(e[-1]):.3g} m, constraints kept: {tr.constraints_kept}; receding: "
                   f"final error {rh.final_error_m:.3g} m, constraints kept: {rh.constraints_kept}", file=sys.stderr)
-        save_figure(plot_plan_tracking(plan, tr), out / "plan_tracking.png")
+        figures["plan_tracking.png"] = plot_plan_tracking(plan, tr)
     elif not isinstance(ball, RollingBall):
         print("[3/4] closed loop: skipped (the LQR plan tracker is for a RollingBall)", file=sys.stderr)
     print("[4/4] writing plan.json, plan.npz and figures", file=sys.stderr)
-    with atomic_path(out / "plan.npz") as tmp:
-        np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u, nodes_s=plan.nodes)
-    atomic_write_text(out / "plan.json", json.dumps(summary, indent=2) + "\n")
+    _write(out, figures, summary, t_s=plan.t, x=plan.x, u=plan.u, nodes_s=plan.nodes)
     print(json.dumps({k: summary[k] for k in ("converged", "solve_time_s", "iterations", "max_constraint_violation",
                                               "resimulation_error_m", "min_obstacle_clearance_m")}))
     return 0 if r.converged else 1
+
+
+#: the files ``plan`` writes: an earlier output folder of only these may be replaced
+OUTPUT_NAMES = ("plan.json", "plan.npz", "plan.png", "plan_tracking.png")
+
+
+def _write(out: Path, figures: dict, summary: dict, **arrays) -> None:
+    """Write the figures, ``plan.npz`` and ``plan.json`` into ``out`` whole (built aside, moved in at the end)."""
+    from ..figures.plotting import save_figure
+    with atomic_directory(out, flag="--out", own_names=OUTPUT_NAMES) as tmp:
+        for name, fig in figures.items():
+            save_figure(fig, tmp / name)
+        np.savez(tmp / "plan.npz", **arrays)
+        (tmp / "plan.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
 
 
 def _contact_summary(report) -> dict:
@@ -381,15 +392,14 @@ def _run_ball_plate(args: argparse.Namespace) -> int:
     """The ball-plate branch of :func:`run`: plan, re-simulate on the full plant, track, write files."""
     from ..planning import PlateMotionProblem, plan_plate_motion, track_plate_plan
     from ..planning.plots import plot_plate_plan
-    from ..figures.plotting import save_figure
     from ..ball_plate.rig import rig_preset
     from dataclasses import replace
 
     spec = load_ball_plate_problem(args.problem)
     if args.intervals is not None:
         spec["solver"]["intervals"] = args.intervals
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_folder(args.out, "--out", own_names=OUTPUT_NAMES)
+    figures = {}
     b = spec["ball_plate"]
     rig = rig_preset(str(b["rig"]))
     lim = rig.limits
@@ -459,11 +469,9 @@ def _run_ball_plate(args: argparse.Namespace) -> int:
                 "peak_angle_deg": float(np.rad2deg(tracking.peak_angle_rad)),
                 "peak_rate_deg_s": float(np.rad2deg(tracking.peak_rate_rad_s)),
                 "limit_steps": {k: float(v) for k, v in tracking.limit_steps.items()}}
-    save_figure(plot_plate_plan(plan, tracking), out / "plan.png")
+    figures["plan.png"] = plot_plate_plan(plan, tracking)
     print("[4/4] writing plan.json, plan.npz and plan.png", file=sys.stderr)
-    with atomic_path(out / "plan.npz") as tmp:
-        np.savez(tmp, t_s=plan.t, x=plan.x, u=plan.u, nodes_s=plan.nodes)
-    atomic_write_text(out / "plan.json", json.dumps(summary, indent=2) + "\n")
+    _write(out, figures, summary, t_s=plan.t, x=plan.x, u=plan.u, nodes_s=plan.nodes)
     print(json.dumps({k: summary.get(k) for k in ("converged", "solve_time_s", "iterations", "duration_s",
                                                   "peak_angle_deg", "resimulation_error_m")}))
     return 0 if r.converged else 1
