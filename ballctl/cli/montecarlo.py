@@ -44,11 +44,11 @@ import json
 import sys
 import warnings
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
 from .._errors import BallctlWarning, ConfigError, ParameterError
+from .._io import atomic_directory, check_output_folder
 from ._common import add_circle_arguments, circle, number, rig_from_spec
 
 __all__ = ["NAME", "HELP", "SCHEDULER_TIMEOUT_S", "add_arguments", "run"]
@@ -61,6 +61,8 @@ MAX_STATE_ERRORS = {"contact_x": 0.01, "contact_y": 0.01, "yaw": 0.5,
                     "contact_x_rate": 0.1, "contact_y_rate": 0.1, "yaw_rate": 5.0}
 #: how long to wait for a Dask scheduler (and for its first worker), s
 SCHEDULER_TIMEOUT_S = 5.0
+#: the files montecarlo writes: an earlier output folder of only these may be replaced
+OUTPUT_NAMES = ("error_bands.png", "summary.json", "runs.npz")
 #: the measured coordinates the noise, bias and initial offset act on
 _CONTACT = ("contact_x", "contact_y")
 #: the trackers of --controller
@@ -360,6 +362,7 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.workers < 0:
         raise ParameterError(f"--workers must be >= 0, got {args.workers}")
+    out = check_output_folder(args.out, "--out", own_names=OUTPUT_NAMES)
     for name, unit in (("dt", "s"), ("duration", "s")):
         value = getattr(args, name)
         if value is not None and not (value > 0 and value < float("inf")):
@@ -412,9 +415,6 @@ def run(args: argparse.Namespace) -> int:
             pool.shutdown()
         if client is not None:
             client.close()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    save_figure(mc.plot(), out / "error_bands.png")
     final = np.asarray(mc.metrics["final_error"], dtype=float)
     rms = np.asarray(mc.metrics["steady_state_error"], dtype=float)
     diverged = int(np.sum(~np.isfinite(final)))
@@ -428,11 +428,12 @@ def run(args: argparse.Namespace) -> int:
                "final_error_m": {f"p{q:g}": _percentile(final, q) for q in mc.percentiles},
                "rms_error_m": {f"p{q:g}": _percentile(rms, q) for q in mc.percentiles},
                "rms_window": "the last 20 % of the run"}
-    tmp = out / ".summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2))
-    tmp.replace(out / "summary.json")
-    np.savez(out / "runs.npz", t_s=mc.t, bands_m=mc.bands, percentiles=mc.percentiles,
-             **{f"metric_{k}": v for k, v in mc.metrics.items()}, **{f"sample_{k}": v for k, v in mc.samples.items()})
+    with atomic_directory(out, flag="--out", own_names=OUTPUT_NAMES) as folder:   # whole, or not at all
+        save_figure(mc.plot(), folder / "error_bands.png")
+        (folder / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        np.savez(folder / "runs.npz", t_s=mc.t, bands_m=mc.bands, percentiles=mc.percentiles,
+                 **{f"metric_{k}": v for k, v in mc.metrics.items()},
+                 **{f"sample_{k}": v for k, v in mc.samples.items()})
 
     def show(block):
         return ", ".join(f"{k} {'diverged' if v is None else f'{v:.3g} m'}" for k, v in block.items())
