@@ -79,12 +79,15 @@ def main(argv=None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("out", nargs="?", default="out/plan_maneuver", help="output folder")
-    parser.add_argument("--intervals", type=int, default=60, help="collocation intervals (default 60)")
+    parser.add_argument("--intervals", type=int, default=50, help="first collocation mesh (default 50)")
+    parser.add_argument("--tolerance", type=float, default=1e-6,
+                        help="relative accuracy the plan must meet (default 1e-6)")
     parser.add_argument("--no-closed-loop", action="store_true", help="skip the LQR tracking run")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for key, value in run(out, intervals=args.intervals, closed_loop=not args.no_closed_loop).items():
+    for key, value in run(out, intervals=args.intervals, tolerance=args.tolerance,
+                          closed_loop=not args.no_closed_loop).items():
         print(f"{key:>32}: {value:.4g}")
     print(f"figures written to {out}")
     return 0

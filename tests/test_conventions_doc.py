@@ -5,7 +5,8 @@
 * every call the page writes in backquotes, ``name(...)``, that resolves to ballctl matches its signature:
   the keywords exist and the arguments bind; a call written as a signature (with a bare ``*``) names the
   positional parameters in order, puts the keyword-only ones after the star and states their literal defaults
-  as they are; a call with keywords to a name that is neither ballctl's nor numpy's/python-control's fails;
+  as they are, and names every parameter (unless it ends with ``...``); every row of the table of options is
+  such a signature; a call with keywords to a name that is neither ballctl's nor numpy's/python-control's fails;
 * every CLI flag ``--xxx`` the page mentions exists in a subcommand's parser (in the one the code span names,
   when it names one: ``ballctl track --feedback``), and every ``ballctl <command>`` it names exists;
 * every public dataclass is frozen (the page says results are);
@@ -245,6 +246,12 @@ def _signature_problems(call: Call, func, needs_self: bool) -> list[str]:
             sig.bind_partial(*call.positional, **dict.fromkeys(call.keywords))
     except TypeError as exc:
         problems.append(f"`{call.text}` does not fit {call.name}{sig}: {exc}")
+    if call.signature and not call.open_ended:
+        written = set(call.positional) | set(call.keywords)
+        missing = [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in written]
+        if missing:
+            problems.append(f"`{call.text}` is written as the signature of {call.name}{sig} but leaves out {missing} "
+                            "(end it with `...` if it shows a part)")
     if call.signature:
         positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         if call.positional != positional[:len(call.positional)]:
@@ -303,7 +310,8 @@ def test_the_checks_catch_mistakes():
     """The call check rejects an unknown keyword, a keyword-only parameter given by position and a stale default."""
     wrong = ["ballctl.simulate_closed_loop(ctrl, x0, xd0, feedback='state')",
              "ballctl.discretize(ltv, dt, 'zoh')",
-             "ballctl.finite_horizon_lqr(sys, Q, R, *, Q_N=0)"]
+             "ballctl.finite_horizon_lqr(sys, Q, R, *, Q_N=0, cond_limit=1e12)",
+             "ballctl.finite_horizon_lqr(sys, Q, R, *, Q_N=None)"]           # a signature that leaves one out
     for text in wrong:
         (call,) = [c for c in calls(text) if c.name.startswith("ballctl")]
         (func, needs_self), = _candidates(call.name)
@@ -311,6 +319,19 @@ def test_the_checks_catch_mistakes():
     with pytest.raises(LookupError):
         resolve("ballctl.ClosedLoopOptions.no_such_field")
     assert resolve("ballctl.SimulationResult.nfev")[0] is _INSTANCE_ATTRIBUTE    # a dataclass field
+
+
+def test_every_signature_row_is_checked():
+    """Each row of the options table writes its call as a signature (a bare ``*``) that resolves to the one
+    ballctl callable it names, so that test_calls_match_the_signatures checks it whole."""
+    table = TEXT.split("| call | its options |", 1)[1].split("\n\n", 1)[0]
+    rows = [line for line in table.splitlines()[2:] if line.startswith("|")]
+    assert len(rows) >= 6
+    for row in rows:
+        cell = row.split(" | ")[0]
+        heads = [c for span in re.findall(r"`([^`]+)`", cell) for c in calls(span) if c.name.startswith("ballctl.")]
+        assert heads and heads[0].signature, f"the row does not write its call as a signature: {row[:100]}"
+        assert len(_candidates(heads[0].name)) == 1, f"{heads[0].name} does not resolve to one callable"
 
 
 def test_dotted_names_resolve():

@@ -34,7 +34,7 @@ EXAMPLE_ARGS = {
     "rolling_disk_control.py": ["{out}"],
     "tracking_study.py": ["--quick", "--out", "{out}"],
     "animate_tracking.py": ["--quick", "--out", "{out}"],
-    "plan_maneuver.py": ["{out}", "--intervals", "20"],
+    "plan_maneuver.py": ["{out}", "--intervals", "20", "--tolerance", "1e-4"],
     "plan_ball_plate.py": ["{out}", "--intervals", "12"],
 }
 
