@@ -183,6 +183,29 @@ def add_ball_arguments(p: argparse.ArgumentParser) -> None:
                    help="gravity in m/s^2 (default 9.81)")
 
 
+def add_ball_overrides(g) -> None:
+    """Add the ball's parameters (SI units) to an argument group, each defaulting to the rig's ball."""
+    g.add_argument("--mass", type=number("kg", low=0, low_inclusive=False), default=None,
+                   help="ball mass in kg (default: the rig's, 0.1 for the presets)")
+    g.add_argument("--ball-radius", type=number("m", low=0, low_inclusive=False), default=None,
+                   help="ball radius in m (default: the rig's, 0.02 for the presets)")
+    g.add_argument("--inertia", type=number("kg m^2", low=0, low_inclusive=False), default=None,
+                   help="inertia about a diameter in kg m^2 (default: the rig's, a solid sphere 2/5 m R^2)")
+    g.add_argument("--gravity", type=number("m/s^2", low=0, low_inclusive=False), default=None,
+                   help="gravity in m/s^2 (default: the rig's, 9.81)")
+
+
+def rig_ball_plate(args: argparse.Namespace, rig):
+    """The rig's quasi-static design plant, its ball changed by the flags of :func:`add_ball_overrides`."""
+    from dataclasses import replace
+
+    from ..plants import BallPlate
+
+    given = {k: v for k, v in (("mass", args.mass), ("radius", args.ball_radius), ("inertia", args.inertia),
+                               ("gravity", args.gravity)) if v is not None}
+    return BallPlate(replace(rig.ball, **given)) if given else rig.design_plant().quasi_static()
+
+
 def add_circle_arguments(p: argparse.ArgumentParser) -> None:
     """Add the circular reference motion's parameters to a subcommand's parser."""
     g = p.add_argument_group("circle")

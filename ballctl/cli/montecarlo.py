@@ -49,7 +49,7 @@ import numpy as np
 
 from .._errors import BallctlWarning, ConfigError, ParameterError
 from .._io import atomic_directory, check_output_folder
-from ._common import add_circle_arguments, circle, number, rig_from_spec
+from ._common import add_ball_overrides, add_circle_arguments, circle, number, rig_ball_plate, rig_from_spec
 
 __all__ = ["NAME", "HELP", "SCHEDULER_TIMEOUT_S", "add_arguments", "run"]
 
@@ -85,7 +85,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rig", default="tabletop",
                    help="rig preset (tabletop, lab, ideal) or a TOML file: ball, control period and the default "
                         "uncertainty (default tabletop)")
-    _add_ball_overrides(g)
+    add_ball_overrides(g)
     from ..ball_plate.design import RIG_DESIGNS
 
     g = p.add_argument_group("tracker")
@@ -131,18 +131,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="ballctl_montecarlo", help="output folder (default ballctl_montecarlo)")
 
 
-def _add_ball_overrides(g) -> None:
-    """The ball's parameters in SI units, each defaulting to the rig's ball."""
-    g.add_argument("--mass", type=number("kg", low=0, low_inclusive=False), default=None,
-                   help="ball mass in kg (default: the rig's, 0.1 for the presets)")
-    g.add_argument("--ball-radius", type=number("m", low=0, low_inclusive=False), default=None,
-                   help="ball radius in m (default: the rig's, 0.02 for the presets)")
-    g.add_argument("--inertia", type=number("kg m^2", low=0, low_inclusive=False), default=None,
-                   help="inertia about a diameter in kg m^2 (default: the rig's, a solid sphere 2/5 m R^2)")
-    g.add_argument("--gravity", type=number("m/s^2", low=0, low_inclusive=False), default=None,
-                   help="gravity in m/s^2 (default: the rig's, 9.81)")
-
-
 class _Bar:
     def __init__(self) -> None:
         self.last = -1
@@ -179,15 +167,6 @@ def _offset(args: argparse.Namespace) -> tuple[tuple[float, float], float | None
                       f"as for ballctl track", BallctlWarning, stacklevel=2)
         return (0.05, 0.0), float(args.offset[0])
     raise ParameterError(f"argument --offset: takes two values DX DY in m, got {len(args.offset)}")
-
-
-def _plant(args: argparse.Namespace, rig):
-    """The rig's quasi-static design plant with the ball flags applied."""
-    from ..plants import BallPlate
-
-    given = {k: v for k, v in (("mass", args.mass), ("radius", args.ball_radius), ("inertia", args.inertia),
-                               ("gravity", args.gravity)) if v is not None}
-    return BallPlate(replace(rig.ball, **given)) if given else rig.design_plant().quasi_static()
 
 
 def _uncertainty(args: argparse.Namespace, rig, plant, *, output_feedback: bool = False) -> tuple[object, dict]:
@@ -373,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(f"--duration must be at least one control period --dt = {dt} s, "
                              f"got {args.duration} s")
     lqg = args.controller == "lqg"
-    plant = _plant(args, rig)
+    plant = rig_ball_plate(args, rig)
     unc, described = _uncertainty(args, rig, plant, output_feedback=lqg)
     client = executor = pool = None
     if args.scheduler:  # before the design: an unreachable cluster is refused at once

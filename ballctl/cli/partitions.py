@@ -17,12 +17,11 @@ control period).
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 
 import numpy as np
 
 from .._errors import ParameterError
-from ._common import PATHS, number, plate_path, rig_from_spec
+from ._common import PATHS, add_ball_overrides, number, plate_path, rig_ball_plate, rig_from_spec
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -59,22 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rig", default="tabletop",
                    help="rig preset (tabletop, lab, ideal) or a TOML file: its ball and control period (default "
                         "tabletop)")
-    _add_ball_overrides(g)
+    add_ball_overrides(g)
     p.add_argument("--dt", type=number("s", low=0, low_inclusive=False), default=None,
                    help="sample time of the Gramians in s (default: the rig's control period; the ranks are "
                         "checked at half of it too)")
-
-
-def _add_ball_overrides(g) -> None:
-    """The ball's parameters in SI units, each defaulting to the rig's ball."""
-    g.add_argument("--mass", type=number("kg", low=0, low_inclusive=False), default=None,
-                   help="ball mass in kg (default: the rig's, 0.1 for the presets)")
-    g.add_argument("--ball-radius", type=number("m", low=0, low_inclusive=False), default=None,
-                   help="ball radius in m (default: the rig's, 0.02 for the presets)")
-    g.add_argument("--inertia", type=number("kg m^2", low=0, low_inclusive=False), default=None,
-                   help="inertia about a diameter in kg m^2 (default: the rig's, a solid sphere 2/5 m R^2)")
-    g.add_argument("--gravity", type=number("m/s^2", low=0, low_inclusive=False), default=None,
-                   help="gravity in m/s^2 (default: the rig's, 9.81)")
 
 
 def _design_plant(args: argparse.Namespace):
@@ -90,14 +77,8 @@ def _design_plant(args: argparse.Namespace):
     plant : BallPlate
     rig : RigProfile
     """
-    from ..plants import BallPlate
-
     rig = rig_from_spec(args.rig)
-    given = {k: v for k, v in (("mass", args.mass), ("radius", args.ball_radius), ("inertia", args.inertia),
-                               ("gravity", args.gravity)) if v is not None}
-    if given:
-        return BallPlate(replace(rig.ball, **given)), rig
-    return rig.design_plant().quasi_static(), rig
+    return rig_ball_plate(args, rig), rig
 
 
 def run(args: argparse.Namespace) -> int:
