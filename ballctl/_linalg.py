@@ -130,10 +130,13 @@ def inverse_stack(A):
     ok = np.ones(K, dtype=np.bool_)
     a = np.empty((k, k))
     b = np.empty((k, k))
+    # element loops, not slice assignments: a slice assignment compiles numba's broadcasting (and its error
+    # messages), several seconds of the first run for nothing
     for j in range(K):
-        a[:, :] = A[j]
-        b[:, :] = 0.0
         for i in range(k):
+            for m in range(k):
+                a[i, m] = A[j, i, m]
+                b[i, m] = 0.0
             b[i, i] = 1.0
         for c in range(k):
             piv = c
@@ -161,7 +164,9 @@ def inverse_stack(A):
                 for m in range(k):
                     b[i, m] -= f * b[c, m]
         if not ok[j]:
-            inv[j, :, :] = np.nan
+            for i in range(k):
+                for m in range(k):
+                    inv[j, i, m] = np.nan
             continue
         for i in range(k - 1, -1, -1):
             for m in range(k):
@@ -169,5 +174,7 @@ def inverse_stack(A):
                 for c in range(i + 1, k):
                     acc -= a[i, c] * b[c, m]
                 b[i, m] = acc / a[i, i]
-        inv[j, :, :] = b
+        for i in range(k):
+            for m in range(k):
+                inv[j, i, m] = b[i, m]
     return inv, ok
