@@ -50,9 +50,9 @@ from ..design.tracking import TrackingOptions, LQRWeights, TrackingController, d
 from .maneuver import ManeuverPlan, ManeuverProblem
 from .transcription import dense_times
 
-__all__ = ["ConstraintReport", "PlanTracking", "held_run_constraints", "input_limit", "perturbed_start",
-           "plan_chart_rotation", "plan_partition", "plan_reference", "replay_held_inputs", "run_constraints",
-           "track_plan", "tracking_limits"]
+__all__ = ["ConstraintChecks", "ConstraintReport", "PlanTracking", "held_run_constraints", "input_limit",
+           "perturbed_start", "plan_chart_rotation", "plan_partition", "plan_reference", "replay_held_inputs",
+           "run_constraints", "track_plan", "tracking_limits"]
 
 
 def plan_chart_rotation(plan: ManeuverPlan, *, samples: int = 4000) -> np.ndarray:
@@ -434,8 +434,42 @@ def plan_partition(system) -> Partition:
     return Partition.from_coordinates(system, ["yaw", "pitch", "roll", *rails], ["contact_x", "contact_y"])
 
 
+class ConstraintChecks:
+    """The accessors of a run that checked a plan's constraints (its ``constraints``, a tuple of
+    :class:`ConstraintReport`): shared by :class:`PlanTracking` and
+    :class:`~ballctl.planning.receding.RecedingTracking`.
+    """
+
+    __slots__ = ()
+
+    def constraint(self, name: str) -> ConstraintReport | None:
+        """The run's report of one constraint, or None.
+
+        Parameters
+        ----------
+        name : str
+            ``"obstacle clearance"``, ``"rail speed"``, ``"rail acceleration"`` or ``"rail force"``.
+
+        Returns
+        -------
+        ConstraintReport or None
+        """
+        return next((c for c in self.constraints if c.name == name), None)
+
+    @property
+    def constraints_kept(self) -> bool:
+        """Whether the run kept every constraint of the plan that was checked."""
+        return all(c.passed for c in self.constraints)
+
+    @property
+    def least_clearance_m(self) -> float | None:
+        """The run's least obstacle clearance in m (``None`` without obstacles or checks)."""
+        c = self.constraint("obstacle clearance")
+        return None if c is None else c.value
+
+
 @dataclass(frozen=True, kw_only=True)
-class PlanTracking:
+class PlanTracking(ConstraintChecks):
     """A plan tracked by the LQR in closed loop on the nonlinear plant (the one result of every plan tracking).
 
     Returned by :func:`track_plan` (a rolling-ball maneuver) and by
@@ -526,31 +560,6 @@ class PlanTracking:
     def limit_steps(self) -> dict:
         """Control steps at which a rig limit changed a command, by limit (empty without limits)."""
         return dict(self.closed_loop.limit_events)
-
-    def constraint(self, name: str) -> ConstraintReport | None:
-        """The closed loop's report of one constraint, or None.
-
-        Parameters
-        ----------
-        name : str
-            ``"obstacle clearance"``, ``"rail speed"``, ``"rail acceleration"`` or ``"rail force"``.
-
-        Returns
-        -------
-        ConstraintReport or None
-        """
-        return next((c for c in self.constraints if c.name == name), None)
-
-    @property
-    def constraints_kept(self) -> bool:
-        """Whether the closed loop kept every constraint of the plan that was checked."""
-        return all(c.passed for c in self.constraints)
-
-    @property
-    def least_clearance_m(self) -> float | None:
-        """The closed loop's least obstacle clearance in m (``None`` without obstacles or checks)."""
-        c = self.constraint("obstacle clearance")
-        return None if c is None else c.value
 
     @property
     def peak_rail_speed(self) -> np.ndarray | None:

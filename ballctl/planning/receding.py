@@ -44,6 +44,7 @@ from .._validation import check_integer, check_instance, check_nonnegative, chec
 from ..ode import IntegrationOptions
 from ..plants.rolling_ball import RollingBall
 from .follow import (
+    ConstraintChecks,
     ConstraintReport,
     perturbed_start,
     plan_chart_rotation,
@@ -116,7 +117,7 @@ class Replan:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RecedingTracking:
+class RecedingTracking(ConstraintChecks):
     r"""A receding-horizon run of a ball plan (:func:`track_receding`).
 
     Attributes
@@ -200,31 +201,6 @@ class RecedingTracking:
     def replan_period_s(self) -> float:
         """``replan_every * dt`` in s: the time a replan may take on a real-time loop."""
         return self.replan_every * self.dt
-
-    def constraint(self, name: str) -> ConstraintReport | None:
-        """The report of one constraint, or None.
-
-        Parameters
-        ----------
-        name : str
-            ``"obstacle clearance"``, ``"rail speed"``, ``"rail acceleration"`` or ``"rail force"``.
-
-        Returns
-        -------
-        ConstraintReport or None
-        """
-        return next((c for c in self.constraints if c.name == name), None)
-
-    @property
-    def constraints_kept(self) -> bool:
-        """Whether the run kept every constraint of the plan."""
-        return all(c.passed for c in self.constraints)
-
-    @property
-    def least_clearance_m(self) -> float | None:
-        """Least obstacle clearance of the dense contact path, m (``None`` without obstacles)."""
-        c = self.constraint("obstacle clearance")
-        return None if c is None else c.value
 
     @property
     def peak_rail_speed(self) -> np.ndarray:
