@@ -119,3 +119,58 @@ def test_observability_gramian_is_the_dual_of_controllability():
         Phi = A[k] @ Phi
     sys_ = DiscreteLTVSystem.from_arrays(A, np.zeros((K, n, 1)))
     np.testing.assert_allclose(observability_gramian(sys_, C).W, W, rtol=1e-12, atol=1e-12)
+
+
+def _gramian(eps: float, share: float, seen_share: float = 0.09) -> np.ndarray:
+    """A scaled Gramian (unit diagonal) of two design states and one disturbance: the design states' combinations
+    ``(1, 1)/sqrt(2)`` and ``(1, -1)/sqrt(2)`` have information ``2 - eps`` and ``eps``; the disturbance's output
+    shares ``seen_share`` of its energy with the first and ``share`` with the second (``share * eps`` squared
+    correlation), so that ``S = 1 - seen_share - share`` when both count."""
+    c = 1.0 - eps
+    u, v = np.array([1.0, 1.0]) / np.sqrt(2), np.array([1.0, -1.0]) / np.sqrt(2)
+    wxd = np.sqrt(seen_share * (1 + c)) * u + np.sqrt(share * eps) * v
+    W = np.eye(3)
+    W[0, 1] = W[1, 0] = c
+    W[:2, 2] = W[2, :2] = wxd
+    return W
+
+
+def test_disturbance_information_drops_the_design_directions_below_the_rank_tolerance():
+    """The Schur complement's pseudo-inverse keeps only the directions the rank test counts (RANK_RTOL of the
+    largest eigenvalue): one at 5e-9 relative (rounding, like the 6.8e-9 of the ``track --duration 4`` design)
+    multiplied by 1/eps flipped the sign under the former pinv(rcond=1e-10); one at 1e-6 is a weak but real
+    direction and still explains its share of the disturbance."""
+    from ballctl.design.controllability import RANK_RTOL
+    from ballctl.design.estimator import _disturbance_information
+
+    rounding = _gramian(eps=5e-9, share=1.0)            # as computed: not PSD by 5e-10 (its rounding)
+    assert np.linalg.eigvalsh(rounding)[0] < 0 and 5e-9 < RANK_RTOL * np.linalg.eigvalsh(rounding)[-1]
+    assert _disturbance_information(rounding, 2) == pytest.approx(0.91, rel=1e-6)
+    # a change of units leaves it alone (the Gramian is Jacobi-scaled first)
+    units = np.array([1e-3, 1e4, 1e2])
+    assert _disturbance_information(units[:, None] * rounding * units[None, :], 2) == pytest.approx(0.91, rel=1e-6)
+    # a weak real direction (1e-6 > RANK_RTOL * 2) is used: it explains half of the disturbance
+    assert _disturbance_information(_gramian(eps=1e-6, share=0.5), 2) == pytest.approx(0.41, rel=1e-6)
+    # a disturbance whose output is a design state's is still unobservable
+    same = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 1.0]])
+    assert _disturbance_information(same, 2) == 0.0
+    # and one without output energy at all
+    assert _disturbance_information(np.diag([1.0, 2.0, 0.0]), 2) == 0.0
+
+
+def test_the_offset_free_design_of_track_duration_4_sees_its_disturbances():
+    """``ballctl track --duration 4`` (tabletop, exact design, offset-free): the level-error disturbances were
+    reported unobservable (scaled information 0 after a sign flip of the Schur complement); computed in extended
+    precision from the observability matrix it is 0.0048, and 0.0042 / 0.0061 at 3.5 s / 4.5 s."""
+    from ballctl.ball_plate.design import design_for_rig
+    from ballctl.design.estimator import DISTURBANCE_OBSERVABILITY_RTOL, _disturbance_information
+    from ballctl.references.moving_plate import exact_circular_motion
+
+    rig = ballctl.rig_preset("tabletop")
+    ref = exact_circular_motion(rig.design_plant(), ballctl.LissajousPath.circle(0.5, 1.0), 40.0,
+                                duration=4.0 + 2 * rig.dt)
+    est = design_for_rig(rig, ref, "exact", horizon=4.0, offset_free=True).estimator
+    W = est.disturbance_observability.W
+    info = _disturbance_information(W, W.shape[0] - est.n_disturbances)
+    assert est.n_disturbances == 2 and info > 1e4 * DISTURBANCE_OBSERVABILITY_RTOL
+    assert info == pytest.approx(0.0048, rel=0.15)

@@ -24,8 +24,8 @@ from ballctl.references.moving_plate import exact_circular_motion
 from ballctl.ball_plate.rig import RigLimits, Sensor
 from ballctl.deploy.runtime import ControllerRuntime
 from ballctl.schedule import ControllerDataOptions, controller_data, write_c_controller, write_controller_files
-from ballctl.deploy.sil import (CController, ComponentLoopOptions, ControllerComponent, ExportOptions,
-                                export_controller, run_component_loop)
+from ballctl.deploy.sil import (RMS_FLOOR_M, CController, ComponentLoopOptions, ControllerComponent, ExportOptions,
+                                ExportVerificationError, export_controller, run_component_loop)
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not available")
@@ -202,3 +202,83 @@ def test_processor_in_the_loop(tmp_path):
 
     numbers = json.loads(out.read_text())
     assert all(numbers["targets"].values()), numbers["targets"]
+
+
+# ------------------------------------------------------------------ a reference error of zero
+@pytest.fixture(scope="module")
+def ideal_on_reference():
+    """The ideal rig (no noise, no latency, no imperfections) started on the exact circle: one period."""
+    rig = ballctl.rig_preset("ideal")
+    dt = rig.dt
+    horizon = dt * math.ceil(2 * np.pi / dt - 1e-9)
+    ref = exact_circular_motion(design_plant(rig), ballctl.LissajousPath.circle(0.5, 1.0), 40.0,
+                                duration=horizon + 2 * dt)
+    ctrl = ballctl.ball_plate.design.design_for_rig(rig, ref, "exact", horizon=horizon, offset_free=True)
+    s = ref(0.0)
+    return rig, ctrl, truth_state(rig, s.x.copy()), s.xd.copy()
+
+
+def _errors_set_to(monkeypatch, design: float, full: float, others: float):
+    """Every loop of export_controller reports a constant contact error: the design's run ``design``, the first
+    component loop (the full-precision controller) ``full``, every later one (orders, the compiled C) ``others``."""
+    import dataclasses
+
+    from ballctl.deploy import sil
+
+    design_run, component_loop = sil._design_run, sil.run_component_loop
+    calls = []
+
+    class Constant:
+        def __init__(self, r):
+            self._r, self.t, self.position_error = r, r.t, np.full(r.t.shape, design)
+
+        def summary(self):
+            return self._r.summary()
+
+    def loop(*args, **kwargs):
+        r = component_loop(*args, **kwargs)
+        calls.append(r)
+        value = full if len(calls) == 1 else others
+        return dataclasses.replace(r, position_error=np.full(r.position_error.shape, value))
+
+    monkeypatch.setattr(sil, "_design_run", lambda *a, **k: Constant(design_run(*a, **k)))
+    monkeypatch.setattr(sil, "run_component_loop", loop)
+    return calls
+
+
+def test_a_zero_reference_error_is_compared_with_the_absolute_floor(ideal_on_reference, tmp_path, monkeypatch):
+    """Design, twin and compiled C exactly on the reference (RMS 0.0, as on the ideal rig started on its path): the
+    checks pass within RMS_FLOOR_M instead of dividing by zero, and no ratio is reported."""
+    import json
+
+    rig, ctrl, x0, xd0 = ideal_on_reference
+    _errors_set_to(monkeypatch, 0.0, 0.0, 0.0)
+    report = export_controller(ctrl, rig, tmp_path / "zero", x0=x0, xd0=xd0,
+                               options=ExportOptions(periods=1, orders=(1, 2), check_c=True))
+    full, *tried = report.checks
+    assert report.design_rms_error_m == 0.0 and full["rms_error_m"] == 0.0
+    assert full["passed"] and full["relative_to_design"] is None
+    assert report.fourier_order == 1 and tried[0]["passed"] and tried[0]["relative_to_full"] is None
+    assert report.c_check == {"real": "float32", "rms_error_m": 0.0, "relative_to_twin": None, "passed": True}
+    assert report.files and all(f.is_file() for f in report.files)
+    json.dumps(report.as_dict(), allow_nan=False)   # strict JSON for summary.json
+    # the floor is an allowance of 1 um, not a pass for anything: 2 um from a zero reference fails every order
+    assert RMS_FLOOR_M == 1e-6
+    monkeypatch.undo()
+    _errors_set_to(monkeypatch, 0.0, 0.0, 2e-6)
+    with pytest.raises(ExportVerificationError, match="no Fourier order in") as info:
+        export_controller(ctrl, rig, tmp_path / "two_um", x0=x0, xd0=xd0,
+                          options=ExportOptions(periods=1, orders=(1, 2), check_c=False, reduce_model_order=False))
+    assert [c["passed"] for c in info.value.report.checks] == [True, False, False]
+    assert not (tmp_path / "two_um").exists()
+
+
+def test_the_ideal_rig_on_its_reference_exports(ideal_on_reference, tmp_path):
+    """The real loops (no forced errors): the design's error is rounding (1e-16 m), the exported controller's a few
+    um; the drift check compares with the floor instead of refusing 2 x 1e-16 m (what it did before)."""
+    rig, ctrl, x0, xd0 = ideal_on_reference
+    report = export_controller(ctrl, rig, tmp_path, x0=x0, xd0=xd0,
+                               options=ExportOptions(periods=1, orders=(3,), check_c=False))
+    full = report.checks[0]
+    assert report.design_rms_error_m < 1e-12 and 0 < full["rms_error_m"] < 0.2 * ExportOptions().distance_floor_m
+    assert full["passed"] and full["relative_to_design"] is None and report.fourier_order == 3

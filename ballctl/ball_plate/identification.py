@@ -104,8 +104,10 @@ from __future__ import annotations
 
 import math
 import time as _time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -119,7 +121,8 @@ from .rig_log import RigLog
 
 __all__ = ["IdentifiedParameter", "RigIdentification", "identify_rig", "rig_parameter_values", "rig_to_toml",
            "plot_identification",
-           "write_identification", "excitation_log", "PARAMETERS", "TOLERANCES", "PRIOR_STD", "HOLD_ORDER",
+           "write_identification", "identification_outputs", "REPORT_FILES",
+           "excitation_log", "PARAMETERS", "TOLERANCES", "PRIOR_STD", "HOLD_ORDER",
            "DEFAULT_WINDOW_S"]
 
 #: window of the multiple shooting in s
@@ -970,7 +973,8 @@ def _regress_noise(resid_phys: list, rates: list, scale: float):
 
 
 def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: float = DEFAULT_WINDOW_S,
-                 fit: tuple | None = None, max_iterations: int = 30, workers: int = 2) -> RigIdentification:
+                 fit: tuple | None = None, max_iterations: int = 30, workers: int = 2,
+                 progress: Callable[[str], None] | None = None) -> RigIdentification:
     """Identify a rig from its log: the truth plant fitted to the commands and readings (module docstring).
 
     The fit runs in stages: (1) level offsets, rolling resistance, encoder
@@ -1003,6 +1007,9 @@ def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: 
         Levenberg-Marquardt iterations per stage (>= 1).
     workers : int
         Threads over which the batched runs are split (the compiled loop releases the GIL).
+    progress : callable, optional
+        Called with one line of text at the start of each stage (the first call
+        comes once every argument has been checked: the fit starts).
 
     Returns
     -------
@@ -1019,6 +1026,9 @@ def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: 
     window_s = check_positive(window_s, "window_s", "s")
     max_iterations = check_integer(max_iterations, "max_iterations", minimum=1)
     workers = check_integer(workers, "workers", minimum=1)
+    if progress is not None and not callable(progress):
+        raise ParameterError(f"progress must be a callable taking a line of text, got {type(progress).__name__}")
+    say = progress if progress is not None else (lambda _message: None)
     dt = log.dt
     if abs(dt - base.dt) > 1e-6 * base.dt:
         raise ParameterError(f"the log's control period {dt:.6g} s differs from the base rig {base.name!r}'s dt = "
@@ -1093,15 +1103,18 @@ def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: 
         return theta, N, ev, cost
 
     # (1) the well-conditioned part, the servo and the latencies at the base rig's values
+    say(f"{model.W} windows of {M * dt:.3g} s; stage 1 of 4: level offsets, rolling resistance and biases")
     first = testable & np.array([k == "bias" or nm.startswith("plate_offset") or nm == "rolling_resistance"
                                  for k, nm in zip(kinds, names)]) | spin
     theta, N, ev, cost = stage(theta, N, first)
     if len(model.groups) > 1:  # the signals' weights relative to each other: their residuals' spread
         fitter.sigma = _residual_sigma(fitter, ev, model)
     # (2) the excitation test at that point, every candidate free
+    say("stage 2 of 4: the excitation test (which parameters the log tells)")
     ev = fitter.evaluate(theta, N, testable | spin)
     free, held = _excitation(fitter, ev, theta, N, testable | spin, testable, dt)
     # (3) the excited set (a parameter that leaves its tolerance there is held too, and the set refitted)
+    say("stage 3 of 4: the excited parameters")
     for _ in range(len(names)):
         theta, N, ev, cost = stage(theta, N, free)
         cov, s2, dof = fitter.covariance(ev, theta, N, free)
@@ -1116,6 +1129,7 @@ def identify_rig(log: RigLog, base: RigProfile | str = "tabletop", *, window_s: 
             model.groups[group[worst]].L = int(round(G.prior_mean[worst] / dt))
             model.map_rows()
     # (4) generalized least squares: each reading weighted by its noise and the timing jitter's share of it
+    say("stage 4 of 4: each reading weighted by its noise and the timing jitter")
     cov, s2, dof = fitter.covariance(ev, theta, N, free)
     s_n2, s_j2, cov_n = _regress_noise(_physical_residuals(ev, model), ev["rates"], ev["r"].size / dof)
     col = 0
@@ -1421,8 +1435,73 @@ def plot_identification(result: RigIdentification, *, max_seconds: float | None 
     return fig
 
 
+#: the files of the report folder (:func:`write_identification`); an earlier folder of only these may be replaced
+REPORT_FILES = ("summary.md", "summary.json", "identification.png")
+
+
+def identification_outputs(toml_path, report_dir=None, *, names=("toml_path", "report_dir")) -> tuple[Path, Path]:
+    """The rig TOML and the report folder :func:`write_identification` writes, checked before any work.
+
+    The report gets a folder of its own, replaced whole at the end
+    (:func:`ballctl._io.atomic_directory`): by default the TOML's name without
+    ``.toml`` plus ``_report``, next to it (``rigs/mine.toml`` ->
+    ``rigs/mine_report/``).
+
+    Parameters
+    ----------
+    toml_path : str or path-like
+        The rig file: a ``.toml`` name, not a directory, no ancestor a file (a missing folder is created).
+    report_dir : str or path-like, optional
+        The report folder: new, empty, or an earlier report (see :func:`ballctl._io.check_output_folder`);
+        not the current folder or one of its ancestors, and not a folder that holds ``toml_path``.
+    names : (str, str)
+        The parameters (or command-line flags) that named them, for messages.
+
+    Returns
+    -------
+    toml_path : pathlib.Path
+    report_dir : pathlib.Path
+        As given (or derived), not made absolute.
+
+    Raises
+    ------
+    FileArgumentError
+        A path that cannot be used as asked.
+    ParameterError
+        ``toml_path`` does not end in ``.toml``.
+    """
+    import os
+
+    from .._errors import FileArgumentError
+    from .._io import check_output_folder
+    from .._paths import check_output_dir, check_output_path
+
+    toml_flag, report_flag = names
+    toml = check_output_path(toml_path, toml_flag, create_parents=True)
+    if toml.suffix != ".toml":
+        raise ParameterError(f"{toml_flag} must name a .toml file (the identified rig), got {str(toml_path)!r}")
+    report = (toml.with_name(toml.stem + "_report") if report_dir is None
+              else check_output_dir(report_dir, report_flag))
+    where = check_output_folder(report, report_flag, own_names=REPORT_FILES)
+    if Path(os.path.abspath(toml)).is_relative_to(where):
+        raise FileArgumentError(f"{report_flag} {str(report)!r} holds {toml_flag} {str(toml)!r}: the report folder "
+                                f"is replaced whole; give it a folder of its own (default "
+                                f"{str(toml.with_name(toml.stem + '_report'))!r})")
+    return toml, report
+
+
 def write_identification(result: RigIdentification, toml_path, report_dir=None) -> list:
     """Write the identified rig TOML and the report (``summary.md``, ``summary.json``, ``identification.png``).
+
+    Every output appears whole or not at all, also when the process is
+    killed: the report is built in a hidden sibling folder and moved into
+    place complete (:func:`ballctl._io.atomic_directory`, replacing an earlier
+    report whole), then the TOML is written to a temporary file in its folder
+    and moved over ``toml_path`` (:func:`ballctl._io.atomic_write_text`). The
+    TOML therefore never appears without its report; a run stopped between
+    the two leaves the new report next to the earlier TOML (or none), and
+    ``summary.json``'s ``rig_toml`` (the TOML's name and SHA-256) tells which
+    TOML a report describes.
 
     Parameters
     ----------
@@ -1430,36 +1509,37 @@ def write_identification(result: RigIdentification, toml_path, report_dir=None) 
     toml_path : str or path-like
         The rig file (its folder is created).
     report_dir : str or path-like, optional
-        Folder of the report (default: the rig file's folder).
+        Folder of the report (default: next to the rig file, named after it:
+        ``rig.toml`` -> ``rig_report/``); see :func:`identification_outputs`.
 
     Returns
     -------
     list of pathlib.Path
-        The files written.
+        The files written: the TOML, then the report's.
     """
+    import hashlib
     import json
-    from pathlib import Path
 
-    from .._io import atomic_write_text, strict_json
-    from .._paths import check_output_dir, check_output_path
+    from .._io import atomic_directory, atomic_write_text, strict_json
     from ..figures.plotting import save_figure
 
-    toml_path = check_output_path(toml_path, "toml_path", create_parents=True)
-    if toml_path.suffix != ".toml":
-        raise ParameterError(f"toml_path must end in .toml, got {str(toml_path)!r}")
-    report = check_output_dir(report_dir if report_dir is not None else toml_path.parent or Path("."), "report_dir")
-    toml_path.parent.mkdir(parents=True, exist_ok=True)
-    report.mkdir(parents=True, exist_ok=True)
+    toml_path, report = identification_outputs(toml_path, report_dir)
     not_excited = ", ".join(result.not_excited) or "none"
     comments = (f"identified by ballctl identify from {result.log.source} on base {result.base.name!r}",
-                f"not excited by the log (base values kept): {not_excited}")
-    atomic_write_text(toml_path, rig_to_toml(result.rig, comments=comments))
-    text = result.report() + f"\nFiles: {toml_path.name} (the identified rig for `ballctl track --rig`), " \
-                             "summary.json, identification.png.\n"
-    atomic_write_text(report / "summary.md", text)
-    atomic_write_text(report / "summary.json", json.dumps(strict_json(result.as_dict()), indent=2, allow_nan=False))
-    figure = save_figure(plot_identification(result), report / "identification.png")
-    return [toml_path, report / "summary.md", report / "summary.json", figure]
+                f"not excited by the log (base values kept): {not_excited}",
+                f"report: {report.name}/ ({', '.join(REPORT_FILES)})")
+    toml_text = rig_to_toml(result.rig, comments=comments)
+    summary = dict(result.as_dict(), rig_toml={"file": toml_path.name,
+                                               "sha256": hashlib.sha256(toml_text.encode("utf-8")).hexdigest()})
+    text = result.report() + f"\nFiles: {toml_path.name} (the identified rig for `ballctl track --rig`, next to " \
+                             f"this folder), summary.json, identification.png.\n"
+    with atomic_directory(report, flag="report_dir", own_names=REPORT_FILES) as tmp:
+        atomic_write_text(tmp / "summary.md", text)
+        atomic_write_text(tmp / "summary.json", json.dumps(strict_json(summary), indent=2, allow_nan=False))
+        save_figure(plot_identification(result), tmp / "identification.png")
+    toml_path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(toml_path, toml_text)
+    return [toml_path] + [report / name for name in REPORT_FILES]
 
 
 # ======================================================================= excitation
