@@ -406,22 +406,30 @@ def load_config(path: str | None) -> dict:
     return table
 
 
-def rig_from_spec(spec: str):
-    """The rig of a ``--rig`` value: a preset name or a TOML file (unknown names raise with the presets).
+def rig_from_spec(spec: str, flag: str = "--rig"):
+    """The rig of a ``--rig`` (or ``--truth``) value: a preset name or a TOML file.
 
     Parameters
     ----------
     spec : str
         ``tabletop``, ``lab``, ``ideal`` or a path ending in ``.toml``.
+    flag : str
+        The flag ``spec`` came from, named in the error.
 
     Returns
     -------
     RigProfile
+
+    Raises
+    ------
+    RigProfileError
+        For an unknown preset name (the message names ``flag`` and lists the presets) or an invalid file.
     """
-    from ..ball_plate.rig import PRESETS, RigProfile, rig_preset
+    from ..ball_plate.rig import PRESETS, RigProfile, RigProfileError, rig_preset
 
     if spec in PRESETS:
         return rig_preset(spec)
     if spec.endswith(".toml"):
         return RigProfile.from_toml(spec)
-    return rig_preset(spec)  # raises with the list of presets
+    raise RigProfileError(f"{flag}: unknown rig preset {spec!r}; presets are {sorted(PRESETS)}, or a rig file "
+                          "ending in .toml")

@@ -274,7 +274,7 @@ def _check_arguments(args: argparse.Namespace) -> _Plan:
     own = OUTPUT_FILES + tuple(n for n in (animate, None if log_in_out is None else log_in_out.parts[0]) if n)
     out = check_output_folder(args.out, "--out", own_names=own)
     rig = rig_from_spec(args.rig)
-    truth_rig = rig if args.truth is None else rig_from_spec(args.truth)
+    truth_rig = rig if args.truth is None else rig_from_spec(args.truth, "--truth")
     if truth_rig.dt != rig.dt:
         raise ParameterError(f"--truth {args.truth!r} runs at dt = {truth_rig.dt:g} s but --rig {args.rig!r} at "
                              f"{rig.dt:g} s: the design's control period must be the rig's")
