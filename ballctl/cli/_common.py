@@ -430,6 +430,9 @@ def rig_from_spec(spec: str, flag: str = "--rig"):
     if spec in PRESETS:
         return rig_preset(spec)
     if spec.endswith(".toml"):
-        return RigProfile.from_toml(spec)
+        try:
+            return RigProfile.from_toml(spec)
+        except RigProfileError as exc:
+            raise RigProfileError(f"{flag}: {exc}") from None
     raise RigProfileError(f"{flag}: unknown rig preset {spec!r}; presets are {sorted(PRESETS)}, or a rig file "
                           "ending in .toml")

@@ -47,11 +47,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._errors import BallctlWarning, ConfigError, ParameterError
+from .._errors import BallctlError, BallctlWarning, ConfigError, ParameterError
 from .._io import atomic_directory, check_output_folder
-from ._common import add_ball_overrides, add_circle_arguments, circle, number, rig_ball_plate, rig_from_spec
+from ._common import add_ball_overrides, add_circle_arguments, circle, integer, number, rig_ball_plate, rig_from_spec
 
-__all__ = ["NAME", "HELP", "SCHEDULER_TIMEOUT_S", "add_arguments", "run"]
+__all__ = ["NAME", "HELP", "MAX_DURATION_S", "MAX_RUN_STEPS", "SCHEDULER_TIMEOUT_S", "add_arguments", "run"]
 
 NAME = "montecarlo"
 HELP = ("Monte Carlo of the rig's circle tracker (the LQG ballctl track exports, or the plain LQR) over a rig's "
@@ -59,6 +59,10 @@ HELP = ("Monte Carlo of the rig's circle tracker (the LQG ballctl track exports,
 
 MAX_STATE_ERRORS = {"contact_x": 0.01, "contact_y": 0.01, "yaw": 0.5,
                     "contact_x_rate": 0.1, "contact_y_rate": 0.1, "yaw_rate": 5.0}
+#: --duration at most this (s), as for ballctl track: the gains, the filter and every run are stored per control step
+MAX_DURATION_S = 600.0
+#: --runs x control steps at most this: each run's error history is kept (8 bytes a step, about 160 MB)
+MAX_RUN_STEPS = 20_000_000
 #: how long to wait for a Dask scheduler (and for its first worker), s
 SCHEDULER_TIMEOUT_S = 5.0
 #: the files montecarlo writes: an earlier output folder of only these may be replaced
@@ -96,16 +100,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "tabletop rig the design track exports; the quasi-static ones lose runs on its servo plate)")
     add_circle_arguments(p)
     g = p.add_argument_group("runs")
-    g.add_argument("--runs", type=int, default=200, help="number of runs (default 200)")
-    g.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
-    g.add_argument("--chunk-size", type=int, default=50, help="runs per chunk (default 50)")
-    g.add_argument("--workers", type=int, default=0,
+    g.add_argument("--runs", type=integer(low=1), default=200, help="number of runs (default 200)")
+    g.add_argument("--seed", type=integer(low=0), default=0, help="root seed, an integer >= 0 (default 0)")
+    g.add_argument("--chunk-size", type=integer(low=1), default=50, help="runs per chunk (default 50)")
+    g.add_argument("--workers", type=integer(low=0), default=0,
                    help="threads for the chunks (default 0: this thread; the compiled loop releases the GIL)")
     g.add_argument("--scheduler", default=None,
                    help="address of a running Dask scheduler with workers (tcp://host:8786); needs "
                         f"ballctl[distributed]; refused after {SCHEDULER_TIMEOUT_S:g} s without an answer")
     g.add_argument("--dt", type=float, default=None, help="controller sample time in s (default: the rig's)")
-    g.add_argument("--duration", type=float, default=4 * np.pi, help="run length in s (default 4 pi)")
+    g.add_argument("--duration", type=float, default=4 * np.pi,
+                   help=f"run length in s, at most {MAX_DURATION_S:g} (default 4 pi); --runs x control steps at most "
+                        f"{MAX_RUN_STEPS:,}")
     g = p.add_argument_group("uncertainty (default: the rig's; each flag overrides)")
     g.add_argument("--mass-std", type=number("kg", low=0), default=None,
                    help="std of the ball mass in kg (default: the rig's relative spread times the mass)")
@@ -351,15 +357,30 @@ def run(args: argparse.Namespace) -> int:
     if args.duration < dt:
         raise ParameterError(f"--duration must be at least one control period --dt = {dt} s, "
                              f"got {args.duration} s")
+    if args.duration > MAX_DURATION_S:
+        raise ParameterError(f"--duration must be at most {MAX_DURATION_S:g} s (the gains, the filter and every run "
+                             f"are stored per control step), got {args.duration:g} s")
+    steps = int(round(args.duration / dt))
+    if args.runs * steps > MAX_RUN_STEPS:
+        raise ParameterError(f"--runs {args.runs:,} over {steps:,} control steps: runs x steps must be at most "
+                             f"{MAX_RUN_STEPS:,} (each run's error history is kept); at most "
+                             f"{max(MAX_RUN_STEPS // steps, 1):,} runs at this --duration and --dt")
     lqg = args.controller == "lqg"
     plant = rig_ball_plate(args, rig)
+    if lqg and dt != rig.dt:  # the rig's sensors must sample at whole numbers of --dt: checked before any work
+        try:
+            replace(rig, dt=dt)
+        except BallctlError as exc:
+            why = "; ".join(line.strip() for line in str(exc).splitlines()[1:]) or str(exc)  # the problems alone
+            raise ParameterError(f"argument --dt: {dt:g} s does not suit rig {rig.name!r} ({why}); give a whole "
+                                 f"fraction of its sensors' periods, or leave --dt at the rig's {rig.dt:g} s") from None
+    circle(args, plant)  # the circle must be feasible on the plant (tilt, roll rate): refused before any work
     unc, described = _uncertainty(args, rig, plant, output_feedback=lqg)
     client = executor = pool = None
     if args.scheduler:  # before the design: an unreachable cluster is refused at once
         client = _connect(args.scheduler)
         executor = client.get_executor()
     try:
-        steps = int(round(args.duration / dt))
         say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
         say(f"rig {rig.name!r}: ball {plant.params.mass:g} kg, radius {plant.params.radius:g} m; drawn per run: "
             f"mass std {described['mass_std_kg']:.3g} kg, radius std {described['radius_std_m']:.3g} m, noise "

@@ -85,6 +85,7 @@ import numpy as np
 
 from .._errors import ConfigError
 from .._io import atomic_directory, check_output_folder
+from ._common import integer
 
 __all__ = ["DEFAULT_BALL_PLATE_PROBLEM", "DEFAULT_PROBLEM", "HELP", "NAME", "add_arguments", "load_problem", "run"]
 
@@ -208,7 +209,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p : argparse.ArgumentParser
     """
     p.add_argument("problem", nargs="?", default=None, help="TOML problem file (default: the built-in maneuver)")
-    p.add_argument("--intervals", type=int, default=None, help="mesh intervals (overrides [solver] intervals)")
+    p.add_argument("--intervals", type=integer(low=2), default=None,
+                   help="mesh intervals, at least 2 (overrides [solver] intervals; per leg for a ball-plate plan)")
     p.add_argument("--no-closed-loop", action="store_true", help="skip the LQR closed-loop run")
     p.add_argument("--ball-plate", action="store_true",
                    help="plan the built-in limit-aware ball-plate reference (a file with [ball_plate] implies it)")
@@ -273,8 +275,9 @@ def run(args: argparse.Namespace) -> int:
         branch = "search" if s["branch_search"] else None
     accuracy = None if s["accuracy_tolerance"] is None else \
         PlanAccuracy(tolerance=float(s["accuracy_tolerance"]), max_intervals=int(s["max_intervals"]))
-    print(f"[1/4] planning: branch search on a coarse mesh, then {s['intervals']} Hermite-Simpson intervals halved "
-          f"until the accuracy {s['accuracy_tolerance']} is met (IPOPT via CasADi)", file=sys.stderr)
+    first = "branch search on a coarse mesh, then " if branch == "search" else ""
+    print(f"[1/4] planning: {first}{s['intervals']} Hermite-Simpson intervals halved until the accuracy "
+          f"{s['accuracy_tolerance']} is met (IPOPT via CasADi)", file=sys.stderr)
     plan = plan_maneuver(ball, problem, intervals=s["intervals"], obstacle_continuation=s["obstacle_continuation"],
                          branch=branch, accuracy=accuracy)
     r = plan.report

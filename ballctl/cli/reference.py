@@ -36,10 +36,17 @@ def run(args: argparse.Namespace) -> int:
     args : argparse.Namespace
         Parsed arguments.
     """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from .._errors import ParameterError
     from ..figures.plotting import plot_reference, save_figure
 
-    if args.out:
-        output_file(args.out, "--out")
+    if args.out:  # before any work: a path that cannot be written, or a suffix matplotlib has no format for
+        out = output_file(args.out, "--out")
+        formats = FigureCanvasBase.get_supported_filetypes()
+        if out.suffix.lower().lstrip(".") not in formats:
+            raise ParameterError(f"--out {args.out!r} must end in a figure format ({', '.join(sorted(formats))}), "
+                                 f"or be '' to skip the figure")
     plant = ball_plate(args)
     ref = circle(args, plant)
     info = ref.summary()
