@@ -219,3 +219,41 @@ def test_the_compiled_loop_kernels_are_the_plants_equations(name):
         D = np.empty((plant.n_constraints, n))
         kernels.constraint_jacobian(x, p, D)
         np.testing.assert_allclose(D, plant.constraint_jacobian(x), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", LOOP_PLANTS)
+def test_the_loop_kernels_re_chart_the_ball_without_changing_its_motion(name):
+    """``keep_chart`` (the closed loops' re-chart of the truth ball) leaves a lean of 30 deg alone and
+    re-charts one of 80 deg to lean = roll = 0 with the same physics: the same contact point, the rolling
+    constraints still met, the same angular velocity of the ball, and the same contact and plate accelerations and constraint forces (to 1e-9
+    relative: the new chart's equations are other formulas of the same motion, so only rounding differs),
+    at 6 random consistent states and inputs."""
+    plant = PLANTS[name]()
+    kernels = plant.kernels
+    n = plant.n_coordinates
+    chart = kernels.CHART_COORDINATES
+    rng = np.random.default_rng(5)
+    for _ in range(6):
+        x, xd, u = random_consistent_state(plant, rng)
+        y = np.concatenate([x, xd])
+        y[3] = np.deg2rad(30.0)
+        y_kept = y.copy()
+        assert not kernels.keep_chart(y_kept, n)
+        np.testing.assert_array_equal(y_kept, y)
+        x[3] = np.deg2rad(80.0)
+        D = plant.constraint_jacobian(x)
+        np.testing.assert_allclose(D[:, :2], np.eye(2), atol=1e-15)
+        xd[:2] = -(D[:, 2:] @ xd[2:])  # rolling at the new lean
+        y = np.concatenate([x, xd])
+        assert kernels.keep_chart(y, n)
+        x2, xd2 = y[:n], y[n:]
+        assert x2[chart[1]] == 0.0 and x2[chart[2]] == 0.0
+        np.testing.assert_array_equal(np.delete(x2, chart[1:]), np.delete(x, chart[1:]))
+        np.testing.assert_allclose(plant.constraint_jacobian(x2) @ xd2, 0.0, atol=1e-12)
+        omega = getattr(plant, "angular_velocity", None) or plant.ball_angular_velocity
+        np.testing.assert_allclose(omega(x2, xd2), omega(x, xd), rtol=1e-12, atol=1e-12)
+        xdd, lam = plant.accelerations(x, xd, u)
+        xdd2, lam2 = plant.accelerations(x2, xd2, u)
+        keep = [i for i in range(n) if i not in chart]
+        np.testing.assert_allclose(xdd2[keep], xdd[keep], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(lam2, lam, rtol=1e-9, atol=1e-9)

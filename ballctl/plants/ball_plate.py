@@ -484,18 +484,10 @@ class BallPlate(ConstrainedSystem):
         x, xd : array_like, shape (5,)
             Coordinates and velocities of one state.
         """
-        x = np.array(x, dtype=float)
-        xd = np.array(xd, dtype=float)
-        w = self.angular_velocity(x, xd)
-        cps, sps = np.cos(x[2]), np.sin(x[2])
-        x_new = x.copy()
-        x_new[3] = 0.0
-        x_new[4] = 0.0
-        xd_new = xd.copy()
-        xd_new[2] = w[2]
-        xd_new[3] = w[0] * cps + w[1] * sps
-        xd_new[4] = -w[0] * sps + w[1] * cps
-        return x_new, xd_new
+        n = self.n_coordinates
+        y = np.concatenate([np.asarray(x, dtype=float).reshape(n), np.asarray(xd, dtype=float).reshape(n)])
+        _kernels.rechart(y, n)   # the one formula, shared with the closed loops' keep_chart
+        return y[:n], y[n:]
 
     def rolling_velocities(self, x, contact_velocity, spin) -> np.ndarray:
         """Full velocity ``xd`` from the contact velocity and the normal spin.

@@ -24,6 +24,7 @@ import numpy as np
 
 from .._errors import ShapeError
 from ..hardware import LoopImperfections, RigLimits
+from ..plants.kernels import LOOP_KERNELS
 from .loop_step import delay_segments, quantize_clamp
 
 __all__ = ["EstimatorArrays", "LoopArrays", "RunDraws", "sensor_draws", "imperfection_draws", "draw_runs"]
@@ -126,6 +127,10 @@ class LoopArrays:
         Actuator dead band in input units (0: none).
     estimator : EstimatorArrays or None
         Output feedback through this filter; None: state feedback.
+    rechart : bool
+        Re-chart the truth ball after every step (its kernel module's ``keep_chart``, derived): True when
+        the module has one and the controller does not read the chart's angles (output feedback, or a
+        state selection without them and their rates).
     n : int
         Truth coordinates (derived).
     y_ref : ndarray, shape (K, 2n)
@@ -151,6 +156,7 @@ class LoopArrays:
     divergence_error: float | None = None
     deadband: float = 0.0
     estimator: EstimatorArrays | None = None
+    rechart: bool = field(init=False)
     n: int = field(init=False)
     y_ref: np.ndarray = field(init=False, repr=False)
     u_start: np.ndarray = field(init=False, repr=False)
@@ -206,6 +212,7 @@ class LoopArrays:
                             ("y_ref", np.ascontiguousarray(np.concatenate([x_ref, xd_ref], axis=1))),
                             ("u_start", u_start)):
             put(name, value)
+        put("rechart", _rechart(self.kernel_code, sel, self.n, e is not None))
 
     @property
     def quantum(self) -> float:
@@ -414,3 +421,15 @@ def draw_runs(loop: LoopArrays, seeds, params, x0, xd0, *, noise_std=None, imper
             err[i] = np.asarray(noise_std, dtype=float) * np.random.default_rng(s).standard_normal((K, N))
     bias = np.zeros((B, ny)) if loop.estimator is None else np.repeat(loop.estimator.bias[None], B, axis=0)
     return RunDraws(P, X0, XD0, err, z, bias, received, shift, np.full(B, loop.delay_s))
+
+
+def _rechart(kernel_code: int, selection: np.ndarray, n: int, output_feedback: bool) -> bool:
+    """Whether the loops re-chart the truth (:attr:`LoopArrays.rechart`)."""
+    if not 0 <= kernel_code < len(LOOP_KERNELS):
+        return False
+    module = LOOP_KERNELS[kernel_code]
+    chart = tuple(getattr(module, "CHART_COORDINATES", ()))
+    if not chart or not hasattr(module, "keep_chart"):
+        return False
+    read = {int(i) for i in selection}
+    return output_feedback or not read & ({*chart} | {n + i for i in chart})

@@ -212,6 +212,8 @@ class PlantStepper(Protocol):
         plant integrated segment by segment returns ``y``.
     residual(y) -> ndarray
         ``D(x) xd`` at the state ``y``.
+    keep_chart(y) -> ndarray, optional
+        ``y`` re-charted as the compiled loop does (called when ``LoopArrays.rechart``).
     """
 
     def segment(self, y: np.ndarray, t_a: float, t_b: float, u: np.ndarray) -> np.ndarray:
@@ -273,6 +275,8 @@ class NonlinearStepper:
         self.stabilization = None if tuple(stabilization) == (0.0, 0.0) else tuple(stabilization)
         n = plant.n_coordinates
         self._n = n
+        # the truth ball's chart, kept as the compiled loop keeps it (None: a plant without one)
+        self._keep_chart = getattr(getattr(plant, "kernels", None), "keep_chart", None)
         self._names = tuple(plant.coordinate_names) + tuple(f"{c}_rate" for c in plant.coordinate_names)
 
     def _rhs(self, u):
@@ -316,6 +320,25 @@ class NonlinearStepper:
         du : ndarray, shape (nu,)
             Input deviation that acted over the step.
         """
+        return y
+
+    def keep_chart(self, y):
+        """``y`` with the truth ball re-charted as the compiled loop does (when ``LoopArrays.rechart``).
+
+        The truth plant's kernel module's ``keep_chart`` (the ball on a plate:
+        :func:`ballctl.plants.kernels.ball_plate.keep_chart`) re-charts when the
+        lean passed ``RECHART_LEAN``; ``y`` unchanged for a plant without one
+        or a state that is not finite.
+
+        Parameters
+        ----------
+        y : ndarray, shape (2n,)
+            State at the end of a step.
+        """
+        if self._keep_chart is None or not np.all(np.isfinite(y)):
+            return y
+        y = np.array(y, dtype=float)
+        self._keep_chart(y, self._n)
         return y
 
     def residual(self, y):
@@ -490,6 +513,8 @@ def run_loop(component, stepper, loop: LoopArrays, run: RunDraws, *, raise_on_fa
         effective_input(held[0], held[1], d_frac, dt, u_step)
         out_u[0, k] = u_step
         y = stepper.end_step(k, y, u_step - loop.u_ref[k])
+        if loop.rechart and hasattr(stepper, "keep_chart"):
+            y = stepper.keep_chart(y)
         if not np.all(np.isfinite(y)) and not stop_on_divergence:
             if raise_on_failure:
                 names = tuple(f"y[{i}]" for i in range(2 * n))

@@ -31,7 +31,13 @@ It runs the *same* loop as the Python reference path of
    (:func:`ballctl.simulation.loop_step.effective_input`); a servo dead band
    (:func:`ballctl.simulation.loop_step.backlash`) stands between it and the plant,
 4. classical RK4 with ``substeps`` steps per segment on the truth plant's
-   index-1 equations with Baumgarte stabilization ``(a, b)``.
+   index-1 equations with Baumgarte stabilization ``(a, b)``; then (``rechart``,
+   :attr:`~ballctl.simulation.arrays.LoopArrays.rechart`) the truth
+   ball is re-charted if its lean passed ``RECHART_LEAN`` (its kernel module's
+   ``keep_chart``, e.g. :func:`ballctl.plants.kernels.ball_plate.keep_chart`:
+   an isotropic ball's orientation angles are re-chosen, its motion is not
+   changed), so a drawn rig whose ball turns away from the reference's
+   orientation is not lost to the angles' singularity.
 
 The truth plant may have more coordinates than the design (a quasi-static
 design on the servo plate): the reference, the controller's state selection
@@ -82,6 +88,7 @@ __all__ = ["CompiledLoopOutput", "kernel_code", "run_closed_loop"]
 
 _ACCELERATIONS = tuple(m.accelerations for m in LOOP_KERNELS)
 _JACOBIANS = tuple(m.constraint_jacobian for m in LOOP_KERNELS)
+_KEEP_CHART = tuple(m.keep_chart for m in LOOP_KERNELS)
 
 # the dispatch over the registry's kernels is a tuple of compiled functions (cached like any other)
 warnings.filterwarnings("ignore", message="First-class function type feature is experimental",
@@ -121,6 +128,15 @@ def _constraint_jacobian(code, x, p, out):
     for f in literal_unroll(_JACOBIANS):
         if i == code:
             f(x, p, out)
+        i += 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _keep_chart(code, y, n):
+    i = 0
+    for f in literal_unroll(_KEEP_CHART):
+        if i == code:
+            f(y, n)
         i += 1
 
 
@@ -170,7 +186,7 @@ def _blank_after(r, k, out_y, out_X, out_Xm, out_d, out_res, out_u, out_meas):
 def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gains, sel, meas_err,
           feedback, quantum, max_angle, max_rate, d_int, d_frac, substeps, a, b, div_error, div_idx,
           has_est, sampled, Cm, Mg, Ad, Bd, sig_idx, sig_ref, bias, noise_std, z, lat, received, shift, deadband,
-          out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas, events, status):
+          rechart, out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas, events, status):
     B = Y0.shape[0]
     K = out_y.shape[1]
     steps = K - 1
@@ -315,6 +331,8 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                     for i in range(nu):
                         u_plant[i] = u_app[i]
                 rk4_hold(code, y, t_b - t_a, substeps, u_plant, p, a, b, n, k1, k2, k3, k4, tmp, xdd, lam)
+            if rechart:
+                _keep_chart(code, y, n)   # the truth ball's chart (a NaN state passes unchanged)
             effective_input(held[0], held[1], d_frac[r], dt, u_step)
             for i in range(nu):
                 out_u[r, k, i] = u_step[i]
@@ -417,7 +435,7 @@ def run_closed_loop(loop: LoopArrays, runs: RunDraws) -> CompiledLoopOutput:
             loop.u_start, loop.gains, loop.selection, runs.measurement_error, loop.feedback, loop.quantum,
             loop.max_angle, loop.max_rate, d_int, d_frac, loop.substeps, a, b, loop.divergence_error,
             loop.tracked_index, e is not None, *est, runs.bias, (np.zeros(0) if e is None else e.noise_std),
-            runs.standard_normal, lat, runs.received, runs.sample_shift, loop.deadband,
+            runs.standard_normal, lat, runs.received, runs.sample_shift, loop.deadband, loop.rechart,
             out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas, events, status)
     _loop(*args)
     return CompiledLoopOutput(out_y[:, :, :n], out_y[:, :, n:], out_u, out_X, out_Xm, out_res, events, status,

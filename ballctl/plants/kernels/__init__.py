@@ -39,9 +39,11 @@ index-1 solve is then the only Python left per call.
 from . import ball_plate, batching, moving_plate, rails, rolling_ball, rolling_disk
 
 #: The kernel modules that give the compiled closed loop (:mod:`ballctl.simulation.engine`) its truth
-#: plant, in the order of their ``kernel_code``. Each has ``accelerations(x, xd, u, p, a, b, xdd, lam)`` and
-#: ``constraint_jacobian(x, p, out)`` (the plant's ``kernels`` attribute names its module); a new plant joins
-#: the compiled loop by this one entry, and the plant-contract test checks its kernels against the plant.
+#: plant, in the order of their ``kernel_code``. Each has ``accelerations(x, xd, u, p, a, b, xdd, lam)``,
+#: ``constraint_jacobian(x, p, out)`` and ``keep_chart(y, n)`` (re-charts the state ``y = (x, xd)`` in place when
+#: its chart needs it; a plant without charts returns False); the plant's ``kernels`` attribute names its
+#: module. A new plant joins the compiled loop by this one entry, and the plant-contract test checks its
+#: kernels against the plant.
 LOOP_KERNELS = (ball_plate, moving_plate)
 
 __all__ = ["LOOP_KERNELS", "ball_plate", "batching", "moving_plate", "rails", "rolling_ball", "rolling_disk"]

@@ -57,7 +57,8 @@ from numba import njit
 from ..._linalg import solve_symmetric_inplace
 
 #: the compiled loop's interface (the other kernels are the plants' internals, imported by name)
-__all__ = ["N_PARAMETERS", "accelerations", "constraint_jacobian", "contact_forces"]
+__all__ = ["CHART_COORDINATES", "N_PARAMETERS", "RECHART_LEAN", "accelerations", "constraint_jacobian",
+           "contact_forces", "keep_chart", "rechart"]
 
 N_COORDINATES = 5
 N_CONSTRAINTS = 2
@@ -66,6 +67,14 @@ N_PARAMETERS = 5
 
 #: contact speed v_eps in m/s below which the rolling-resistance direction is smoothed (eps = v_eps / R in rad/s)
 ROLLING_SPEED_SCALE = 1e-4
+
+#: lean in rad beyond which the closed loops re-chart the truth ball (:func:`keep_chart`): 70 deg, where
+#: ``roll' = .../cos(lean)`` is amplified 2.9 times, well before the chart's singularity at 90 deg
+RECHART_LEAN = float(np.deg2rad(70.0))
+_COS_RECHART_LEAN = float(np.cos(RECHART_LEAN))
+#: indices of the coordinates :func:`rechart` re-chooses, (yaw, lean, roll): a controller that reads them (or their
+#: rates) reads the chart, and the closed loops then leave the truth's chart alone
+CHART_COORDINATES = (2, 3, 4)
 
 
 @njit(cache=True)
@@ -81,6 +90,59 @@ def rolling_couple(w0, w1, normal, c, R):
     eps = ROLLING_SPEED_SCALE / R
     scale = -(c * R) * normal / np.sqrt(w0 * w0 + w1 * w1 + eps * eps)
     return scale * w0, scale * w1
+
+
+@njit(cache=True)
+def rechart(y, n):
+    r"""The same physical state in a fresh chart of the ball, lean = roll = 0, in place on ``y = (x, xd)``.
+
+    The ball is isotropic, so its body axes may be re-chosen at any instant
+    without changing the physics: the new body frame is ``R_rel = Rz(yaw)``
+    (same yaw), the contact point and the angular velocity in the plate frame
+
+    .. math:: \omega = (\dot\phi c_\psi - \dot\theta s_\psi c_\phi,\;
+              \dot\phi s_\psi + \dot\theta c_\psi c_\phi,\; \dot\psi + \dot\theta s_\phi)
+
+    are unchanged, so the new rates are ``yaw' + roll' sin(lean)``, ``lean'`` and
+    ``roll' cos(lean)``. ``x[2:5] = (yaw, lean, roll)`` for every plant of the ball
+    on a plate (the ball's coordinates come first), so this serves them all.
+
+    Parameters
+    ----------
+    y : ndarray, shape (2n,), float64
+        Coordinates then velocities; overwritten.
+    n : int
+        Number of coordinates.
+    """
+    sph = np.sin(y[3])
+    cph = np.cos(y[3])
+    y[n + 2] = y[n + 2] + y[n + 4] * sph
+    y[n + 4] = y[n + 4] * cph
+    y[3] = 0.0
+    y[4] = 0.0
+
+
+@njit(cache=True)
+def keep_chart(y, n):
+    """:func:`rechart` ``y`` in place when ``|lean| > RECHART_LEAN``; whether it did.
+
+    The closed loops (compiled and Python) call it after every control step on
+    the truth's state, so a truth ball whose orientation drifts from the
+    reference's (another radius, a slipping start) never reaches the chart's
+    singularity: the contact motion is unchanged, only the angles that describe
+    an isotropic ball's orientation are re-chosen.
+
+    Parameters
+    ----------
+    y : ndarray, shape (2n,), float64
+        Coordinates then velocities.
+    n : int
+        Number of coordinates.
+    """
+    if np.cos(y[3]) < _COS_RECHART_LEAN:
+        rechart(y, n)
+        return True
+    return False
 
 
 @njit(cache=True)

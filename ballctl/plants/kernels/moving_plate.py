@@ -64,11 +64,13 @@ from numba import njit
 
 from .ball_plate import constraint_bias as _ball_bias
 from .ball_plate import constraint_jacobian as _ball_jacobian
-from .ball_plate import rolling_couple
+# the ball's chart, the same on a moving plate (the ball's coordinates come first)
+from .ball_plate import CHART_COORDINATES, keep_chart, rolling_couple
 from ..._linalg import solve_unit_constrained
 
 #: the compiled loop's interface (the other kernels are the plants' internals, imported by name)
-__all__ = ["N_PARAMETERS", "accelerations", "constraint_jacobian", "contact_forces"]
+__all__ = ["CHART_COORDINATES", "N_PARAMETERS", "accelerations", "constraint_jacobian", "contact_forces",
+           "keep_chart"]
 
 N_PARAMETERS = 17
 
