@@ -225,9 +225,9 @@ def test_the_compiled_loop_kernels_are_the_plants_equations(name):
 def test_the_loop_kernels_re_chart_the_ball_without_changing_its_motion(name):
     """``keep_chart`` (the closed loops' re-chart of the truth ball) leaves a lean of 30 deg alone and
     re-charts one of 80 deg to lean = roll = 0 with the same physics: the same contact point, the rolling
-    constraints still met, the same angular velocity of the ball, and the same contact and plate accelerations and constraint forces (to 1e-9
-    relative: the new chart's equations are other formulas of the same motion, so only rounding differs),
-    at 6 random consistent states and inputs."""
+    constraints still met, the same angular velocity of the ball, and the same contact and plate
+    accelerations and constraint forces (to 1e-9 relative: the new chart's equations are other formulas of
+    the same motion, so only rounding differs), at 6 random consistent states and inputs."""
     plant = PLANTS[name]()
     kernels = plant.kernels
     n = plant.n_coordinates

@@ -128,9 +128,12 @@ class LoopArrays:
     estimator : EstimatorArrays or None
         Output feedback through this filter; None: state feedback.
     rechart : bool
-        Re-chart the truth ball after every step (its kernel module's ``keep_chart``, derived): True when
-        the module has one and the controller does not read the chart's angles (output feedback, or a
-        state selection without them and their rates).
+        Re-chart the truth ball after every step where its chart needs it (its kernel module's
+        ``keep_chart``): a truth plant's simulation asks for it
+        (:func:`~ballctl.simulation.closed_loop.controller_loop`), a loop that builds a reference does not
+        (its angles must stay continuous). It is
+        kept only when the module has ``keep_chart`` and the controller does not read the chart's angles
+        (output feedback, or a state selection without them and their rates); False otherwise.
     n : int
         Truth coordinates (derived).
     y_ref : ndarray, shape (K, 2n)
@@ -156,7 +159,7 @@ class LoopArrays:
     divergence_error: float | None = None
     deadband: float = 0.0
     estimator: EstimatorArrays | None = None
-    rechart: bool = field(init=False)
+    rechart: bool = False
     n: int = field(init=False)
     y_ref: np.ndarray = field(init=False, repr=False)
     u_start: np.ndarray = field(init=False, repr=False)
@@ -212,7 +215,7 @@ class LoopArrays:
                             ("y_ref", np.ascontiguousarray(np.concatenate([x_ref, xd_ref], axis=1))),
                             ("u_start", u_start)):
             put(name, value)
-        put("rechart", _rechart(self.kernel_code, sel, self.n, e is not None))
+        put("rechart", bool(self.rechart) and _rechart_allowed(self.kernel_code, sel, self.n, e is not None))
 
     @property
     def quantum(self) -> float:
@@ -423,8 +426,8 @@ def draw_runs(loop: LoopArrays, seeds, params, x0, xd0, *, noise_std=None, imper
     return RunDraws(P, X0, XD0, err, z, bias, received, shift, np.full(B, loop.delay_s))
 
 
-def _rechart(kernel_code: int, selection: np.ndarray, n: int, output_feedback: bool) -> bool:
-    """Whether the loops re-chart the truth (:attr:`LoopArrays.rechart`)."""
+def _rechart_allowed(kernel_code: int, selection: np.ndarray, n: int, output_feedback: bool) -> bool:
+    """Whether the loops can re-chart the truth (:attr:`LoopArrays.rechart`) without the controller noticing."""
     if not 0 <= kernel_code < len(LOOP_KERNELS):
         return False
     module = LOOP_KERNELS[kernel_code]

@@ -612,7 +612,7 @@ def controller_loop(controller: TrackingController, truth: ConstrainedSystem, st
                       times=ref.t[:K], x_ref=x_ref, xd_ref=xd_ref, u_ref=ref.u[:K], gains=gains[:steps],
                       selection=selection, tracked_index=_tracked_index(truth), feedback=mode != "open",
                       limits=limits or RigLimits(), substeps=substeps, stabilization=stabilization,
-                      divergence_error=divergence_error,
+                      divergence_error=divergence_error, rechart=True,
                       deadband=0.0 if imperfections is None else imperfections.actuator_deadband, estimator=arrays)
 
 
