@@ -1,7 +1,8 @@
 """The documentation pages read as programs: fenced blocks, output blocks, command lines, inline code.
 
-Shared by ``tests/test_docs_code.py`` (the pages' code, run page by page) and ``tests/test_docs_commands.py``
-(the command lines of the pages). The conventions the pages follow, and these tests check:
+Shared by ``tests/test_docs_code.py`` (the pages' code, run page by page), ``tests/test_docs_commands.py``
+(the command lines of the pages) and ``tests/test_docs_records.py`` (the measurement records). The conventions
+the pages follow, and these tests check:
 
 * **Every fence names its language.** ```` ```python ```` runs; ```` ```bash ````, ```` ```shell ```` and
   ```` ```console ```` hold command lines, which run; ```` ```text ```` is *output* (below); other literal text
@@ -19,6 +20,11 @@ Shared by ``tests/test_docs_code.py`` (the pages' code, run page by page) and ``
   gain-schedule tutorial, which a ```` ```console ```` block then compiles and runs).
 * **In an output**, ``...`` stands for any text (doctest's ELLIPSIS), whitespace is normalized, words must be
   equal and numbers must agree to two significant digits (:func:`compare_output`).
+* **A measurement record** (:func:`records`) is what a command printed on one machine on one day, kept on the
+  page because it takes minutes or its numbers are the machine's: a paragraph that starts with
+  ``**Measurement record** (YYYY-MM-DD, ...)`` and names the commands that regenerate it in code spans, and the
+  table right after it (:func:`tables`). ``tests/test_docs_records.py`` checks the commands and recomputes the
+  entries that are not timings; a record without a table holds timings only and says so in its label.
 
 ``python tests/docs_pages.py PAGE...`` runs pages and rewrites their output blocks from the run
 (:func:`update_outputs`): after a change of the code, paste nothing by hand.
@@ -127,6 +133,155 @@ def prose(page: pathlib.Path) -> str:
 def code_spans(text: str) -> list[str]:
     """The inline code spans of a piece of prose (a span may wrap over lines: its whitespace is normalized)."""
     return [" ".join(m.group(1).split()) for m in re.finditer(r"(?<!`)`([^`\n]+(?:\n[^`\n]+)*)`(?!`)", text)]
+
+
+# ------------------------------------------------------------------------------------------------ tables, records
+def _split_cells(row: str) -> tuple[str, ...]:
+    r"""The cells of a Markdown table row (``\|`` and a ``|`` inside a code span do not split)."""
+    cells, current, code = [], [], False
+    text = row.strip()
+    text = text[1:] if text.startswith("|") else text
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text) and text[i + 1] == "|":
+            current.append("|")
+            i += 2
+            continue
+        if c == "`":
+            code = not code
+        if c == "|" and not code:
+            cells.append("".join(current).strip())
+            current = []
+        else:
+            current.append(c)
+        i += 1
+    if "".join(current).strip():
+        cells.append("".join(current).strip())
+    return tuple(cells)
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """A Markdown table of a page's prose."""
+
+    page: pathlib.Path
+    line: int                           # line of the header row, 1-based
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]   # the body rows (the ``|---|`` rule left out)
+    caption: str                        # the paragraph right before the table ("" when there is none)
+
+    @property
+    def where(self) -> str:
+        return f"{page_id(self.page)}:{self.line}"
+
+    def column(self, name: str) -> int:
+        """Index of the column whose header starts with ``name``."""
+        found = [i for i, h in enumerate(self.header) if h.startswith(name)]
+        if len(found) != 1:
+            raise KeyError(f"{self.where}: no single column {name!r} in {self.header}")
+        return found[0]
+
+    def row(self, label: str) -> tuple[str, ...]:
+        """The row whose first cell is ``label``."""
+        found = [r for r in self.rows if r and r[0] == label]
+        if len(found) != 1:
+            raise KeyError(f"{self.where}: no single row {label!r} in {[r[0] for r in self.rows]}")
+        return found[0]
+
+
+def _items(page: pathlib.Path) -> list[tuple[str, int, object]]:
+    """The page outside its fenced blocks, in order: ``("text", line, paragraph)``, ``("table", line, rows)``,
+    ``("fence", line, Block)`` and ``("blank", line, "")`` items (a table row is a line starting with ``|``)."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    fences = {b.line: b for b in blocks(page)}
+    items: list = []
+    i = 0
+    while i < len(lines):
+        if i + 1 in fences:
+            items.append(("fence", i + 1, fences[i + 1]))
+            i = fences[i + 1].end_line
+            continue
+        line = lines[i]
+        if not line.strip():
+            items.append(("blank", i + 1, ""))
+        elif line.lstrip().startswith("|"):
+            if items and items[-1][0] == "table":
+                items[-1][2].append(line)
+            else:
+                items.append(("table", i + 1, [line]))
+        elif items and items[-1][0] == "text":
+            kind, first, text = items[-1]
+            items[-1] = (kind, first, text + "\n" + line)
+        else:
+            items.append(("text", i + 1, line))
+        i += 1
+    return items
+
+
+def tables(page: pathlib.Path) -> list[Table]:
+    """The Markdown tables of the page's prose, each with the paragraph right before it as its caption."""
+    items, found = _items(page), []
+    for k, (kind, line, rows) in enumerate(items):
+        if kind != "table":
+            continue
+        before = [it for it in items[:k] if it[0] != "blank"]
+        caption = before[-1][2] if before and before[-1][0] == "text" else ""
+        cells = [_split_cells(r) for r in rows]
+        body = tuple(c for c in cells[1:] if not all(re.fullmatch(r":?-{3,}:?", x) for x in c))
+        found.append(Table(page, line, cells[0], body, caption))
+    return found
+
+
+#: the label of a measurement record: a paragraph that starts with it, then the date of the measurement
+RECORD_LABEL = re.compile(r"^\*\*Measurement record\*\* \((?P<date>\d{4}-\d{2}-\d{2})\b")
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """A measurement record: numbers a command printed on one machine on one day, which the page keeps.
+
+    The paragraph that introduces it starts with ``**Measurement record** (YYYY-MM-DD, ...)`` and names, in code
+    spans, the command lines that regenerate it; the record is that paragraph and the table right after it (or the
+    first table of the file a ```{include} right after it includes), if any. ``tests/test_docs_records.py`` checks
+    that the commands exist and parse, and recomputes the record's entries that are not timings.
+    """
+
+    page: pathlib.Path
+    line: int
+    date: str
+    text: str                   # the introducing paragraph
+    table: Table | None
+
+    @property
+    def where(self) -> str:
+        return f"{page_id(self.page)}:{self.line}"
+
+    @property
+    def commands(self) -> list[str]:
+        """The command lines of ballctl's (the CLI, an example, a benchmark) the paragraph names."""
+        return [s for s in code_spans(self.text) if kind_of(s) == "ballctl"]
+
+
+def records(page: pathlib.Path) -> list[Record]:
+    """The page's measurement records, in order."""
+    items = [it for it in _items(page) if it[0] != "blank"]
+    page_tables = {t.line: t for t in tables(page)}
+    found = []
+    for k, (kind, line, text) in enumerate(items):
+        if kind != "text":
+            continue
+        m = RECORD_LABEL.match(text)
+        if not m:
+            continue
+        table = None
+        if k + 1 < len(items) and items[k + 1][0] == "table":
+            table = page_tables[items[k + 1][1]]
+        elif k + 1 < len(items) and items[k + 1][0] == "fence" and items[k + 1][2].lang == "{include}":
+            included = (page.parent / items[k + 1][2].argument).resolve()
+            table = (tables(included) or [None])[0]
+        found.append(Record(page, line, m.group("date"), text, table))
+    return found
 
 
 # ------------------------------------------------------------------------------------------------ outputs
