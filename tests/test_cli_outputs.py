@@ -3,16 +3,15 @@ the first run says that it compiles the simulation kernels."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from ballctl._errors import FileArgumentError
 from ballctl._io import OUTPUT_MARKER, atomic_directory, check_output_folder
+from processes import killed_at
 
 
 def _siblings(out: Path):
@@ -137,23 +136,8 @@ def _complete(out: Path) -> dict:
 
 
 def _killed_at(out: Path, line: str, delay: float) -> bool:
-    """Start the job, kill -9 it ``delay`` s after its stderr shows ``line``; whether it was still running."""
-    proc = subprocess.Popen([sys.executable, "-m", "ballctl.cli", *_JOB, "--out", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        for text in proc.stderr:
-            if text.startswith(line):
-                break
-        time.sleep(delay)
-        running = proc.poll() is None
-        if running:
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stderr.close()
-    return running
+    """The job killed -9 ``delay`` s after its stderr shows ``line``; whether it was still running."""
+    return killed_at([sys.executable, "-m", "ballctl.cli", *_JOB, "--out", str(out)], line, delay)
 
 
 @pytest.mark.slow

@@ -10,10 +10,8 @@ name what the log cannot tell.
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from ballctl.references.paths import LissajousPath
 from ballctl.ball_plate.rig import RigProfile, rig_preset
 from ballctl.ball_plate.rig_log import RigLog, read_rig_log
 from ballctl.ball_plate.design import design_for_rig
+from processes import killed_at
 
 DEG = np.pi / 180
 #: the issue's targets (the tolerances of ballctl.ball_plate.identification.TOLERANCES): level offsets 0.15 deg, latency
@@ -327,23 +326,6 @@ def _identify(log: Path, out: Path) -> list[str]:
             "plate_offset,rolling_resistance"]
 
 
-def _killed_at(argv: list[str], line: str, delay: float) -> bool:
-    """Start the job, kill -9 it ``delay`` s after its stderr shows ``line``; whether it was still running."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        for text in proc.stderr:
-            if text.startswith(line):
-                break
-        time.sleep(delay)
-        running = proc.poll() is None
-        if running:
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stderr.close()
-    return running
 
 
 def _absent_or_complete(toml: Path, *, earlier: bool) -> None:
@@ -370,7 +352,7 @@ def test_a_killed_identify_leaves_its_outputs_absent_or_complete(tmp_path):
     killed = 0
     for i, (line, delay) in enumerate(moments):
         toml = tmp_path / f"fresh{i}" / "rig.toml"
-        killed += _killed_at(_identify(log, toml), line, delay)
+        killed += killed_at(_identify(log, toml), line, delay)
         if toml.parent.exists():
             _absent_or_complete(toml, earlier=False)
     assert killed >= 3   # the moments before the end did kill a running job
@@ -380,7 +362,7 @@ def test_a_killed_identify_leaves_its_outputs_absent_or_complete(tmp_path):
     _check_pair(toml, toml.with_name("rig_report"))
     (toml.with_name("rig_report") / "summary.md").write_text("first run")   # tells the two runs apart
     for line, delay in moments[2:5]:
-        _killed_at(_identify(log, toml), line, delay)
+        killed_at(_identify(log, toml), line, delay)
         _absent_or_complete(toml, earlier=True)
         assert toml.exists() and toml.with_name("rig_report").exists()
         text = (toml.with_name("rig_report") / "summary.md").read_text()
