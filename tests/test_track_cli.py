@@ -69,11 +69,14 @@ def _rig_file(path, offset_deg):
 
 
 def test_track_verifies_over_the_rigs_uncertainty_and_the_design_never_sees_the_truth(tmp_path, capsys):
-    args = ["track", "--design", "exact", "--duration", "3.0", "--robust-runs", "24", "--max-rms-error", "0.02"]
+    args = ["track", "--design", "exact", "--duration", "3.0", "--max-rms-error", "0.02"]
     outs = {}
-    for offset in (0.5, 1.0):
+    # the 0.5 deg rig only gives the design to compare (designed before any verification): its nominal run
+    # suffices; the 1 deg rig is verified over its uncertainty
+    for offset, runs in ((0.5, "0"), (1.0, "24")):
         out = tmp_path / f"level{offset}"
-        assert main(args + ["--rig", _rig_file(tmp_path / f"rig{offset}.toml", offset), "--out", str(out)]) == 0
+        assert main(args + ["--robust-runs", runs, "--rig", _rig_file(tmp_path / f"rig{offset}.toml", offset),
+                            "--out", str(out)]) == 0
         outs[offset] = out
     summary = json.loads((outs[1.0] / "summary.json").read_text(), parse_constant=_reject)
     v = summary["verification"]["exact"]
