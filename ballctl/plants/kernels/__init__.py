@@ -40,8 +40,9 @@ from . import ball_plate, batching, moving_plate, rails, rolling_ball, rolling_d
 
 #: The kernel modules that give the compiled closed loop (:mod:`ballctl.simulation.engine`) its truth
 #: plant, in the order of their ``kernel_code``. Each has ``accelerations(x, xd, u, p, a, b, xdd, lam)``,
-#: ``constraint_jacobian(x, p, out)`` and ``keep_chart(y, n)`` (re-charts the state ``y = (x, xd)`` in place when
-#: its chart needs it; a plant without charts returns False); the plant's ``kernels`` attribute names its
+#: ``constraint_jacobian(x, p, out)``, ``keep_chart(y, n)`` (re-charts the state ``y = (x, xd)`` in place when
+#: its chart needs it and says whether it did; a plant without a chart returns False) and ``CHART_COORDINATES``
+#: (the coordinates a re-chart changes, ``()`` without a chart); the plant's ``kernels`` attribute names its
 #: module. A new plant joins the compiled loop by this one entry, and the plant-contract test checks its
 #: kernels against the plant.
 LOOP_KERNELS = (ball_plate, moving_plate)
