@@ -240,7 +240,8 @@ def test_both_loops_re_chart_the_truth_ball_the_same_way(references):
     it at the same step (``LoopArrays.rechart``, output feedback reads no ball angle) and run on the same,
     and that is what makes the coarse truth right. Without the re-chart, 2 RK4 substeps near the chart's
     singularity (``roll' ~ 1/cos(lean)``) had the contact error past 7 cm at 1.18 s, where 20 and 80 substeps
-    stay below 5.5 cm; with it, 2 substeps stay within 4 mm of 80 (measured: 3.1 mm) and 20 equal 80 to 1e-6 m (1.4e-7 m)."""
+    stay below 5.5 cm; with it, 2 substeps stay within 4 mm of 80 (measured: 3.1 mm) and 20 equal 80 to
+    1e-6 m (measured: 1.4e-7 m)."""
     truth, exact, qs, x0, xd0 = references
     ctrl = _design(references, TABLETOP, "qs-paper")
     py, cc = _both(ctrl, x0, xd0, truth=truth, limits=TABLETOP.limits, substeps=2, seed=0)
