@@ -64,16 +64,18 @@ def test_the_disk_swings_over_the_top_on_defaults(disk_default):
 
 
 def test_the_disk_plan_meets_its_accuracy_and_the_estimate_bounds_the_observed_change(disk_default):
-    """Richardson: est = |J_N - J_N/2| / 15 estimates |J_N - J*|; a 4x finer mesh sees that change."""
+    """Richardson: est = |J_N - J_N/2| / 15 estimates |J_N - J*|; a 2x finer mesh sees that change."""
     problem, plan = disk_default
     acc = plan.accuracy
     assert acc.meets and acc.relative_cost_error <= 1e-6 and all(c.passed for c in acc.checks)
     N = acc.mesh_sizes[-1]
-    fine = plan_maneuver(one_mass_disk(), problem, intervals=4 * N, warm_start=plan, accuracy=None)
+    fine = plan_maneuver(one_mass_disk(), problem, intervals=2 * N, warm_start=plan, accuracy=None)
     observed = abs(plan.report.objective - fine.report.objective)
-    # |J_N - J_4N| = |J_N - J*| (1 - 1/256) for an order-4 error: within a factor 2 of the estimate either way
-    # (a wrong order or a pre-asymptotic mesh would break it)
-    assert 0.5 * acc.cost_error_estimate <= observed <= 2.0 * acc.cost_error_estimate
+    # an error C h^p gives est = |J_N - J*| (2^p - 1) / 15 and |J_N - J_2N| = |J_N - J*| (1 - 2^-p), so
+    # observed / est = 15 / 2^p: 0.94 for the order 4 (measured 0.97 at N = 100), 1.9 for an order 3 and 0.47
+    # for an order 5, both outside these bounds, as a pre-asymptotic mesh would be (a 4N mesh, 3x the cost,
+    # gives 1.0, 2.1 and 0.48: no sharper)
+    assert 0.7 * acc.cost_error_estimate <= observed <= 1.4 * acc.cost_error_estimate
     # and the replay lands on the target within the tolerance of the 1 m roll
     t, x = resimulate(plan)
     assert abs(one_mass_disk().contact_position(x[-1]) - 1.0) <= 1e-6

@@ -104,8 +104,8 @@ def test_cli_infeasible_request_names_the_time_that_binds(tmp_path, capsys):
     """The one-mass disk 20 m in 5 s with the rail limits: not the dynamics IPOPT names, the duration (25 s).
 
     The diagnosis (planner.diagnose) is the same code for every plant; the disk's NLP solves in
-    milliseconds, so the CLI path costs 2 s here instead of 15 s with the 3-mass ball (that request,
-    20 m in 5 s, is ``test_cli_infeasible_ball_request_names_the_time_that_binds``, marked slow).
+    milliseconds, so the CLI path costs about 1 s of CPU here instead of 13 s with the 3-mass ball (that
+    request, 20 m in 5 s, is ``test_cli_infeasible_ball_request_names_the_time_that_binds``, marked slow).
     """
     problem = tmp_path / "far.toml"
     problem.write_text(DISK.replace("target_contact_m = [1.0]", "target_contact_m = [20.0]")

@@ -68,17 +68,25 @@ def _rig_file(path, offset_deg):
     return str(path)
 
 
-def test_track_verifies_over_the_rigs_uncertainty_and_the_design_never_sees_the_truth(tmp_path, capsys):
-    args = ["track", "--design", "exact", "--duration", "3.0", "--max-rms-error", "0.02"]
-    outs = {}
-    # the 0.5 deg rig only gives the design to compare (designed before any verification): its nominal run
-    # suffices; the 1 deg rig is verified over its uncertainty
-    for offset, runs in ((0.5, "0"), (1.0, "24")):
-        out = tmp_path / f"level{offset}"
-        assert main(args + ["--robust-runs", runs, "--rig", _rig_file(tmp_path / f"rig{offset}.toml", offset),
-                            "--out", str(out)]) == 0
-        outs[offset] = out
-    summary = json.loads((outs[1.0] / "summary.json").read_text(), parse_constant=_reject)
+#: the exact design on the tabletop rig over 3 s, verified on its nominal truth only
+EXACT_3S = ["track", "--design", "exact", "--duration", "3.0", "--robust-runs", "0"]
+
+
+@pytest.fixture(scope="module")
+def plain_exact_3s(tmp_path_factory):
+    """The output folder of ``EXACT_3S`` on the bare tabletop preset: the design the two tests below compare
+    theirs with (a rig with imperfections, a --truth), one job instead of one each."""
+    out = tmp_path_factory.mktemp("plain") / "out"
+    assert main(EXACT_3S + ["--max-rms-error", "0.02", "--out", str(out)]) == 0
+    return out
+
+
+def test_track_verifies_over_the_rigs_uncertainty_and_the_design_never_sees_the_truth(tmp_path, capsys,
+                                                                                        plain_exact_3s):
+    out = tmp_path / "level1.0"
+    assert main(["track", "--design", "exact", "--duration", "3.0", "--robust-runs", "24", "--max-rms-error", "0.02",
+                 "--rig", _rig_file(tmp_path / "rig1.0.toml", 1.0), "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=_reject)
     v = summary["verification"]["exact"]
     robust = v["robust"]
     assert robust["runs"] == 24 and 0.0 <= robust["success_rate"] <= 1.0
@@ -86,38 +94,35 @@ def test_track_verifies_over_the_rigs_uncertainty_and_the_design_never_sees_the_
     assert robust["criteria"] == {"min_success_rate": 0.99, "max_rms_p95_m": 0.02, "friction_coefficient": 0.3}
     assert v["offset_free"] is True and v["contact"]["rig_friction_coefficient"] == 0.3
     assert summary["rig"]["imperfections"]["plate_offset_deg"] == pytest.approx([1.0, -0.7])
-    assert (outs[1.0] / "robust.png").stat().st_size > 0
-    text = (outs[1.0] / "summary.md").read_text()
+    assert (out / "robust.png").stat().st_size > 0
+    text = (out / "summary.md").read_text()
     assert "Pass criteria: at least 99 % of the runs converge" in text and "level error 1, -0.7 deg" in text
-    # the truth's level error changes the verification, never the exported design
-    a = ballctl.GainSchedule.load(outs[0.5] / "gain_schedule.npz")
-    b = ballctl.GainSchedule.load(outs[1.0] / "gain_schedule.npz")
+    # the truth's imperfections (level error, rolling resistance, lost frames) change the verification, never
+    # the exported design: it is the bare preset's
+    a = ballctl.GainSchedule.load(plain_exact_3s / "gain_schedule.npz")
+    b = ballctl.GainSchedule.load(out / "gain_schedule.npz")
     assert a.checksum == b.checksum and a.is_identical(b)
-    assert (outs[0.5] / "gain_schedule.npz").read_bytes() == (outs[1.0] / "gain_schedule.npz").read_bytes()
+    assert (plain_exact_3s / "gain_schedule.npz").read_bytes() == (out / "gain_schedule.npz").read_bytes()
     capsys.readouterr()
 
 
-def test_track_writes_the_rig_log_and_verifies_on_another_truth(tmp_path, capsys):
+def test_track_writes_the_rig_log_and_verifies_on_another_truth(tmp_path, capsys, plain_exact_3s):
     from ballctl.ball_plate.rig_log import read_rig_log
 
     truth = _rig_file(tmp_path / "other.toml", 1.0)
     out, log = tmp_path / "out", tmp_path / "logs" / "run.csv"
-    args = ["track", "--design", "exact", "--duration", "2.0", "--robust-runs", "0", "--max-rms-error", "0.03",
-            "--out", str(out)]
+    args = EXACT_3S + ["--max-rms-error", "0.03", "--out", str(out)]
     assert main(args + ["--truth", truth, "--log", str(log)]) == 0
     summary = json.loads((out / "summary.json").read_text(), parse_constant=_reject)
     assert summary["truth_rig"]["imperfections"]["plate_offset_deg"] == pytest.approx([1.0, -0.7])
     assert summary["rig"]["name"] == "tabletop"
     rig_log = read_rig_log(log)
-    assert rig_log.dt == pytest.approx(0.02, rel=1e-12) and rig_log.n_steps == 101
+    assert rig_log.dt == pytest.approx(0.02, rel=1e-12) and rig_log.n_steps == 151
     # the camera's 30 ms latency: the first two steps have no reading; a lost frame is an empty cell
     x = rig_log.reading("contact_x")
     assert np.isnan(x[:2]).all() and np.isfinite(x[2:]).mean() > 0.9
     # designed for --rig, verified on --truth: the exported design is the one without --truth
-    plain = tmp_path / "plain"
-    assert main(["track", "--design", "exact", "--duration", "2.0", "--robust-runs", "0", "--max-rms-error", "0.03",
-                 "--out", str(plain)]) == 0
-    assert (plain / "gain_schedule.npz").read_bytes() == (out / "gain_schedule.npz").read_bytes()
+    assert (plain_exact_3s / "gain_schedule.npz").read_bytes() == (out / "gain_schedule.npz").read_bytes()
     assert main(args + ["--log", str(tmp_path / "run.txt")]) == 2
     assert "--log must name a .csv file" in capsys.readouterr().err
 
