@@ -245,3 +245,40 @@ def test_schedule_records_a_plants_flags_as_numbers(run):
     sched = replace(ctrl, system=truth).to_schedule()
     assert sched.plant_parameters["with_spin"] == 0.0
     assert sched.plant_parameters["pivot_depth"] == truth.params.pivot_depth
+
+
+def test_a_plan_holds_the_stationary_lqr_of_its_last_sample(run):
+    """After its tables a plan holds the DARE gain of its frozen last sample: python-control's ``dlqr`` (slycot's
+    DARE solver), an independent solution, to 1e-9 relative (the sweep stops when a 256-step chunk changes the
+    gain by < 1e-6; this design's slowest closed-loop mode is fast enough that it has converged to rounding). The
+    last design gain, what an error used to leave there, is far from it (the terminal weight is zero)."""
+    import control
+
+    ctrl, _ = run
+    d = controller_data(ctrl, options=ControllerDataOptions(representation="plan", real="float64", drop_states=()))
+    lqr = ctrl.lqr
+    K_dare, _, E = control.dlqr(lqr.Ad[-1], lqr.Bd[-1], lqr.Q[-1], lqr.R[-1])
+    assert np.all(np.abs(E) < 1.0)
+    assert d.state_names == ctrl.state_names        # the LQR's columns come first, in its order
+    held = d.hold["K"][:, :K_dare.shape[1]]
+    assert np.abs(held - K_dare).max() <= 1e-9 * np.abs(K_dare).max()
+    assert np.abs(lqr.gains[-1] - K_dare).max() > 0.5 * np.abs(K_dare).max()
+
+
+def test_the_hold_gain_exists_where_the_dare_has_no_stabilizing_solution():
+    """A sample with a mode no input reaches on the unit circle (the ball's spin at rest): ``dlqr`` refuses it
+    (no stabilizing solution), the hold's sweep converges all the same, to the DARE gain of the controllable part
+    (a 50 Hz double integrator) with a zero column on the decoupled mode, to 1e-10 relative."""
+    import control
+
+    from ballctl.schedule.compact import _hold_gain
+
+    dt = 0.02
+    A = np.array([[1.0, dt, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    B = np.array([[dt * dt / 2], [dt], [0.0]])
+    Q, R = np.diag([100.0, 1.0, 5.0]), np.array([[0.1]])
+    with pytest.raises(ArithmeticError, match="dimension of the solution"):   # slycot: no stabilizing solution
+        control.dlqr(A, B, Q, R)
+    K = _hold_gain(A, B, Q, R, Q)
+    K_c, _, _ = control.dlqr(A[:2, :2], B[:2], Q[:2, :2], R)
+    assert np.abs(K[:, :2] - K_c).max() <= 1e-10 * np.abs(K_c).max() and K[0, 2] == 0.0

@@ -44,9 +44,9 @@ Two representations
 
 ``"plan"`` (finite references)
     Per-step tables of the design over its horizon, then a hold forever: the
-    last sample frozen, its stationary LQR (``periodic_lqr`` of the one-step
-    system) and the filter gains of the plan's last steps. A plan that ends at
-    rest holds there.
+    last sample frozen, its stationary LQR (the design's Riccati sweep
+    continued over the frozen sample until its gain converges) and the filter
+    gains of the plan's last steps. A plan that ends at rest holds there.
 
 RAM is fixed by the latency and the state size (ring buffers of
 ``latency_steps + 1`` steps, at least 2); flash by the representation.
@@ -72,9 +72,8 @@ import numpy as np
 
 from .._errors import ParameterError, ParameterTypeError, RiccatiConvergenceError, ScheduleFileError
 from .._validation import check_choice, check_instance, check_integer, check_positive
-from ..linear.discretize import DiscreteLTVSystem
 from ..simulation.loop_step import delay_segments, shape_command
-from ..design.lqr import periodic_lqr, riccati_sweep
+from ..design.lqr import riccati_sweep
 
 __all__ = ["ControllerData", "ControllerDataOptions", "ControllerFootprint", "controller_data", "controller_footprint",
            "phase_step", "varying_entries", "model_copies",
@@ -862,19 +861,69 @@ def _fourier(controller, law_map, common, period, order, Ad, Bd, C, M, G, u_ff, 
                           period_s=float(period), phase_step=step, n_plan=0, fit_residuals=resid, **common)
 
 
+#: steps of one chunk of the hold's Riccati sweep, and the most it takes (about 2 min of a 50 Hz loop)
+HOLD_SWEEP_STEPS = 256
+HOLD_SWEEP_MAX_STEPS = 1 << 15
+#: relative change of the hold gain over one more chunk at which the sweep has converged (a weakly
+#: controllable mode, such as the main job's 0.99997 per step, converges slowly: the gain then keeps drifting
+#: by about 1e-7 per chunk, 1e-5 in all, far below the float32 tables' own rounding effects on the loop)
+HOLD_GAIN_RTOL = 1e-6
+
+
+def _hold_gain(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, P_end: np.ndarray) -> np.ndarray:
+    r"""Stationary LQR gain of the frozen last sample: the design's Riccati sweep continued backward.
+
+    The sweep of eqs. (28)-(29) runs over the time-invariant ``(A, B, Q, R)``
+    from the design's terminal matrix ``P_end``, in chunks of
+    :data:`HOLD_SWEEP_STEPS`, until the gain changes by less than
+    :data:`HOLD_GAIN_RTOL` (relative) over a chunk. Where the DARE has a
+    stabilizing solution this is its gain (the sweep converges to it). At a
+    sample with an uncontrollable mode on the unit circle (the ball's spin
+    about the plate normal, never reached by tilting) the DARE has none and
+    :math:`P_k` grows along that mode's left eigenvector :math:`w`; since
+    :math:`w^T B = 0` the gain :math:`(R + B^T P B)^{-1} B^T P A` still
+    converges: it is the stationary LQR of the stabilizable part, including
+    the feedforward of the uncontrollable state into the command.
+
+    Raises
+    ------
+    RiccatiConvergenceError
+        If the gain has not converged after :data:`HOLD_SWEEP_MAX_STEPS`.
+    """
+    n, nu = B.shape
+    L = HOLD_SWEEP_STEPS
+    stacks = (np.broadcast_to(A, (L, n, n)), np.broadcast_to(B, (L, n, nu)), np.broadcast_to(Q, (L, n, n)),
+              np.broadcast_to(R, (L, nu, nu)))
+    gain, P = None, np.array(P_end, dtype=float)
+    change = np.inf
+    for _ in range(HOLD_SWEEP_MAX_STEPS // L):
+        K, Ps, _S = riccati_sweep(*stacks, P)
+        P = Ps[0]
+        if gain is not None:
+            change = float(np.linalg.norm(K[0] - gain) / max(np.linalg.norm(K[0]), np.finfo(float).tiny))
+            if change <= HOLD_GAIN_RTOL:
+                return K[0]
+        gain = K[0]
+    raise RiccatiConvergenceError(
+        f"the hold's LQR gain did not converge in {HOLD_SWEEP_MAX_STEPS} steps of the frozen last sample "
+        f"(relative change {change:.3g} > {HOLD_GAIN_RTOL:g}): export a horizon that ends where the plant can be "
+        "held, or representation='fourier' for a periodic reference")
+
+
 def _plan_hold(controller, law_map, Ad, Bd, C, M, G, u_ff, y_ref, keep, S) -> dict:
-    """The arrays held after a plan: the last sample, its stationary LQR, the last filter gains of each class."""
+    """The arrays held after a plan: the last sample, its stationary LQR, the last filter gains of each class.
+
+    The LQR's columns of the held law are :func:`_hold_gain` of the design's last sample; a law whose columns
+    are not the LQR's (``law_map.columns is None``) holds its last gain.
+    """
     Kt = Ad.shape[0]
     G_hold = G[-1:].copy()
     if law_map.columns is not None:
         lqr = law_map.lqr
-        try:
-            per = periodic_lqr(DiscreteLTVSystem.from_arrays(lqr.Ad[-1:], lqr.Bd[-1:], dt=controller.dt),
-                               lqr.Q[-1], lqr.R[-1])
-            full = np.asarray(_law_arrays(controller)[0], float)[-1:]
-            G_hold = law_map.law(np.asarray(per.gains), full)[:, :, keep]
-        except (RiccatiConvergenceError, np.linalg.LinAlgError, ParameterError):
-            pass  # the last design gain (the verification decides)
+        K_hold = _hold_gain(np.asarray(lqr.Ad[-1], float), np.asarray(lqr.Bd[-1], float), np.asarray(lqr.Q[-1], float),
+                            np.asarray(lqr.R[-1], float), np.asarray(lqr.riccati[-1], float))
+        full = np.asarray(_law_arrays(controller)[0], float)[-1:]
+        G_hold = law_map.law(K_hold[None], full)[:, :, keep]
     last_of_class = [max(k for k in range(Kt - S, Kt) if k % S == r) for r in range(S)]
     return {"Ad": Ad[-1], "Bd": Bd[-1], "C": C[last_of_class], "M": M[last_of_class], "K": G_hold[0],
             "u_ff": u_ff[-1], "y_ref": y_ref[-1]}
