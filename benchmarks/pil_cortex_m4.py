@@ -278,6 +278,8 @@ def main(argv=None) -> int:
     ap.add_argument("--without-imperfections", action="store_true",
                     help="the tabletop rig without its imperfections (level error, rolling resistance, ...)")
     args = ap.parse_args(argv)
+    # absolute at once: the compiler runs with cwd=the build folder, where a relative --keep would point elsewhere
+    keep = Path(args.keep).resolve() if args.keep else None
     missing = tools_missing()
     if missing:
         print(f"PIL skipped: missing {', '.join(missing)}; install with: {INSTALL}")
@@ -288,7 +290,7 @@ def main(argv=None) -> int:
 
     t_start = time.perf_counter()
     rig, ctrl, x0, xd0 = default_job_controller(imperfections=not args.without_imperfections)
-    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ballctl_pil_"))
+    work = keep if keep else Path(tempfile.mkdtemp(prefix="ballctl_pil_"))
     work.mkdir(parents=True, exist_ok=True)
     cdir = work / "c_controller"
     report = export_controller(ctrl, rig, cdir, x0=x0, xd0=xd0, seed=args.seed, options=ExportOptions(real=args.real))

@@ -16,7 +16,7 @@ Rows:
    (target <= 20 s); peer: ballctl's Python loop, run on a few runs and scaled;
 4. linearization of 10^4 samples of the circle, warm (target <= 0.05 s); peer: sympy's linearizer when
    sympy is installed;
-5. the finite-horizon Riccati sweep, 12,560 steps, N = 8, vs a plain numpy sweep (target <= 1.2x);
+5. the finite-horizon Riccati sweep, 12,566 steps (4*pi s at 1 ms), N = 8, vs a plain numpy sweep (target <= 1.2x);
 6. the paper's rolling ball, t in [0, 20] at rtol 1e-10, warm (target <= 0.1 s); peer: the same rails
    as CallableRails (rail geometry in Python per call, same dynamics kernel).
 

@@ -73,3 +73,30 @@ def test_partitions_and_montecarlo_take_the_rig_and_path_flags_of_track():
     assert choices["path"] == track_choices["path"]
     offset = parser.parse_args(["montecarlo", "--offset", "0.01", "-0.02"]).offset
     assert offset == [0.01, -0.02] and list(track.offset) == [0.05, 0.0]
+
+
+@pytest.mark.parametrize("argv, words", [
+    # the library's CircularMotion says "radius*omega^2 ... roll_rate": the command line names its flags
+    (["reference", "--radius", "50"],
+     ["infeasible circle (--radius 50 m, --omega 1 rad/s, --roll-rate 40 rad/s)",
+      "the plate cannot supply the centripetal acceleration --radius x --omega^2 = 50 m/s^2, at most 7.007 m/s^2",
+      "allowed |--omega| < 0.3744 rad/s at this --radius, or --radius < 7.007 m at this --omega",
+      "also --roll-rate too low to roll", "allowed 2500 <= --roll-rate <= 1.432e+05 rad/s"]),
+    (["reference", "--roll-rate", "10"],
+     ["--roll-rate too low to roll at the circle's speed (--radius x |--omega| = 0.5 m/s, --ball-radius 0.02 m): "
+      "allowed 25 <= --roll-rate <= 1432 rad/s"]),
+    (["reference", "--roll-rate", "0"], ["allowed 25 <= --roll-rate <= 1432 rad/s"]),
+    (["montecarlo", "--omega", "20"],
+     ["infeasible circle (--radius 0.5 m, --omega 20 rad/s", "allowed |--omega| < 3.744 rad/s at this --radius"]),
+    (["montecarlo", "--roll-rate", "5000"],
+     ["--roll-rate so high the ball's lean comes within 1 deg of 90 deg", "allowed 25 <= --roll-rate <= 1432 rad/s"]),
+])
+def test_an_infeasible_circle_is_refused_in_the_flags_terms(argv, words, capsys, tmp_path):
+    out = ["--out", str(tmp_path / ("mc" if argv[0] == "montecarlo" else "ref.png"))]
+    assert main(argv + out) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, err
+    assert "roll_rate" not in err and "radius*omega" not in err   # no keyword arguments of the library
+    assert not list(tmp_path.iterdir())   # refused before any work

@@ -26,7 +26,7 @@ def test_cli_reference(tmp_path, capsys):
     assert "plate tilt (constant)" in out
     assert_drawn_svg(tmp_path / "r.svg")
     assert main(["reference", "--omega", "9"]) == 2
-    assert "roll_rate too low" in capsys.readouterr().err
+    assert "--roll-rate too low" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["reference", "--help"]])

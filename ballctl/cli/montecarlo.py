@@ -49,7 +49,8 @@ import numpy as np
 
 from .._errors import BallctlError, BallctlWarning, ConfigError, ParameterError
 from .._io import atomic_directory, check_output_folder
-from ._common import add_ball_overrides, add_circle_arguments, circle, integer, number, rig_ball_plate, rig_from_spec
+from ._common import add_ball_overrides, add_circle_arguments, integer, number, rig_ball_plate, rig_from_spec
+from .reference import circle_from_flags
 
 __all__ = ["NAME", "HELP", "MAX_DURATION_S", "MAX_RUN_STEPS", "SCHEDULER_TIMEOUT_S", "add_arguments", "run"]
 
@@ -374,7 +375,8 @@ def run(args: argparse.Namespace) -> int:
             why = "; ".join(line.strip() for line in str(exc).splitlines()[1:]) or str(exc)  # the problems alone
             raise ParameterError(f"argument --dt: {dt:g} s does not suit rig {rig.name!r} ({why}); give a whole "
                                  f"fraction of its sensors' periods, or leave --dt at the rig's {rig.dt:g} s") from None
-    circle(args, plant)  # the circle must be feasible on the plant (tilt, roll rate): refused before any work
+    # the circle must be feasible on the plant (tilt, roll rate): refused before any work, in the flags' terms
+    reference = circle_from_flags(args, plant)
     unc, described = _uncertainty(args, rig, plant, output_feedback=lqg)
     client = executor = pool = None
     if args.scheduler:  # before the design: an unreachable cluster is refused at once
@@ -399,7 +401,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{steps} steps")
             described["truth"] = "the quasi-static design plant (the ball drawn per run), no limits"
             part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-            ctrl = design_tracking_lqr(plant, circle(args, plant), part, dt=dt, horizon=steps * dt,
+            ctrl = design_tracking_lqr(plant, reference, part, dt=dt, horizon=steps * dt,
                                        weights=LQRWeights(states=part.state_names[:6],
                                                           max_state_errors=MAX_STATE_ERRORS,
                                                           max_input_errors={"alpha": np.deg2rad(3.0),

@@ -9,7 +9,7 @@ import numpy as np
 
 from ._common import add_ball_arguments, add_circle_arguments, ball_plate, circle, output_file
 
-__all__ = ["NAME", "HELP", "add_arguments", "run"]
+__all__ = ["NAME", "HELP", "add_arguments", "run", "circle_from_flags"]
 
 NAME = "reference"
 HELP = "print the circular steady motion and plot its path and plate angles"
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(f"--out {args.out!r} must end in a figure format ({', '.join(sorted(formats))}), "
                                  f"or be '' to skip the figure")
     plant = ball_plate(args)
-    ref = circle(args, plant)
+    ref = circle_from_flags(args, plant)
     info = ref.summary()
     print("circular steady motion of the ball-plate (quasi-static plate)")
     print(f"  radius {ref.radius:g} m, omega {ref.omega:g} rad/s, centre {ref.center}, speed {ref.speed:.4g} m/s")
@@ -64,3 +64,63 @@ def run(args: argparse.Namespace) -> int:
         path = save_figure(fig, Path(args.out))
         print(f"  figure: {path}")
     return 0
+
+
+def circle_from_flags(args: argparse.Namespace, plant):
+    """The circle of ``--radius``, ``--omega``, ``--roll-rate``, ``--center`` on ``plant``, refused in the flags' terms.
+
+    The library's :class:`~ballctl.references.CircularMotion` names its keyword arguments (``radius``,
+    ``roll_rate``); a command line user gave flags. An infeasible circle is refused with one line that names
+    each flag with its value and unit and the range that would be feasible at the other flags' values.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments with the circle's flags (:func:`._common.add_circle_arguments`).
+    plant : BallPlate
+        The quasi-static ball-plate the circle is for.
+
+    Returns
+    -------
+    CircularMotion
+
+    Raises
+    ------
+    ParameterError
+        If the circle is infeasible on ``plant`` (the plate's acceleration, the roll rate's two bounds).
+    """
+    from .._errors import ChartSingularityError, InfeasibleReferenceError, ParameterError
+
+    try:
+        return circle(args, plant)
+    except (InfeasibleReferenceError, ChartSingularityError, ParameterError) as exc:
+        problems = _circle_problems(args.radius, args.omega, args.roll_rate, plant.params)
+        if not problems:  # not one of the circle's own limits: the library's words
+            raise
+        raise ParameterError(f"infeasible circle (--radius {args.radius:g} m, --omega {args.omega:g} rad/s, "
+                             f"--roll-rate {args.roll_rate:g} rad/s): " + "; also ".join(problems)) from exc
+
+
+def _circle_problems(radius: float, omega: float, roll_rate: float, params) -> list[str]:
+    """What makes the circle infeasible, each in the flags' terms with the allowed range, the binding one first.
+
+    The limits of :class:`~ballctl.references.CircularMotion`: ``radius omega^2 < k_b g`` (a tilted plate
+    accelerates the ball by at most ``k_b g``), ``roll_rate R >= radius |omega|`` (the ball rolls, R its
+    radius) and a lean at most 89 deg (``roll_rate R cos(89 deg) <= radius |omega|``).
+    """
+    from ..plants.ball_plate import LEAN_LIMIT
+
+    most = params.rolling_gain * params.gravity          # m/s^2
+    speed = radius * abs(omega)                          # m/s
+    low, high = speed / params.radius, speed / (params.radius * np.cos(LEAN_LIMIT))   # roll rate, rad/s
+    problems = []
+    if radius * omega * omega >= most:
+        problems.append(f"the plate cannot supply the centripetal acceleration --radius x --omega^2 = "
+                        f"{radius * omega * omega:.4g} m/s^2, at most {most:.4g} m/s^2 (k_b g for this ball): allowed "
+                        f"|--omega| < {np.sqrt(most / radius):.4g} rad/s at this --radius, or "
+                        f"--radius < {most / (omega * omega):.4g} m at this --omega")
+    if not (low * (1.0 - 1e-12) <= roll_rate <= high):
+        why = "too low to roll" if roll_rate < low else "so high the ball's lean comes within 1 deg of 90 deg"
+        problems.append(f"--roll-rate {why} at the circle's speed (--radius x |--omega| = {speed:.4g} m/s, --ball-"
+                        f"radius {params.radius:g} m): allowed {low:.4g} <= --roll-rate <= {high:.4g} rad/s")
+    return problems

@@ -33,7 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "leaves it as it was")
     p.add_argument("--animate", default=None, nargs="?", const="ball_rolling.gif", metavar="FILE",
                    help="also write an animation (shell, rails and masses) into --out: FILE ending in .gif "
-                        "(pillow) or .mp4 (ffmpeg); default ball_rolling.gif")
+                        "(pillow) or .mp4 (ffmpeg); default ball_rolling.gif. 15 frames per second of --t-final "
+                        "(real time), at least 2 and at most 80 frames (a few tenths of a second each)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,11 @@
 * :func:`save_animation`: writes any matplotlib animation atomically; the file
   gets the permissions of a normally created file (0644 with umask 022).
 
+Frames: a run is drawn at ``fps`` frames per second of its time (:data:`FPS`, 15 by default) and the file
+plays at the same rate, so a short run is a short, quick-to-draw animation in real time; the count,
+``duration * fps``, is at least 2 and at most ``max_frames`` (:data:`MAX_FRAMES`, 80 by default: a run
+longer than 80 / 15 = 5.3 s keeps 80 frames and plays faster). See :func:`frame_count`.
+
 Colours follow :mod:`ballctl.figures.plotting`: the reference is black dashed, the run
 is the first run colour.
 """
@@ -33,11 +38,18 @@ from matplotlib.lines import Line2D
 from .._errors import ParameterError, ParameterTypeError
 from .._io import atomic_path
 from .._quaternion import quat_to_matrix
-from .._validation import check_integer, check_positive
+from .._validation import check_in_range, check_integer, check_positive
 from ._shared import NOMINAL_SHORT, is_nominal, rail_curves
 from .plotting import OPEN_LOOP_COLOR, REFERENCE_STYLE, RUN_COLORS
 
-__all__ = ["available_formats", "save_animation", "animate_ball_plate", "animate_rolling_ball"]
+__all__ = ["available_formats", "frame_count", "save_animation", "animate_ball_plate", "animate_rolling_ball"]
+
+#: Default cap on an animation's frames (:func:`frame_count`): a run longer than MAX_FRAMES / FPS s is drawn in
+#: this many frames.
+MAX_FRAMES = 80
+
+#: Default frames per second of an animation file, and of the run sampled (a short run plays in real time).
+FPS = 15.0
 
 #: File suffixes :func:`save_animation` can write, and the matplotlib writer each needs.
 FORMATS = {".gif": "pillow", ".mp4": "ffmpeg"}
@@ -96,9 +108,42 @@ def save_animation(animation: Animation, path: str | os.PathLike, *, fps: float 
     return path
 
 
-def _frame_indices(n_samples: int, max_frames: int) -> np.ndarray:
+def frame_count(duration: float, fps: float, max_frames: int = MAX_FRAMES) -> int:
+    """Frames of an animation of a run of ``duration`` s: ``round(duration * fps)``, at least 2, at most ``max_frames``.
+
+    A run up to ``max_frames / fps`` s long (about 5.3 s at the defaults, 80 frames at 15 frames/s) plays in
+    real time; a longer one is sampled at ``max_frames`` frames and plays faster, so its file and its drawing
+    time stay bounded.
+
+    Parameters
+    ----------
+    duration : float
+        The run's length in s (>= 0).
+    fps : float
+        Frames per second of the file (> 0).
+    max_frames : int
+        The cap (>= 2).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> frame_count(0.5, 15.0), frame_count(20.0, 15.0), frame_count(0.0, 15.0)
+    (8, 80, 2)
+    """
     max_frames = check_integer(max_frames, "max_frames", minimum=2)
-    return np.unique(np.linspace(0, n_samples - 1, min(max_frames, n_samples)).round().astype(int))
+    fps = check_positive(fps, "fps", "frames/s")
+    duration = check_in_range(duration, "duration", 0.0, np.inf, unit="s", high_inclusive=False)
+    return int(min(max_frames, max(2, round(duration * fps))))
+
+
+def _frame_indices(t, max_frames: int, fps: float) -> np.ndarray:
+    """The samples of ``t`` drawn: :func:`frame_count` of them (at most all), evenly spaced."""
+    t = np.asarray(t, dtype=float)
+    n = frame_count(float(t[-1] - t[0]) if len(t) else 0.0, fps, max_frames)
+    return np.unique(np.linspace(0, len(t) - 1, min(n, len(t))).round().astype(int))
 
 
 def _rot(axis: int, angle) -> np.ndarray:
@@ -171,8 +216,8 @@ def _stripe(radius: float) -> np.ndarray:
     return radius * np.stack([np.sin(s), np.zeros_like(s), np.cos(s)], -1)
 
 
-def animate_ball_plate(result, path: str | os.PathLike, *, ball_radius: float, max_frames: int = 80,
-                       fps: float = 15.0, ball_scale: float | None = None, dpi: int = 80) -> Path:
+def animate_ball_plate(result, path: str | os.PathLike, *, ball_radius: float, max_frames: int = MAX_FRAMES,
+                       fps: float = FPS, ball_scale: float | None = None, dpi: int = 80) -> Path:
     """Animate a ball-plate run: the plate tilting about its pivot and the ball rolling on it.
 
     The plate is drawn at the run's plate angles (inputs ``alpha``, ``beta``; true angles, not
@@ -195,7 +240,9 @@ def animate_ball_plate(result, path: str | os.PathLike, *, ball_radius: float, m
     max_frames : int
         At most this many frames (>= 2), sampled evenly over the run.
     fps : float
-        Frames per second of the file.
+        Frames per second of the file, and of the run: the frame count follows the run's length,
+        ``duration * fps`` frames (at least 2, at most ``max_frames``; :func:`frame_count`), so a short run
+        is drawn in few frames and plays in real time.
     ball_scale : float, optional
         Drawing scale of the ball; default: enlarge it to 7 % of the plate's side if smaller.
     dpi : int
@@ -219,7 +266,7 @@ def animate_ball_plate(result, path: str | os.PathLike, *, ball_radius: float, m
     radius = check_positive(ball_radius, "ball_radius", "m")
     check_positive(fps, "fps", "frames/s")
     _check_path(path)
-    idx = _frame_indices(len(result.t), max_frames)
+    idx = _frame_indices(result.t, max_frames, fps)
     x, x_ref, u, t = result.x, result.x_ref, result.u, result.t
     if plate_in_state:
         u = x[:, [names.index("alpha"), names.index("beta")]]
@@ -278,7 +325,7 @@ def _plate_patch(vertices):
     return Poly3DCollection([vertices], facecolor="#D9D9D9", edgecolor="none", alpha=0.5)
 
 
-def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int = 80, fps: float = 15.0,
+def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int = MAX_FRAMES, fps: float = FPS,
                          follow: bool = True, dpi: int = 80) -> Path:
     """Animate the ball rolled by internal point masses: shell, rails, masses, total CM and the contact point's trace.
 
@@ -298,7 +345,9 @@ def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int 
     max_frames : int
         At most this many frames (>= 2), sampled evenly over the run.
     fps : float
-        Frames per second of the file.
+        Frames per second of the file, and of the run: the frame count follows the run's length,
+        ``duration * fps`` frames (at least 2, at most ``max_frames``; :func:`frame_count`), so a short run
+        is drawn in few frames and plays in real time.
     follow : bool
         Keep the view centred on the ball (True) or show the whole path (False).
     dpi : int
@@ -314,7 +363,7 @@ def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int 
     """
     check_positive(fps, "fps", "frames/s")
     _check_path(path)
-    fig, draw, idx = _rolling_ball_scene(ball, run, max_frames=max_frames, follow=follow)
+    fig, draw, idx = _rolling_ball_scene(ball, run, max_frames=max_frames, fps=fps, follow=follow)
     anim = FuncAnimation(fig, draw, frames=len(idx), blit=False)
     return save_animation(anim, path, fps=fps, dpi=dpi)
 
@@ -323,7 +372,7 @@ def animate_rolling_ball(ball, run, path: str | os.PathLike, *, max_frames: int 
 TOTAL_CM_GID = "total centre of mass"
 
 
-def _rolling_ball_scene(ball, run, *, max_frames: int = 80, follow: bool = True):
+def _rolling_ball_scene(ball, run, *, max_frames: int = MAX_FRAMES, fps: float = FPS, follow: bool = True):
     """The figure of :func:`animate_rolling_ball`, its frame function ``draw(k)`` and the sample of each frame.
 
     Returns
@@ -335,7 +384,7 @@ def _rolling_ball_scene(ball, run, *, max_frames: int = 80, follow: bool = True)
     """
     x = np.asarray(run.x, dtype=float)
     t = np.asarray(run.t, dtype=float)
-    idx = _frame_indices(len(t), max_frames)
+    idx = _frame_indices(t, max_frames, fps)
     r = ball.params.radius_m
     rot = quat_to_matrix(ball.split_state(x[idx])[2])             # body -> spatial, (F, 3, 3)
     gc = ball.contact_point(x) + np.array([0.0, 0.0, r])          # geometric centre, (K, 3)
