@@ -260,6 +260,7 @@ def test_a_plan_holds_the_stationary_lqr_of_its_last_sample(run):
     K_dare, _, E = control.dlqr(lqr.Ad[-1], lqr.Bd[-1], lqr.Q[-1], lqr.R[-1])
     assert np.all(np.abs(E) < 1.0)
     assert d.state_names == ctrl.state_names        # the LQR's columns come first, in its order
+    assert d.source["hold_gain"].startswith("the stationary LQR of the last sample")
     held = d.hold["K"][:, :K_dare.shape[1]]
     assert np.abs(held - K_dare).max() <= 1e-9 * np.abs(K_dare).max()
     assert np.abs(lqr.gains[-1] - K_dare).max() > 0.5 * np.abs(K_dare).max()
@@ -279,6 +280,12 @@ def test_the_hold_gain_exists_where_the_dare_has_no_stabilizing_solution():
     Q, R = np.diag([100.0, 1.0, 5.0]), np.array([[0.1]])
     with pytest.raises(ArithmeticError, match="dimension of the solution"):   # slycot: no stabilizing solution
         control.dlqr(A, B, Q, R)
-    K = _hold_gain(A, B, Q, R, Q)
+    K, how = _hold_gain(A, B, Q, R, Q)
     K_c, _, _ = control.dlqr(A[:2, :2], B[:2], Q[:2, :2], R)
     assert np.abs(K[:, :2] - K_c).max() <= 1e-10 * np.abs(K_c).max() and K[0, 2] == 0.0
+    assert "stationary LQR" in how
+    # an unstable mode no input reaches, feeding the controlled ones (a frozen sample of a motion, no
+    # equilibrium): the Riccati matrix grows geometrically; no gain, and it says so
+    A[1, 2], A[2, 2] = 1.0, 1.1
+    K, how = _hold_gain(A, B, Q, R, Q)
+    assert K is None and "no stationary LQR" in how

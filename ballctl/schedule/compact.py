@@ -45,8 +45,10 @@ Two representations
 ``"plan"`` (finite references)
     Per-step tables of the design over its horizon, then a hold forever: the
     last sample frozen, its stationary LQR (the design's Riccati sweep
-    continued over the frozen sample until its gain converges) and the filter
-    gains of the plan's last steps. A plan that ends at rest holds there.
+    continued over the frozen sample until its gain converges; the last
+    design gain where it does not, at the end of a plan that ends in motion)
+    and the filter gains of the plan's last steps. A plan that ends at rest
+    holds there. ``source["hold_gain"]`` says which.
 
 RAM is fixed by the latency and the state size (ring buffers of
 ``latency_steps + 1`` steps, at least 2); flash by the representation.
@@ -70,7 +72,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._errors import ParameterError, ParameterTypeError, RiccatiConvergenceError, ScheduleFileError
+from .._errors import ParameterError, ParameterTypeError, ScheduleFileError
 from .._validation import check_choice, check_instance, check_integer, check_positive
 from ..simulation.loop_step import delay_segments, shape_command
 from ..design.lqr import riccati_sweep
@@ -735,7 +737,8 @@ def controller_data(controller, *, rig=None, limits=None, options: ControllerDat
     C_k, M_k, G_k = C[:, :, keep], M[:, keep], gains[:, :, keep]
     law_full = _LawMap(controller, gains)
     if representation == "plan":
-        hold = _plan_hold(controller, law_full, Ad_k, Bd_k, C_k, M_k, G_k, u_ff, y_ref, keep, S)
+        hold, common["source"]["hold_gain"] = _plan_hold(controller, law_full, Ad_k, Bd_k, C_k, M_k, G_k, u_ff,
+                                                         y_ref, keep, S)
         tables = {"Ad": Ad_k, "Bd": Bd_k, "C": C_k, "M": M_k, "K": G_k, "u_ff": u_ff, "y_ref": y_ref}
         return ControllerData(kind="plan", arrays={g: _rounded(a, real) for g, a in tables.items()}, orders={},
                               hold={g: _rounded(a, real) for g, a in hold.items()}, period_s=None, phase_step=0,
@@ -861,16 +864,20 @@ def _fourier(controller, law_map, common, period, order, Ad, Bd, C, M, G, u_ff, 
                           period_s=float(period), phase_step=step, n_plan=0, fit_residuals=resid, **common)
 
 
-#: steps of one chunk of the hold's Riccati sweep, and the most it takes (about 2 min of a 50 Hz loop)
+#: steps of one chunk of the hold's Riccati sweep, and the most it runs (82 s of a 50 Hz loop)
 HOLD_SWEEP_STEPS = 256
-HOLD_SWEEP_MAX_STEPS = 1 << 15
+HOLD_SWEEP_MAX_STEPS = 4096
 #: relative change of the hold gain over one more chunk at which the sweep has converged (a weakly
 #: controllable mode, such as the main job's 0.99997 per step, converges slowly: the gain then keeps drifting
 #: by about 1e-7 per chunk, 1e-5 in all, far below the float32 tables' own rounding effects on the loop)
 HOLD_GAIN_RTOL = 1e-6
+#: growth of the Riccati matrix at which the sweep stops: unstable modes no input reaches make it grow
+#: geometrically, and the gain, computed from it, then loses about log10(growth) of its 16 digits
+HOLD_RICCATI_GROWTH = 1e8
 
 
-def _hold_gain(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, P_end: np.ndarray) -> np.ndarray:
+def _hold_gain(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray,
+               P_end: np.ndarray) -> tuple[np.ndarray | None, str]:
     r"""Stationary LQR gain of the frozen last sample: the design's Riccati sweep continued backward.
 
     The sweep of eqs. (28)-(29) runs over the time-invariant ``(A, B, Q, R)``
@@ -879,51 +886,71 @@ def _hold_gain(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, P_end
     :data:`HOLD_GAIN_RTOL` (relative) over a chunk. Where the DARE has a
     stabilizing solution this is its gain (the sweep converges to it). At a
     sample with an uncontrollable mode on the unit circle (the ball's spin
-    about the plate normal, never reached by tilting) the DARE has none and
-    :math:`P_k` grows along that mode's left eigenvector :math:`w`; since
-    :math:`w^T B = 0` the gain :math:`(R + B^T P B)^{-1} B^T P A` still
-    converges: it is the stationary LQR of the stabilizable part, including
-    the feedforward of the uncontrollable state into the command.
+    about the plate normal at rest, never reached by tilting) the DARE has
+    none and :math:`P_k` grows along that mode's left eigenvector :math:`w`;
+    since :math:`w^T B = 0` the gain :math:`(R + B^T P B)^{-1} B^T P A` still
+    converges: the stationary LQR of the stabilizable part, with the
+    feedforward of the uncontrollable state into the command. The last
+    sample of a plan that ends in motion (a circle cut short) is no
+    equilibrium: its frozen linearization has unstable modes the inputs do
+    not reach and the gain drifts without a limit.
 
-    Raises
-    ------
-    RiccatiConvergenceError
-        If the gain has not converged after :data:`HOLD_SWEEP_MAX_STEPS`.
+    Returns
+    -------
+    gain : ndarray, shape (nu, N), or None
+        The converged gain; None when it has not converged after
+        :data:`HOLD_SWEEP_MAX_STEPS` steps or the Riccati matrix has grown
+        by :data:`HOLD_RICCATI_GROWTH` before.
+    how : str
+        What was found, in words (for the controller's ``source``).
     """
     n, nu = B.shape
     L = HOLD_SWEEP_STEPS
     stacks = (np.broadcast_to(A, (L, n, n)), np.broadcast_to(B, (L, n, nu)), np.broadcast_to(Q, (L, n, n)),
               np.broadcast_to(R, (L, nu, nu)))
     gain, P = None, np.array(P_end, dtype=float)
+    bound = HOLD_RICCATI_GROWTH * max(np.linalg.norm(P), np.linalg.norm(Q))
     change = np.inf
-    for _ in range(HOLD_SWEEP_MAX_STEPS // L):
-        K, Ps, _S = riccati_sweep(*stacks, P)
+    for chunk in range(HOLD_SWEEP_MAX_STEPS // L):
+        try:
+            K, Ps, _S = riccati_sweep(*stacks, P)
+        except np.linalg.LinAlgError as exc:   # R + B^T P B singular, or P no longer finite
+            return None, f"the Riccati sweep of the last sample failed after {chunk * L} steps ({exc})"
         P = Ps[0]
+        if not np.linalg.norm(P) <= bound:
+            return None, (f"the last sample has no stationary LQR: its Riccati matrix grows by more than "
+                          f"{HOLD_RICCATI_GROWTH:.0e} in {(chunk + 1) * L} steps (unstable modes no input reaches: "
+                          "the plan does not end at an equilibrium)")
         if gain is not None:
             change = float(np.linalg.norm(K[0] - gain) / max(np.linalg.norm(K[0]), np.finfo(float).tiny))
             if change <= HOLD_GAIN_RTOL:
-                return K[0]
+                return K[0], f"the stationary LQR of the last sample (converged in {(chunk + 1) * L} steps)"
         gain = K[0]
-    raise RiccatiConvergenceError(
-        f"the hold's LQR gain did not converge in {HOLD_SWEEP_MAX_STEPS} steps of the frozen last sample "
-        f"(relative change {change:.3g} > {HOLD_GAIN_RTOL:g}): export a horizon that ends where the plant can be "
-        "held, or representation='fourier' for a periodic reference")
+    return None, (f"the last sample has no stationary LQR (its gain still changes by {change:.3g} per {L} steps "
+                  f"after {HOLD_SWEEP_MAX_STEPS}): the plan does not end at an equilibrium")
 
 
-def _plan_hold(controller, law_map, Ad, Bd, C, M, G, u_ff, y_ref, keep, S) -> dict:
-    """The arrays held after a plan: the last sample, its stationary LQR, the last filter gains of each class.
+def _plan_hold(controller, law_map, Ad, Bd, C, M, G, u_ff, y_ref, keep, S) -> tuple[dict, str]:
+    """The arrays held after a plan and how its gain was found.
 
-    The LQR's columns of the held law are :func:`_hold_gain` of the design's last sample; a law whose columns
-    are not the LQR's (``law_map.columns is None``) holds its last gain.
+    The last sample, the last filter gains of each class, and as gain the
+    stationary LQR of the last sample (:func:`_hold_gain`) in the LQR's columns
+    of the law; the last design gain where that does not exist (a plan that
+    ends in motion) or the law's columns are not the LQR's.
     """
     Kt = Ad.shape[0]
     G_hold = G[-1:].copy()
+    how = "the last design gain (the control law's columns are not the LQR's)"
     if law_map.columns is not None:
         lqr = law_map.lqr
-        K_hold = _hold_gain(np.asarray(lqr.Ad[-1], float), np.asarray(lqr.Bd[-1], float), np.asarray(lqr.Q[-1], float),
-                            np.asarray(lqr.R[-1], float), np.asarray(lqr.riccati[-1], float))
-        full = np.asarray(_law_arrays(controller)[0], float)[-1:]
-        G_hold = law_map.law(K_hold[None], full)[:, :, keep]
+        K_hold, how = _hold_gain(np.asarray(lqr.Ad[-1], float), np.asarray(lqr.Bd[-1], float),
+                                 np.asarray(lqr.Q[-1], float), np.asarray(lqr.R[-1], float),
+                                 np.asarray(lqr.riccati[-1], float))
+        if K_hold is None:
+            how = f"the last design gain: {how}"
+        else:
+            full = np.asarray(_law_arrays(controller)[0], float)[-1:]
+            G_hold = law_map.law(K_hold[None], full)[:, :, keep]
     last_of_class = [max(k for k in range(Kt - S, Kt) if k % S == r) for r in range(S)]
     return {"Ad": Ad[-1], "Bd": Bd[-1], "C": C[last_of_class], "M": M[last_of_class], "K": G_hold[0],
-            "u_ff": u_ff[-1], "y_ref": y_ref[-1]}
+            "u_ff": u_ff[-1], "y_ref": y_ref[-1]}, how
