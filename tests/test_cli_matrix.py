@@ -135,6 +135,9 @@ OPTIONS: dict[str, dict[str, Option]] = {
         "--seed": opt("--seed 2", bad="--seed -1", error="argument --seed: must be an integer >= 0, got -1"),
         "--robust-runs": opt("--robust-runs 0", "--robust-runs 2", bad="--robust-runs -1",
                              error="argument --robust-runs: must be an integer >= 0, got -1"),
+        "--search-runs": opt("--search-runs 0", "--search-runs 2", bad="--search-runs -1",
+                             error="argument --search-runs: must be an integer >= 0, got -1",
+                             also=(("--search-runs 10001", "--search-runs must be at most 10,000"),)),
         "--offset-free": opt("--offset-free", "--no-offset-free", bad="--offset-free=no",
                              error="argument --offset-free/--no-offset-free: ignored explicit argument 'no'"),
         "--force": opt("--force", bad="--force=yes", error="argument --force: ignored explicit argument 'yes'"),
@@ -449,13 +452,13 @@ RUNS = {
                   ("path.kind", "circle"), ("rig.name", "ideal"), ("path.initial_offset_m", [0.0, 0.0]),
                   ("verification.qs-paper.offset_free", False))),
         Run("track --path ellipse --rig tabletop --design exact --offset-free --duration 0.6 --robust-runs 2 "
-            "--weight-scale 2 --max-input-error-deg 4 --max-rms-error 0.05 --offset 0.01 0 --seed 2 "
+            "--weight-scale 2 --max-input-error-deg 4 --max-rms-error 0.05 --offset 0.01 0 --seed 2 --search-runs 2 "
             "--animate ellipse.gif --out {tmp}/t2",
             files=("t2/summary.json", "t2/robust.png", "t2/gain_schedule.npz", "t2/ellipse.gif"),
             json=(("path.kind", "ellipse"), ("rig.name", "tabletop"), ("pass_criteria.robust.runs", 2),
                   ("exported_design", "exact"), ("verification.exact.offset_free", True))),
         Run("track --path figure8 --rig lab --design qs-contact --radius 0.4 --omega -1.2 --roll-rate 35 "
-            "--center 0.1 -0.05 --duration 0.3 --robust-runs 0 --max-rms-error 0.05 --out {tmp}/t3",
+            "--center 0.1 -0.05 --duration 0.3 --robust-runs 0 --search-runs 0 --max-rms-error 0.05 --out {tmp}/t3",
             files=("t3/summary.json", "t3/tracking.png"),
             json=(("path.kind", "figure8"), ("rig.name", "lab"), ("path.size_m", 0.4), ("path.rate_rad_s", -1.2),
                   ("path.center_m", [0.1, -0.05]), ("path.horizon_s", 0.3))),

@@ -148,6 +148,9 @@ def test_a_design_that_does_not_apply_to_the_path_is_reported_and_the_job_goes_o
     (["--duration", "0.001"], "--duration must be at least one control period of rig 'tabletop' (0.02 s)"),
     (["--duration", "601"], "argument --duration: must be <= 600 s, got 601"),
     (["--robust-runs", "20000"], "--robust-runs must be at most 10,000, got 20,000"),
+    (["--search-runs", "20000"], "--search-runs must be at most 10,000, got 20,000"),
+    (["--search-runs", "5000"], "--search-runs 5,000 over 630 control steps: runs x steps must be at most 2,000,000"),
+    (["--search-runs", "-1"], "argument --search-runs: must be an integer >= 0, got -1"),
     (["--robust-runs", "5000"], "--robust-runs 5,000 over 630 control steps: runs x steps must be at most 2,000,000"),
     (["--weight-scale", "1e9"], "argument --weight-scale: must be <= 1e+06, got 1e9"),
     (["--weight-scale", "0"], "argument --weight-scale: must be >= 1e-06, got 0"),
@@ -210,3 +213,88 @@ def test_the_summary_states_its_criteria_and_names_every_unobservable_direction(
     assert rank, rows
     assert len(rank.group(4).split("; ")) == int(rank.group(3)) == int(rank.group(2)) - int(rank.group(1))
     capsys.readouterr()
+
+
+def test_the_design_search_keeps_a_tuning_that_passes_its_pre_check_bit_for_bit(tmp_path, capsys, plain_exact_3s):
+    out = tmp_path / "out"
+    assert main(EXACT_3S[:-1] + ["4", "--search-runs", "6", "--max-rms-error", "0.02", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=_reject)
+    search = summary["design_search"]
+    assert search["runs"] == 6 and search["started"] is False and search["rig"] == "tabletop"
+    # one pre-check of the job's own tuning, no candidate designed or run
+    scores = search["designs"]["exact"]["candidates"]
+    assert [s["candidate"] for s in scores] == ["default"] and scores[0]["meets"] is True
+    assert search["designs"]["exact"]["chosen"] == "default" and search["designs"]["exact"]["searched"] is False
+    assert summary["verification"]["exact"]["tuning"]["candidate"] == "default"
+    assert "Design: robust pre-check and tuning search" in (out / "summary.md").read_text()
+    # the exported design is the one without the search
+    assert (plain_exact_3s / "gain_schedule.npz").read_bytes() == (out / "gain_schedule.npz").read_bytes()
+    capsys.readouterr()
+
+
+def test_the_design_search_tries_every_candidate_when_none_passes_and_reports_their_scores(tmp_path, capsys):
+    from ballctl.ball_plate.design import DESIGN_CANDIDATES
+
+    out = tmp_path / "out"
+    # the plain LQG: no level-error states, every candidate can be built on a 1 s run
+    assert main(["track", "--rig", "ideal", "--design", "qs-contact", "--duration", "1.0", "--offset", "0", "0",
+                 "--max-rms-error", "1e-9", "--robust-runs", "2", "--search-runs", "2", "--no-offset-free",
+                 "--out", str(out)]) == 1
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=_reject)
+    search = summary["design_search"]
+    assert search["started"] is True
+    found = search["designs"]["qs-contact"]
+    assert [s["candidate"] for s in found["candidates"]] == [c.name for c in DESIGN_CANDIDATES]
+    assert all(s["meets"] is False and s["success_rate"] == 0.0 and s["rms_p95_m"] > 0 for s in found["candidates"])
+    assert found["searched"] is True and found["reason"].startswith("no candidate passes the pre-check")
+    assert summary["verification"]["qs-contact"]["tuning"]["candidate"] == found["chosen"]
+    text = (out / "summary.md").read_text()
+    assert all(f"| qs-contact | {c.name} |" in text for c in DESIGN_CANDIDATES)
+    capsys.readouterr()
+
+
+def test_the_search_stops_at_the_first_candidate_that_passes_on_the_same_draws():
+    from dataclasses import replace
+
+    from ballctl.ball_plate.design import DesignCandidate, RigDesignOptions, design_for_rig
+    from ballctl.ball_plate.verification import VerificationSettings, search_robust_design, search_seed
+    from ballctl.references import CircularMotion
+
+    rig = ballctl.rig_preset("tabletop")
+    ref = CircularMotion(rig.design_plant().quasi_static(), 0.3, 1.0, 40.0)
+    calls = []
+
+    def design(c):
+        calls.append(c.name)
+        return design_for_rig(rig, ref, "qs-contact", horizon=1.0, offset_free=False,
+                              options=c.options(RigDesignOptions()))
+
+    s0 = ref(0.0)
+    x0, xd0 = np.concatenate([s0.x, s0.u]), np.concatenate([s0.xd, s0.ud])
+    cands = (DesignCandidate(name="default"), DesignCandidate(name="gentle", max_input_error_factor=0.5),
+             DesignCandidate(name="never", process_std=0.1))
+    seed = search_seed(0)
+    assert seed != 0 and seed == search_seed(0) != search_seed(1)
+    kw = dict(window_s=0.5, seed=seed, settings=VerificationSettings(n_runs=3))
+    first = search_robust_design(design, cands[:2], rig, x0, xd0, max_rms_error=1.0, **kw)
+    assert calls == ["default"] and first.chosen == 0 and first.candidate.name == "default"
+    # a threshold between the two: the default fails, the next passes and the search stops there
+    p95 = [search_robust_design(design, (c,), rig, x0, xd0, max_rms_error=1.0, **kw).scores[0].check.rms_p95_m
+           for c in cands[:2]]
+    assert p95[1] < p95[0]   # 10.6 and 15.2 mm
+    calls.clear()
+    found = search_robust_design(design, cands, rig, x0, xd0, max_rms_error=0.5 * (p95[0] + p95[1]), **kw)
+    assert calls == ["default", "gentle"] and found.chosen == 1 and found.scores[1].meets
+    assert found.controller is found.scores[1].controller and "first candidate that passes" in found.reason
+    assert found.scores[0].check.rms_p95_m == p95[0]   # the same draws for every candidate
+    # the rig's imperfections are the truth's: the pre-check never reads them
+    from ballctl.ball_plate.rig import Imperfections
+
+    tilted = replace(rig, imperfections=Imperfections(plate_offset=(0.02, -0.01), rolling_resistance=0.01))
+    same = search_robust_design(design, cands[:1], tilted, x0, xd0, max_rms_error=1.0, **kw)
+    assert same.scores[0].check.rms_p95_m == p95[0]
+    # scores already run are reused, not rerun
+    calls.clear()
+    again = search_robust_design(design, cands[:2], rig, x0, xd0, max_rms_error=1.0, scored=first.scores, **kw)
+    assert calls == [] and again.scores == first.scores
+    assert replace(cands[0]).options(RigDesignOptions()) == RigDesignOptions()

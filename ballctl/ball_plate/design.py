@@ -11,19 +11,20 @@ integrators of the contact error along and across the path
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .._errors import ParameterError
-from .._validation import check_instance, check_positive
+from .._validation import check_instance, check_nonnegative, check_positive
 from ..design.estimator import EstimatorSettings, InputDisturbance, IntegralAction
 from ..design.tracking import EstimatorDesign, LQRWeights, TrackingController, TrackingOptions, design_tracking_lqr
 from ..linear.partition import Partition
 from ..references.base import Reference, ReferenceSample
 
 __all__ = ["RIG_DESIGNS", "QS_STATE_ERRORS", "EXACT_STATE_ERRORS", "RigDesignOptions", "design_for_rig",
-           "path_integral_action", "PATH_INTEGRAL_LIMIT", "PATH_INTEGRAL_START", "PATH_INTEGRAL_FADE"]
+           "DesignCandidate", "DESIGN_CANDIDATES", "path_integral_action", "PATH_INTEGRAL_LIMIT", "PATH_INTEGRAL_START",
+           "PATH_INTEGRAL_FADE"]
 
 
 # ------------------------------------------------------------------ designs for a rig
@@ -60,17 +61,117 @@ class RigDesignOptions:
         the slow model error that the process noise must cover otherwise; on
         the tabletop rig the noise-driven RMS error drops from about 2.3 to 1.2 mm)
         and 0.5 deg otherwise.
+    disturbance_start : float, optional
+        When the level-error states of an offset-free design start to act, in s
+        after the start of the run (>= 0; they then fade in over
+        :data:`DISTURBANCE_FADE` s). Default :data:`DISTURBANCE_START`.
     """
 
     max_input_error: float = float(np.deg2rad(3.0))
     weight_scale: float = 1.0
     process_std: float | None = None
+    disturbance_start: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_input_error", check_positive(self.max_input_error, "max_input_error", "rad"))
         object.__setattr__(self, "weight_scale", check_positive(self.weight_scale, "weight_scale"))
         if self.process_std is not None:
             object.__setattr__(self, "process_std", check_positive(self.process_std, "process_std", "rad"))
+        if self.disturbance_start is not None:
+            object.__setattr__(self, "disturbance_start",
+                               check_nonnegative(self.disturbance_start, "disturbance_start", "s"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DesignCandidate:
+    """A tuning the robust design search of ``ballctl track`` tries: changes to the job's :class:`RigDesignOptions`.
+
+    Attributes
+    ----------
+    name : str
+    description : str
+        What it changes, in words.
+    process_std : float, optional
+        The filter's process noise in rad (> 0); None keeps the job's.
+    max_input_error_factor : float
+        Multiplies the job's Bryson limit on the plate-angle corrections (> 0;
+        below 1 weighs the corrections more: a gentler loop).
+    weight_scale_factor : float
+        Multiplies the job's state-weight scale (> 0).
+    disturbance_start : float, optional
+        When the level-error states start to act, s after the start of the
+        run (>= 0); None keeps the job's.
+    """
+
+    name: str
+    description: str = ""
+    process_std: float | None = None
+    max_input_error_factor: float = 1.0
+    weight_scale_factor: float = 1.0
+    disturbance_start: float | None = None
+
+    def __post_init__(self) -> None:
+        check_positive(self.max_input_error_factor, "max_input_error_factor")
+        check_positive(self.weight_scale_factor, "weight_scale_factor")
+        if self.process_std is not None:
+            check_positive(self.process_std, "process_std", "rad")
+        if self.disturbance_start is not None:
+            check_nonnegative(self.disturbance_start, "disturbance_start", "s")
+
+    @property
+    def is_default(self) -> bool:
+        """True when it changes nothing (the job's own tuning)."""
+        return (self.process_std is None and self.max_input_error_factor == 1.0 and self.weight_scale_factor == 1.0
+                and self.disturbance_start is None)
+
+    def options(self, base: RigDesignOptions) -> RigDesignOptions:
+        """The job's options ``base`` with this candidate's changes (``base`` itself for the default).
+
+        Parameters
+        ----------
+        base : RigDesignOptions
+            The job's options (``--weight-scale``, ``--max-input-error-deg``).
+
+        Returns
+        -------
+        RigDesignOptions
+        """
+        if self.is_default:
+            return base
+        return replace(base, max_input_error=base.max_input_error * self.max_input_error_factor,
+                       weight_scale=base.weight_scale * self.weight_scale_factor,
+                       process_std=base.process_std if self.process_std is None else self.process_std,
+                       disturbance_start=(base.disturbance_start if self.disturbance_start is None
+                                          else self.disturbance_start))
+
+    def as_dict(self) -> dict:
+        """JSON-ready, units in the keys."""
+        return {"name": self.name, "description": self.description,
+                "process_std_deg": None if self.process_std is None else float(np.rad2deg(self.process_std)),
+                "max_input_error_factor": self.max_input_error_factor,
+                "weight_scale_factor": self.weight_scale_factor, "disturbance_start_s": self.disturbance_start}
+
+
+#: the tunings the robust design search of ``ballctl track`` tries, in order: the job's own first (a design
+#: whose own tuning passes the pre-check is kept as it is), then slower filters and gentler corrections with
+#: the level-error states held back over the initial transient. Found on the tabletop rig's lissajous path
+#: (the exact design's own tuning: 80 % of 200 rigs drawn about the level rig converge, 91 % in the 200 runs of
+#: the verification); each of these: 98-98.5 % of 200 drawn level rigs, 98.5-99 % in the verification. What
+#: still fails are the softest servos (30-38 rad/s against 60) and a stiff one with a large latency error.
+DESIGN_CANDIDATES: tuple[DesignCandidate, ...] = (
+    DesignCandidate(name="default", description="the job's tuning"),
+    DesignCandidate(name="slow-filter", process_std=float(np.deg2rad(0.5)), max_input_error_factor=2.0 / 3.0,
+                    disturbance_start=1.0,
+                    description="filter process noise 0.5 deg, Bryson limit on the corrections x2/3, level-error "
+                                "states from 1 s"),
+    DesignCandidate(name="gentle", process_std=float(np.deg2rad(0.5)), max_input_error_factor=0.5,
+                    disturbance_start=1.0,
+                    description="filter process noise 0.5 deg, Bryson limit on the corrections x1/2, level-error "
+                                "states from 1 s"),
+    DesignCandidate(name="slow-filter-tight", process_std=float(np.deg2rad(0.5)), max_input_error_factor=2.0 / 3.0,
+                    weight_scale_factor=1.5, disturbance_start=1.0,
+                    description="as slow-filter with the state weights x1.5"),
+)
 
 
 def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0: float = 0.0,
@@ -119,6 +220,7 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
     options = RigDesignOptions() if options is None else options
     check_instance(options, "options", RigDesignOptions)
     max_input_error, weight_scale, process_std = options.max_input_error, options.weight_scale, options.process_std
+    disturbance_start = DISTURBANCE_START if options.disturbance_start is None else options.disturbance_start
     plant = reference.system
     if design == "exact":
         if not isinstance(plant, ServoPlateBallPlate):
@@ -149,7 +251,7 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         integral = path_integral_action(plant, reference(times), times - t0)
         # the level-error states act from the same moment (a large initial transient that saturates the
         # servos is not taken for a disturbance: no wind-up)
-        dmap = np.eye(len(in_names))[None] * _fade_in(times - t0, DISTURBANCE_START, DISTURBANCE_FADE)[:, None, None]
+        dmap = np.eye(len(in_names))[None] * _fade_in(times - t0, disturbance_start, DISTURBANCE_FADE)[:, None, None]
     weights = LQRWeights(states=states,
                          max_state_errors={k: v / np.sqrt(weight_scale) for k, v in errors.items() if k in kept},
                          max_input_errors={nm: max_input_error for nm in in_names})

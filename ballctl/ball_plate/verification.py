@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import time as _time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -39,10 +40,12 @@ from .._validation import check_finite_scalar, check_instance, check_integer, ch
 from ..simulation.arrays import RunDraws, imperfection_draws, sensor_draws
 from ..simulation.closed_loop import controller_loop
 from ..simulation.monte_carlo import MonteCarloJob, run_chunks
-from .rig import RigProfile
+from .rig import Imperfections, RigProfile
 from ..design.tracking import TrackingController
+from .design import DesignCandidate
 
-__all__ = ["RobustVerification", "VerificationSettings", "verify_over_uncertainty", "ROBUST_PERCENTILES"]
+__all__ = ["RobustVerification", "VerificationSettings", "verify_over_uncertainty", "ROBUST_PERCENTILES",
+           "CandidateScore", "DesignSearch", "search_robust_design", "search_seed"]
 
 #: percentiles of the error bands over time, in %
 ROBUST_PERCENTILES = (5.0, 50.0, 95.0)
@@ -244,6 +247,187 @@ def verify_over_uncertainty(controller: TrackingController, rig: RigProfile, x0,
                               max_rms_error, float(min_success_rate), rms, converged, t.copy(), pct, bands,
                               runs["samples"], float(window_s), mu, least, rolls, float(rig.friction_coefficient),
                               _time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------ robust design search
+#: mixed into the job's seed for the search's draws (:func:`search_seed`)
+_SEARCH_SEED_KEY = 0x5EA4C4
+
+
+def search_seed(seed: int) -> int:
+    """The root seed of :func:`search_robust_design`'s draws for a job's ``seed``: a stream of its own.
+
+    ``SeedSequence([seed, key])`` shares no stream with the ``SeedSequence(seed)`` of
+    :func:`verify_over_uncertainty` for any ``seed``, so the verification stays an independent test of the
+    tuning the search picked.
+
+    Parameters
+    ----------
+    seed : int
+        The job's seed (``--seed``), >= 0.
+
+    Returns
+    -------
+    int
+    """
+    seed = check_integer(seed, "seed", minimum=0)
+    return int(np.random.SeedSequence([seed, _SEARCH_SEED_KEY]).generate_state(1)[0])
+
+
+@dataclass(frozen=True)
+class CandidateScore:
+    """One candidate tuning of :func:`search_robust_design` and its pre-check.
+
+    Attributes
+    ----------
+    candidate : DesignCandidate
+    controller : TrackingController or None
+        The design (None when it cannot be built).
+    check : RobustVerification or None
+        Its runs over the design rig's uncertainty (None when not built).
+    meets : bool
+        It passes the pre-check (``check.passed``).
+    error : str or None
+        Why the design cannot be built.
+    """
+
+    candidate: DesignCandidate
+    controller: TrackingController | None
+    check: RobustVerification | None
+    meets: bool
+    error: str | None = None
+
+    def as_dict(self) -> dict:
+        """JSON-ready: the candidate, and its score or why it has none."""
+        c = self.check
+        out = {"candidate": self.candidate.name, "meets": self.meets}
+        if c is None:
+            return {**out, "error": self.error}
+        num = (lambda v: float(v) if np.isfinite(v) else None)   # noqa: E731
+        return {**out, "success_rate": c.success_rate, "rms_p50_m": num(c.rms_p50_m), "rms_p95_m": num(c.rms_p95_m),
+                "worst_rms_m": num(c.worst_rms_m), "wall_time_s": c.wall_time_s}
+
+
+@dataclass(frozen=True)
+class DesignSearch:
+    """What :func:`search_robust_design` tried and what it picked.
+
+    Attributes
+    ----------
+    scores : tuple of CandidateScore
+        The candidates tried, in order (the search stops at the first that meets the criteria).
+    chosen : int
+        Index into :attr:`scores` of the picked tuning.
+    reason : str
+        Why it was picked.
+    runs : int
+        Runs of each pre-check.
+    seed : int
+        Root seed of the pre-checks' draws (the same rigs for every candidate).
+    """
+
+    scores: tuple
+    chosen: int
+    reason: str
+    runs: int
+    seed: int
+
+    @property
+    def candidate(self) -> DesignCandidate:
+        """The picked tuning."""
+        return self.scores[self.chosen].candidate
+
+    @property
+    def controller(self) -> TrackingController:
+        """The picked design."""
+        return self.scores[self.chosen].controller
+
+    def as_dict(self) -> dict:
+        """JSON-ready: the pick, why, and every candidate's score."""
+        return {"chosen": self.candidate.name, "reason": self.reason, "runs": self.runs, "seed": self.seed,
+                "candidates": [s.as_dict() for s in self.scores]}
+
+
+def search_robust_design(design: Callable[[DesignCandidate], TrackingController],
+                         candidates: Sequence[DesignCandidate], rig: RigProfile, x0, xd0, *, window_s: float,
+                         max_rms_error: float, seed: int = 0, settings: VerificationSettings | None = None,
+                         scored: Sequence[CandidateScore] = ()) -> DesignSearch:
+    """Pick a tuning that survives the design rig's uncertainty: the first candidate whose pre-check passes.
+
+    Each candidate is designed (``design(candidate)``) and run on ``settings.n_runs`` rigs drawn from
+    ``rig.uncertainty`` by :func:`verify_over_uncertainty` -- the same runs, draws and criteria as the
+    verification, on the design rig **without its imperfections** (they are the truth's: no design reads
+    them; the draws then centre on a level rig) and with the root seed ``seed`` (give it
+    :func:`search_seed` of the job's seed: the verification that follows must not see these draws). Every
+    candidate meets the same drawn rigs. The search stops at the first candidate that passes (so with the
+    job's own tuning first, a design that passes costs one pre-check and is kept as it is); when none does,
+    it picks the one with the most converged runs (then the smallest 95th-percentile error; the earlier on
+    a tie).
+
+    Parameters
+    ----------
+    design : callable
+        ``design(candidate) -> TrackingController``; a :class:`~ballctl.BallctlError` marks the candidate as
+        not buildable (the first candidate's is raised).
+    candidates : sequence of DesignCandidate
+        In the order to try.
+    rig : RigProfile
+        The design rig (its imperfections are not used).
+    x0, xd0 : array_like
+        Nominal initial state, as for :func:`verify_over_uncertainty`.
+    window_s, max_rms_error : float
+        As for :func:`verify_over_uncertainty`.
+    seed : int
+        Root seed of the pre-checks' draws.
+    settings : VerificationSettings, optional
+        The pre-check's runs (default 40), success rate, divergence stop and threads.
+    scored : sequence of CandidateScore
+        Scores of the leading candidates already run (reused, not rerun).
+
+    Returns
+    -------
+    DesignSearch
+    """
+    from .._errors import BallctlError
+
+    settings = VerificationSettings(n_runs=40) if settings is None else settings
+    check_instance(settings, "settings", VerificationSettings)
+    candidates = tuple(candidates)
+    if not candidates:
+        raise ParameterError("candidates: the search needs at least one candidate tuning")
+    level = replace(rig, imperfections=Imperfections())
+    scores = list(scored)
+    for cand in candidates[len(scores):] if not any(s.meets for s in scores) else ():
+        try:
+            ctrl = design(cand)
+        except BallctlError as exc:
+            if not scores:
+                raise
+            scores.append(CandidateScore(cand, None, None, False, " ".join(str(exc).split())))
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):  # the contact forces of runs that diverged
+            rv = verify_over_uncertainty(ctrl, level, x0, xd0, window_s=window_s, max_rms_error=max_rms_error,
+                                         seed=seed, settings=settings)
+        scores.append(CandidateScore(cand, ctrl, rv, rv.passed))
+        if rv.passed:
+            break
+
+    def text(s: CandidateScore) -> str:
+        c = s.check
+        p95 = "diverged" if not np.isfinite(c.rms_p95_m) else f"{c.rms_p95_m:.3g} m"
+        return f"{100 * c.success_rate:.1f} % of {c.runs} runs converge, RMS p95 {p95}"
+
+    met = [i for i, s in enumerate(scores) if s.meets]
+    if met:
+        chosen = met[0]
+        reason = (f"{scores[chosen].candidate.name}: the first candidate that passes the pre-check "
+                  f"({text(scores[chosen])})")
+    else:
+        run = [i for i, s in enumerate(scores) if s.check is not None]
+        chosen = max(run, key=lambda i: (scores[i].check.success_rate, -scores[i].check.rms_p95_m, -i))
+        reason = (f"no candidate passes the pre-check; {scores[chosen].candidate.name} does best "
+                  f"({text(scores[chosen])})")
+    return DesignSearch(tuple(scores), chosen, reason, settings.n_runs, int(seed))
 
 
 #: what :class:`_RigDraws` records of each run, in :attr:`RobustVerification.samples`

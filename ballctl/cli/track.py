@@ -9,7 +9,14 @@ servo plate as truth, actuation limits, sensors), the job
 2. designs every requested design (:data:`ballctl.ball_plate.design.RIG_DESIGNS`) with
    the rig's Kalman filter (output feedback, offset-free by default: it
    estimates and cancels a plate level error and a rolling resistance) or
-   state feedback,
+   state feedback, and **pre-checks** them over the design rig's uncertainty
+   (``--search-runs`` rigs drawn about ``--rig`` without its imperfections, a
+   seed of its own: :func:`ballctl.ball_plate.verification.search_robust_design`):
+   the first design whose own tuning passes ends the pre-check and nothing
+   changes; when none passes, each design in turn tries the candidate tunings
+   of :data:`ballctl.ball_plate.design.DESIGN_CANDIDATES` (slower filter,
+   gentler corrections) and keeps the first that passes (else the best), until
+   one design has a tuning that passes,
 3. **verifies** each on the truth plant -- the servo plate with the rig's
    imperfections (level error, rolling resistance, lost frames, dead band,
    timing jitter), sensor rate, latency, noise and limits, from the initial
@@ -86,6 +93,8 @@ MAX_DURATION_S = 600.0
 #: --robust-runs at most this, and runs x control steps at most MAX_ROBUST_STEPS (about 1 GB of run histories)
 MAX_ROBUST_RUNS = 10_000
 MAX_ROBUST_STEPS = 2_000_000
+#: --search-runs by default: runs of the robust pre-check per candidate tuning
+SEARCH_RUNS = 40
 #: --weight-scale within this range (a factor on the Bryson state weights)
 WEIGHT_SCALE_RANGE = (1e-6, 1e6)
 #: a design passes the nominal run when the tilt limit is active in less than this fraction of the last period
@@ -105,9 +114,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--path", choices=PATHS, default="circle",
                    help="path on the plate (default circle): " + "; ".join(f"{k} {v}" for k, v in PATH_SHAPES.items())
                         + ". With the defaults every path is within the tabletop rig's +-15 deg tilt, and on that "
-                          "rig the exact design passes the verification over its uncertainty on every path but "
-                          "lissajous (about 81 %% of the drawn rigs converge, 99 %% needed: nothing is exported; "
-                          "not a matter of its speed or size)")
+                          "rig the exact design passes the verification over its uncertainty on every path with "
+                          "its own tuning; on lissajous only with the tuning the design search picks (91 %% of the "
+                          "drawn rigs converge with its own, 99 %% with the search's, 99 %% needed: no margin; "
+                          "--search-runs 0 exports nothing there)")
     g.add_argument("--radius", type=number("m", low=0, low_inclusive=False), default=0.5,
                    help="path size r in m (circle radius; default 0.5)")
     g.add_argument("--omega", type=number("rad/s", nonzero=True), default=1.0,
@@ -146,6 +156,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"closed-loop runs over the rig's uncertainty per design (default 200, at most "
                         f"{MAX_ROBUST_RUNS:,} and {MAX_ROBUST_STEPS:,} runs x control steps; 0 verifies the nominal "
                         f"truth only)")
+    g.add_argument("--search-runs", type=integer(low=0), default=SEARCH_RUNS,
+                   help=f"runs of the robust pre-check of the design step (default {SEARCH_RUNS}, at most "
+                        f"{MAX_ROBUST_RUNS:,} and {MAX_ROBUST_STEPS:,} runs x control steps): each design's own "
+                        f"tuning is run on rigs drawn from --rig's uncertainty (without its imperfections, with a "
+                        f"seed of its own: the verification never shares its draws), and the first that passes "
+                        f"ends it; when none passes, each design in turn tries the candidate tunings of "
+                        f"ballctl.ball_plate.design.DESIGN_CANDIDATES in order, keeps the first that passes (else "
+                        f"the best) and the first that passes ends the search. 0, or --robust-runs 0: no pre-check")
     g.add_argument("--offset-free", action=argparse.BooleanOptionalAction, default=True,
                    help="designs that estimate and cancel a plate level error and integrate the path-frame error "
                         "(default); --no-offset-free designs the plain LQG (a level error then leaves a steady "
@@ -299,6 +317,12 @@ def _check_arguments(args: argparse.Namespace) -> _Plan:
         raise ParameterError(f"--robust-runs {args.robust_runs:,} over {steps:,} control steps: runs x steps must be "
                              f"at most {MAX_ROBUST_STEPS:,} (about 1 GB of run histories); at most "
                              f"{MAX_ROBUST_STEPS // steps:,} runs at this --duration")
+    if args.search_runs > MAX_ROBUST_RUNS:
+        raise ParameterError(f"--search-runs must be at most {MAX_ROBUST_RUNS:,}, got {args.search_runs:,}")
+    if args.search_runs * steps > MAX_ROBUST_STEPS:
+        raise ParameterError(f"--search-runs {args.search_runs:,} over {steps:,} control steps: runs x steps must be "
+                             f"at most {MAX_ROBUST_STEPS:,} (about 1 GB of run histories); at most "
+                             f"{MAX_ROBUST_STEPS // steps:,} runs at this --duration")
     return _Plan(rig=rig, truth_rig=truth_rig, designs=designs, path=path, horizon=horizon, period=period, out=out,
                  own_names=own, log=log, log_in_out=log_in_out, animate=animate, divergence=divergence, args=args)
 
@@ -434,7 +458,7 @@ def _run(args: argparse.Namespace, plan: _Plan, say) -> int:
     from ..figures.plotting import plot_robust_bands, plot_tracking, save_figure
     from ..schedule import ControllerDataOptions, controller_footprint, write_c_controller
     from ..deploy.sil import ExportOptions, ExportVerificationError, export_controller
-    from ..ball_plate.design import RIG_DESIGNS, RigDesignOptions, design_for_rig
+    from ..ball_plate.design import DESIGN_CANDIDATES, RIG_DESIGNS, RigDesignOptions, design_for_rig
     from ..ball_plate.verification import VerificationSettings, verify_over_uncertainty
 
     rig, truth_rig, dt = plan.rig, plan.truth_rig, plan.rig.dt
@@ -461,16 +485,23 @@ def _run(args: argparse.Namespace, plan: _Plan, say) -> int:
                             divergence_error=divergence, imperfections=truth_rig.imperfections.loop)
     limit = rig.limits.max_angle
     controllers, runs, verification, robust = {}, {}, {}, {}
+    base_options = RigDesignOptions(weight_scale=args.weight_scale,
+                                    max_input_error=float(np.deg2rad(args.max_input_error_deg)))
+
+    def design(name, candidate=DESIGN_CANDIDATES[0]):
+        if candidate.is_default and name in controllers:
+            return controllers[name]
+        return design_for_rig(rig, exact_ref if name == "exact" else qs_ref, name, horizon=horizon,
+                              output_feedback=args.feedback == "output", offset_free=args.offset_free,
+                              options=candidate.options(base_options))
+
     for i, name in enumerate(plan.designs):
         say(f"[3/5] design {i + 1}/{len(plan.designs)}: {name} ({RIG_DESIGNS[name]})")
         if name in not_applicable:
             say(f"      not applicable to this path: {not_applicable[name]}")
             continue
         try:
-            ctrl = design_for_rig(rig, exact_ref if name == "exact" else qs_ref, name, horizon=horizon,
-                                  output_feedback=args.feedback == "output", offset_free=args.offset_free,
-                                  options=RigDesignOptions(weight_scale=args.weight_scale,
-                                                           max_input_error=float(np.deg2rad(args.max_input_error_deg))))
+            controllers[name] = design(name)
         except PartitionError as exc:  # e.g. the paper's subsystem is exact on the circle only
             not_applicable[name] = _plain(str(exc))
             say(f"      not applicable to this path: {not_applicable[name]}")
@@ -479,7 +510,12 @@ def _run(args: argparse.Namespace, plan: _Plan, say) -> int:
             not_applicable[name] = f"the design cannot be built on this path: {_plain(str(exc))}"
             say(f"      not applicable to this path: {not_applicable[name]}")
             continue
-        controllers[name] = ctrl
+    search = _design_search(args, plan, controllers, design, x0, xd0, window, say)
+    for name, found in search["designs"].items():
+        controllers[name] = found.controller
+    for name, ctrl in controllers.items():
+        say(f"[3/5] {name}: verification on the truth"
+            + ("" if name not in search["designs"] else f" (tuning: {search['designs'][name].candidate.name})"))
         r = simulate_closed_loop(_on_truth_sensors(ctrl, truth_rig), x0_truth, xd0, truth=truth, seed=args.seed,
                                  options=sim)
         runs[name] = r
@@ -505,6 +541,7 @@ def _run(args: argparse.Namespace, plan: _Plan, say) -> int:
             "feedback": r.feedback,
             "offset_free": ctrl.offset_free,
             "disturbance_observability": _disturbance_observability(ctrl),
+            "tuning": _tuning(search["designs"].get(name), base_options, ctrl),
             "contact": {"peak_friction_coefficient": sm.peak_friction_coefficient,
                         "least_normal_force_N": sm.least_normal_force_N,
                         "peak_friction_coefficient_last_period": sm.peak_friction_coefficient_last_period,
@@ -650,6 +687,7 @@ def _run(args: argparse.Namespace, plan: _Plan, say) -> int:
                      "shape": PATH_SHAPES[args.path], "center_m": list(args.center), "period_s": period,
                      "horizon_s": horizon, "initial_offset_m": list(args.offset)},
             "pass_criteria": criteria,
+            "design_search": _search_summary(search, rig),
             "verification": verification,
             "not_applicable": not_applicable,
             "exported_design": chosen,
@@ -663,7 +701,7 @@ def _run(args: argparse.Namespace, plan: _Plan, say) -> int:
         }
         atomic_write_text(out / "summary.json", json.dumps(strict_json(summary), indent=2, allow_nan=False))
         text = _summary_markdown(args, plan, verification, robust, not_applicable, designs, chosen, reason, ideal,
-                                 controller_summary, obs_table, files, criteria)
+                                 controller_summary, obs_table, files, criteria, search)
         atomic_write_text(out / "summary.md", text)
     if rig_log is not None and plan.log_in_out is None:
         plan.log.parent.mkdir(parents=True, exist_ok=True)
@@ -675,8 +713,146 @@ def _run(args: argparse.Namespace, plan: _Plan, say) -> int:
     return 0 if chosen is not None else 1
 
 
+def _design_search(args, plan: _Plan, controllers: dict, design, x0, xd0, window: float, say) -> dict:
+    """The robust pre-check of the design step and, when no design's own tuning passes it, the tuning search.
+
+    Each design's own tuning (the job's flags) is run in turn on ``--search-runs`` rigs drawn from ``--rig``'s
+    uncertainty (:func:`ballctl.ball_plate.verification.search_robust_design`: the design rig without its
+    imperfections, a seed of its own); the first that passes ends the pre-check and every design keeps its
+    tuning (the job is then as without the search, at the cost of that pre-check). When none passes, each
+    design tries :data:`~ballctl.ball_plate.design.DESIGN_CANDIDATES` in order and keeps the first that passes
+    (else the best); the first design whose search finds a tuning that passes ends it (the job needs one),
+    the later ones keep the job's tuning. Nothing here reads the truth rig.
+
+    Returns
+    -------
+    dict
+        ``designs``: the searches (name -> DesignSearch) whose pick replaces the design; ``checks``: the
+        pre-checks of the designs' own tunings; ``started``; ``note`` (what happened, in words); ``runs``,
+        ``seed``.
+    """
+    from ..ball_plate.design import DESIGN_CANDIDATES
+    from ..ball_plate.verification import VerificationSettings, search_robust_design, search_seed
+
+    result = {"designs": {}, "checks": {}, "started": False, "runs": 0, "seed": None, "note": None}
+    if args.robust_runs == 0 or args.search_runs == 0 or not controllers:
+        result["note"] = ("off (--robust-runs 0)" if args.robust_runs == 0 else "off (--search-runs 0)"
+                          if args.search_runs == 0 else "off (no design applies)")
+        return result
+    seed = search_seed(args.seed)
+    result.update(runs=args.search_runs, seed=seed)
+    common = dict(window_s=window, max_rms_error=args.max_rms_error, seed=seed,
+                  settings=VerificationSettings(n_runs=args.search_runs, divergence_error=plan.divergence))
+    say(f"[3/5] robust pre-check: each design's own tuning on {args.search_runs} rigs drawn from the uncertainty "
+        f"of rig {plan.rig.name!r} (without its imperfections, a seed of its own)")
+    for name in controllers:
+        found = search_robust_design(lambda c, n=name: design(n, c), DESIGN_CANDIDATES[:1], plan.rig, x0, xd0,
+                                     **common)
+        result["checks"][name] = found
+        say(f"      pre-check of {name}: {_score_text(found.scores[0])}")
+        if found.scores[0].meets:
+            result["note"] = (f"the own tuning of {name} passes the pre-check: no search, every design keeps the "
+                              f"job's tuning")
+            say(f"      {result['note']}")
+            return result
+    result["started"] = True
+    for name in controllers:
+        say(f"      tuning search for {name}: up to {len(DESIGN_CANDIDATES)} candidates, the first that passes")
+        found = search_robust_design(lambda c, n=name: design(n, c), DESIGN_CANDIDATES, plan.rig, x0, xd0,
+                                     scored=result["checks"][name].scores, **common)
+        for sc in found.scores[1:]:
+            say(f"        {sc.candidate.name}: {_score_text(sc)}")
+        say(f"        -> {found.reason}")
+        result["designs"][name] = found
+        if found.scores[found.chosen].meets:
+            later = [n for n in controllers if n not in result["designs"]]
+            result["note"] = (f"no design's own tuning passes the pre-check; the tuning {found.candidate.name} of "
+                              f"{name} does" + (f" (the search ends there: {_and(later)} "
+                                                f"keep{'s' if len(later) == 1 else ''} the job's tuning)"
+                                                if later else ""))
+            return result
+    result["note"] = "no design passes the pre-check with any candidate tuning: each keeps its best"
+    return result
+
+
+def _score_text(score) -> str:
+    """A candidate's pre-check in words (progress lines)."""
+    c = score.check
+    if c is None:
+        return f"cannot be built: {_plain(score.error)}"
+    return (f"{100 * c.success_rate:.1f} % of {c.runs} converge, RMS p50 {_meters(c.rms_p50_m)}, p95 "
+            f"{_meters(c.rms_p95_m)} ({'passes' if score.meets else 'fails'}; {c.wall_time_s:.2g} s)")
+
+
+def _tuning(found, base_options, ctrl) -> dict:
+    """The tuning a design was made with: the candidate's name and the options it resolves to."""
+    from ..ball_plate.design import DESIGN_CANDIDATES, DISTURBANCE_START
+
+    cand = DESIGN_CANDIDATES[0] if found is None else found.candidate
+    opts = cand.options(base_options)
+    est = ctrl.estimator
+    start = None
+    if ctrl.offset_free:
+        start = DISTURBANCE_START if opts.disturbance_start is None else opts.disturbance_start
+    return {"candidate": cand.name, "max_input_error_deg": float(np.rad2deg(opts.max_input_error)),
+            "weight_scale": opts.weight_scale,
+            "process_std_deg": None if est is None else float(np.rad2deg(est.process_std)),
+            "disturbance_start_s": start}
+
+
+def _search_summary(search: dict, rig) -> dict:
+    """summary.json's ``design_search`` block."""
+    from ..ball_plate.design import DESIGN_CANDIDATES
+
+    per = {}
+    for n, check in search["checks"].items():
+        if n in search["designs"]:
+            per[n] = {**search["designs"][n].as_dict(), "searched": True}
+            continue
+        why = ("its own tuning passes the pre-check" if check.scores[0].meets else
+               "its own tuning fails the pre-check; not searched: another design's search found a tuning that "
+               "passes")
+        per[n] = {**check.as_dict(), "searched": False, "reason": f"the job's tuning: {why}"}
+    return {"runs": search["runs"], "seed": search["seed"], "started": search["started"], "note": search["note"],
+            "rig": rig.name, "draws": "the design rig's uncertainty about its nominal (without its imperfections)",
+            "candidates": [c.as_dict() for c in DESIGN_CANDIDATES], "designs": per}
+
+
+def _search_markdown(search: dict, rig) -> list:
+    """summary.md's lines on the pre-check and the tuning search."""
+    from ..ball_plate.design import DESIGN_CANDIDATES
+
+    if not search["runs"]:
+        return []
+    lines = ["", "## Design: robust pre-check and tuning search", "",
+             f"Before any run on the truth, each design's own tuning was run on {search['runs']} rigs drawn from "
+             f"rig **{rig.name}**'s uncertainty about its nominal (without its imperfections: no design reads "
+             f"them; seed {search['seed']}, none of the verification's draws), with the verification's criteria. "
+             f"The first design whose own tuning passes ends the pre-check (the others keep theirs, unchecked); "
+             f"when none does, each design in turn tries the candidate tunings in order ("
+             + "; ".join(f"{c.name}: {c.description}" for c in DESIGN_CANDIDATES)
+             + ") and keeps the first that passes, else the one with the most converged runs (then the smallest "
+               "95th-percentile error); the first design with a tuning that passes ends the search. "
+             f"Result: {search['note']}.", "",
+             "| design | candidate | converged runs | RMS p50 [m] | RMS p95 [m] | passes | picked |",
+             "|---|---|---|---|---|---|---|"]
+    for name, check in search["checks"].items():
+        found = search["designs"].get(name, check)
+        for i, sc in enumerate(found.scores):
+            picked = "yes" if i == (found.chosen if name in search["designs"] else 0) else ""
+            c = sc.check
+            if c is None:
+                lines.append(f"| {name} | {sc.candidate.name} | cannot be built: {_plain(sc.error)} | | | no | |")
+                continue
+            lines.append(f"| {name} | {sc.candidate.name} | {100 * c.success_rate:.1f} % | {_fmt(c.rms_p50_m)} | "
+                         f"{_fmt(c.rms_p95_m)} | {'yes' if sc.meets else 'no'} | {picked} |")
+        if name in search["designs"]:
+            lines.append(f"| {name} | | {found.reason} | | | | |")
+    return lines
+
+
 def _summary_markdown(args, plan: _Plan, verification, robust, not_applicable, designs, chosen, reason, ideal,
-                      controller_summary, obs_table, files, criteria) -> str:
+                      controller_summary, obs_table, files, criteria, search=None) -> str:
     """summary.md: what was verified, against which criteria, what passed, what was exported."""
     rig, truth_rig = plan.rig, plan.truth_rig
     imp = truth_rig.imperfections
@@ -687,8 +863,10 @@ def _summary_markdown(args, plan: _Plan, verification, robust, not_applicable, d
                                                f"({truth_rig.description})."), "",
              f"Path: {args.path} ({PATH_SHAPES[args.path]}), r = {args.radius:g} m, w = {args.omega:g} rad/s, "
              f"centre {_pair(args.center)} m; horizon {plan.horizon:.4g} s at dt = {rig.dt:g} s; initial offset "
-             f"{_pair(args.offset)} m. Truth: exact servo plate; {args.feedback} feedback.", "",
-             "## Verification on the truth plant", "",
+             f"{_pair(args.offset)} m. Truth: exact servo plate; {args.feedback} feedback."]
+    if search is not None:
+        lines += _search_markdown(search, rig)
+    lines += ["", "## Verification on the truth plant", "",
              f"Truth imperfections (no design sees them): level error "
              f"{', '.join(f'{v:.3g}' for v in imp.as_dict()['plate_offset_deg'])} deg, rolling "
              f"resistance {imp.rolling_resistance:g}, {100 * imp.frame_drop:g} % frames "
