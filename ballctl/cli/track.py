@@ -179,8 +179,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "needs --feedback output")
     p.add_argument("--animate", default=None, nargs="?", const="tracking.gif", metavar="FILE",
                    help="also write an animation of the closed loop (ball on the tilting plate) into --out: a file "
-                        "name ending in .gif (pillow) or .mp4 (ffmpeg, if installed); default tracking.gif. 15 frames per "
-                        "second of the run, at least 2 and at most 80 frames")
+                        "name ending in .gif (pillow) or .mp4 (ffmpeg, if installed); default tracking.gif. 15 "
+                        "frames per second of the run, at least 2 and at most 80 frames")
 
 
 def verdict(summary, *, max_rms_error: float, saturated_fraction: float) -> tuple[bool, bool, str]:
