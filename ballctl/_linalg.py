@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def solve_symmetric_inplace(A, b):
     """Solve ``A z = b`` for a symmetric positive definite ``A`` by LDL^T (no pivoting).
 

@@ -149,24 +149,30 @@ def _rhs(code, y, u, p, a, b, n, out, xdd, lam):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def rk4_hold(code, y, h, substeps, u, p, a, b, n, k1, k2, k3, k4, tmp, xdd, lam):
-    """``substeps`` classical RK4 steps of ``h / substeps`` with ``u`` held (same arithmetic as simulate.rk4)."""
+def rk4_hold(code, y, h, substeps, u, p, a, b, n, ks, tmp, xdd, lam):
+    """``substeps`` classical RK4 steps of ``h / substeps`` with ``u`` held (same arithmetic as simulate.rk4).
+
+    ``ks (4, 2n)`` holds the four stages. The stages are one loop around one right-hand-side call, so the
+    loop body holds one call of each plant's kernel, not four (each call site is code the compiler optimizes
+    and emits).
+    """
     hs = h / substeps
     half = hs / 2
     sixth = hs / 6
     for _ in range(substeps):
-        _rhs(code, y, u, p, a, b, n, k1, xdd, lam)
+        for stage in range(4):
+            if stage == 0:
+                for i in range(2 * n):
+                    tmp[i] = y[i]
+            elif stage == 3:
+                for i in range(2 * n):
+                    tmp[i] = y[i] + hs * ks[2, i]
+            else:
+                for i in range(2 * n):
+                    tmp[i] = y[i] + half * ks[stage - 1, i]
+            _rhs(code, tmp, u, p, a, b, n, ks[stage], xdd, lam)
         for i in range(2 * n):
-            tmp[i] = y[i] + half * k1[i]
-        _rhs(code, tmp, u, p, a, b, n, k2, xdd, lam)
-        for i in range(2 * n):
-            tmp[i] = y[i] + half * k2[i]
-        _rhs(code, tmp, u, p, a, b, n, k3, xdd, lam)
-        for i in range(2 * n):
-            tmp[i] = y[i] + hs * k3[i]
-        _rhs(code, tmp, u, p, a, b, n, k4, xdd, lam)
-        for i in range(2 * n):
-            y[i] = y[i] + sixth * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i])
+            y[i] = y[i] + sixth * (ks[0, i] + 2 * ks[1, i] + 2 * ks[2, i] + ks[3, i])
 
 
 @njit(cache=True, nogil=True)
@@ -197,10 +203,7 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
     n_sig = sig_idx.shape[0]
     Ks = sampled.shape[0]  # steps with sensing
     n_div = div_idx.shape[0]
-    k1 = np.empty(ny)
-    k2 = np.empty(ny)
-    k3 = np.empty(ny)
-    k4 = np.empty(ny)
+    ks = np.empty((4, ny))
     tmp = np.empty(ny)
     xdd = np.empty(n)
     lam = np.empty(n_constraints)
@@ -230,10 +233,13 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
             u_app[i] = u_start[i]
             u_plant[i] = u_start[i]
         status[r] = -1
-        X_c[:] = 0.0  # the estimate starts on the reference
+        for i in range(Ne):  # the estimate starts on the reference
+            X_c[i] = 0.0
         j_c = 0
-        y_dev[:, :] = 0.0
-        avail[:, :] = False
+        for kk in range(K):
+            for j in range(n_sig):
+                y_dev[kk, j] = 0.0
+                avail[kk, j] = False
         for k in range(K):
             for j in range(N):
                 X[j] = y[sel[j]] - y_ref[k, sel[j]]
@@ -330,7 +336,7 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                 else:
                     for i in range(nu):
                         u_plant[i] = u_app[i]
-                rk4_hold(code, y, t_b - t_a, substeps, u_plant, p, a, b, n, k1, k2, k3, k4, tmp, xdd, lam)
+                rk4_hold(code, y, t_b - t_a, substeps, u_plant, p, a, b, n, ks, tmp, xdd, lam)
             if rechart:
                 _keep_chart(code, y, n)   # the truth ball's chart (a NaN state passes unchanged)
             effective_input(held[0], held[1], d_frac[r], dt, u_step)

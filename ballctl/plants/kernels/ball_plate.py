@@ -77,7 +77,7 @@ _COS_RECHART_LEAN = float(np.cos(RECHART_LEAN))
 CHART_COORDINATES = (2, 3, 4)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rolling_couple(w0, w1, normal, c, R):
     r"""Rolling-resistance couple on the ball, plate components ``(tau_x, tau_y)`` in N m (``tau_z = 0``).
 
@@ -150,7 +150,9 @@ def mass_matrix(x, p, out):
     """M(x), shape (5, 5), written into ``out`` (independent of the inputs)."""
     mass, inertia = p[0], p[2]
     sph = np.sin(x[3])
-    out[:, :] = 0.0
+    for i_ in range(out.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
+        for j_ in range(out.shape[1]):
+            out[i_, j_] = 0.0
     out[0, 0] = mass
     out[1, 1] = mass
     out[2, 2] = inertia
@@ -160,7 +162,7 @@ def mass_matrix(x, p, out):
     out[4, 2] = inertia * sph
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def forces(x, xd, u, p, out):
     """Q(x, xd, u), shape (5,): gravity in the plate frame, the gyroscopic terms and, for ``c = p[4] > 0``,
     the rolling-resistance couple ``G^T tau`` (module docstring) with ``N = m g cos(alpha) cos(beta)``."""
@@ -186,14 +188,16 @@ def forces(x, xd, u, p, out):
         out[4] += cph * (cps * t1 - sps * t0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def constraint_jacobian(x, p, out):
     """Rolling constraints B(x) of eqs. (43)-(44), shape (2, 5)."""
     R = p[1]
     cps = np.cos(x[2])
     sps = np.sin(x[2])
     cph = np.cos(x[3])
-    out[:, :] = 0.0
+    for i_ in range(out.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
+        for j_ in range(out.shape[1]):
+            out[i_, j_] = 0.0
     out[0, 0] = 1.0
     out[0, 3] = -R * sps
     out[0, 4] = -R * cps * cph
@@ -202,7 +206,7 @@ def constraint_jacobian(x, p, out):
     out[1, 4] = -R * sps * cph
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def constraint_bias(x, xd, p, out):
     """``Ddot(x, xd) xd``, shape (2,)."""
     R = p[1]
@@ -286,53 +290,59 @@ def contact_forces(x, xd, u, p, out):
 @njit(cache=True)
 def mass_matrix_batch(x, p):
     """``mass_matrix`` over a stack ``x (K, 5)``: returns ``(K, 5, 5)`` of ``x``'s dtype."""
+    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
     out = np.empty((x.shape[0], 5, 5), dtype=x.dtype)
     for k in range(x.shape[0]):
-        mass_matrix(x[k], p, out[k])
+        mass_matrix(x[k], q, out[k])
     return out
 
 
 @njit(cache=True)
 def forces_batch(x, xd, u, p):
     """``forces`` over stacks ``(K, 5), (K, 5), (K, 2)`` of one dtype: returns ``(K, 5)``."""
+    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
     out = np.empty((x.shape[0], 5), dtype=x.dtype)
     for k in range(x.shape[0]):
-        forces(x[k], xd[k], u[k], p, out[k])
+        forces(x[k], xd[k], u[k], q, out[k])
     return out
 
 
 @njit(cache=True)
 def constraint_jacobian_batch(x, p):
     """``constraint_jacobian`` over ``x (K, 5)``: returns ``(K, 2, 5)``."""
+    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
     out = np.empty((x.shape[0], 2, 5), dtype=x.dtype)
     for k in range(x.shape[0]):
-        constraint_jacobian(x[k], p, out[k])
+        constraint_jacobian(x[k], q, out[k])
     return out
 
 
 @njit(cache=True)
 def constraint_bias_batch(x, xd, p):
     """``constraint_bias`` over stacks ``(K, 5)``: returns ``(K, 2)``."""
+    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
     out = np.empty((x.shape[0], 2), dtype=x.dtype)
     for k in range(x.shape[0]):
-        constraint_bias(x[k], xd[k], p, out[k])
+        constraint_bias(x[k], xd[k], q, out[k])
     return out
 
 
 @njit(cache=True)
 def accelerations_batch(x, xd, u, p, a, b):
     """``accelerations`` over stacks ``(K, 5), (K, 5), (K, 2)``: returns ``xdd (K, 5)``, ``lam (K, 2)``."""
+    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
     xdd = np.empty((x.shape[0], 5), dtype=x.dtype)
     lam = np.empty((x.shape[0], 2), dtype=x.dtype)
     for k in range(x.shape[0]):
-        accelerations(x[k], xd[k], u[k], p, a, b, xdd[k], lam[k])
+        accelerations(x[k], xd[k], u[k], q, a, b, xdd[k], lam[k])
     return xdd, lam
 
 
 @njit(cache=True)
 def contact_forces_batch(x, xd, u, p):
     """``contact_forces`` over stacks ``(K, 5), (K, 5), (K, 2)``: returns ``(K, 3)`` = ``(F_x, F_y, N)`` in N."""
+    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
     out = np.empty((x.shape[0], 3), dtype=x.dtype)
     for k in range(x.shape[0]):
-        contact_forces(x[k], xd[k], u[k], p, out[k])
+        contact_forces(x[k], xd[k], u[k], q, out[k])
     return out

@@ -52,6 +52,20 @@ With ``Z = [-E; I]`` spanning the null space of ``D``, the accelerations
 one symmetric positive definite solve of size ``n - 2`` (see
 :func:`ballctl._linalg.solve_unit_constrained`).
 
+Compilation (a first run's cost, not the physics): numba gives every compiled
+function its own library and links, re-optimizes and re-emits the whole tree of
+its callees into it, so every function level over the kernel tree costs about
+the tree's compile time again. Hence few levels: the kinematic terms are one
+function (:func:`all_terms`), the rolling-resistance couple is part of
+:func:`mass_and_forces`, the contact force's equations are in
+:func:`contact_forces_batch`, and the functions with one compiled caller
+(``ball_mass_and_forces``, ``servo_torque``, ``plate_forces``) or of a few lines
+(``_cross``) are inlined into it (``inline="always"``: numba-level inlining, their
+equations still written once; not for a function several compiled callers share,
+which would then compile it again in each). Every function is called with one layout per
+argument (C-contiguous 1-d vectors, writable ``p``), so each is compiled once
+per dtype.
+
 References
 ----------
 Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, appendix B, eqs. (90)-(115).
@@ -75,7 +89,7 @@ __all__ = ["CHART_COORDINATES", "N_PARAMETERS", "accelerations", "constraint_jac
 N_PARAMETERS = 17
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _cross(a, b, out):
     c0 = a[1] * b[2] - a[2] * b[1]
     c1 = a[2] * b[0] - a[0] * b[2]
@@ -133,16 +147,31 @@ def plate_kinematics(qp, qpd, gravity, Gp, omega, Gpdot_qd, g_plate):
 
 
 @njit(cache=True)
-def terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s):
-    """Kinematic terms of the module docstring: ``H, G (3, n)``, ``h, g_v, g_plate, Om, s (3,)``, ``Gp (3, n_p)``."""
+def all_terms(x, xd, p, like):
+    """Kinematic terms of the module docstring in new arrays of ``like``'s dtype:
+    ``(H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s)``, ``H, G (3, n)``, ``h, g_v, g_plate, Om, s (3,)``, ``Gp (3, n_p)``.
+
+    ``like`` is the caller's output (real, or complex on a complex step of ``x`` or ``xd``); the callers pass
+    a 1-d array (one specialization per dtype).
+    """
     n_p = int(p[5])
     n = 5 + n_p
+    dt = like.dtype
+    H = np.empty((3, n), dtype=dt)
+    G = np.empty((3, n), dtype=dt)
+    h = np.empty(3, dtype=dt)
+    g_v = np.empty(3, dtype=dt)
+    g_plate = np.empty(3, dtype=dt)
+    Om = np.empty(3, dtype=dt)
+    Gp = np.empty((3, n_p), dtype=dt)
+    Gpdot_qd = np.empty(3, dtype=dt)
+    s = np.empty(3, dtype=dt)
     R = p[1]
     plate_kinematics(x[5:n], xd[5:n], p[3], Gp, Om, Gpdot_qd, g_plate)
     s[0] = x[0]
     s[1] = x[1]
     s[2] = 0.0 * x[0] + (R + p[4])
-    sd = np.empty(3, dtype=h.dtype)
+    sd = np.empty(3, dtype=dt)
     sd[0] = xd[0]
     sd[1] = xd[1]
     sd[2] = 0.0 * xd[0]
@@ -151,17 +180,23 @@ def terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s):
     cph = np.cos(x[3])
     sph = np.sin(x[3])
     dpsi, dphi, dth = xd[2], xd[3], xd[4]
-    H[:, :] = 0.0
+    for i_ in range(H.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
+        for j_ in range(H.shape[1]):
+            H[i_, j_] = 0.0
     H[0, 0] = 1.0
     H[1, 1] = 1.0
-    col = np.empty(3, dtype=h.dtype)
-    tmp = np.empty(3, dtype=h.dtype)
+    col = np.empty(3, dtype=dt)
+    tmp = np.empty(3, dtype=dt)
     for j in range(n_p):
-        _cross(Gp[:, j], s, col)
+        for i in range(3):  # the column, C-contiguous (one specialization of _cross)
+            tmp[i] = Gp[i, j]
+        _cross(tmp, s, col)
         H[0, 5 + j] = col[0]
         H[1, 5 + j] = col[1]
         H[2, 5 + j] = col[2]
-    G[:, :] = 0.0
+    for i_ in range(G.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
+        for j_ in range(G.shape[1]):
+            G[i_, j_] = 0.0
     G[0, 3] = cps
     G[1, 3] = sps
     G[0, 4] = -sps * cph
@@ -172,7 +207,7 @@ def terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s):
         G[0, 5 + j] = Gp[0, j]
         G[1, 5 + j] = Gp[1, j]
         G[2, 5 + j] = Gp[2, j]
-    w = np.empty(3, dtype=h.dtype)
+    w = np.empty(3, dtype=dt)
     w[0] = dphi * cps - dth * sps * cph
     w[1] = dphi * sps + dth * cps * cph
     w[2] = dpsi + dth * sph
@@ -190,35 +225,14 @@ def terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s):
     g_v[0] = (-dphi * sps * dpsi - dth * (cps * cph * dpsi - sps * sph * dphi)) + Gpdot_qd[0] + tmp[0]
     g_v[1] = (dphi * cps * dpsi - dth * (sps * cph * dpsi + cps * sph * dphi)) + Gpdot_qd[1] + tmp[1]
     g_v[2] = (dth * cph * dphi) + Gpdot_qd[2] + tmp[2]
-
-
-@njit(cache=True)
-def all_terms(x, xd, p, like):
-    """:func:`terms` into new arrays of ``like``'s dtype: ``(H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s)``.
-
-    ``like`` is the caller's output (real, or complex on a complex step of ``x`` or ``xd``).
-    """
-    n = 5 + int(p[5])
-    n_p = n - 5
-    dt = like.dtype
-    H = np.empty((3, n), dtype=dt)
-    G = np.empty((3, n), dtype=dt)
-    h = np.empty(3, dtype=dt)
-    g_v = np.empty(3, dtype=dt)
-    g_plate = np.empty(3, dtype=dt)
-    Om = np.empty(3, dtype=dt)
-    Gp = np.empty((3, n_p), dtype=dt)
-    Gpdot_qd = np.empty(3, dtype=dt)
-    s = np.empty(3, dtype=dt)
-    terms(x, xd, p, H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s)
     return H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def ball_mass_and_forces(x, xd, p, M, Q):
     """The ball's own ``M_ball = m H^T H + I G^T G`` and ``Q_ball = m H^T (g_p - h) - I G^T g_v`` (n x n, n)."""
     n = 5 + int(p[5])
-    H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x, xd, p, M)
+    H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x, xd, p, Q)
     mass, inertia = p[0], p[2]
     for i in range(n):
         for j in range(n):
@@ -229,7 +243,7 @@ def ball_mass_and_forces(x, xd, p, M, Q):
             - inertia * (G[0, i] * g_v[0] + G[1, i] * g_v[1] + G[2, i] * g_v[2])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def servo_torque(x, xd, u, p, out):
     """Servo torques in N m on the plate axes (kind 1), length n_p; set point ``u + offset`` (``p[15:17]``)."""
     n_p = int(p[5])
@@ -259,7 +273,9 @@ def mass_and_forces(x, xd, u, p, M, Q):
     Qb = np.empty(n, dtype=dt)
     ball_mass_and_forces(x, xd, p, Mb, Qb)
     if p[6] == 0.0:
-        M[:, :] = 0.0
+        for i_ in range(M.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
+            for j_ in range(M.shape[1]):
+                M[i_, j_] = 0.0
         for i in range(5):
             for j in range(5):
                 M[i, j] = Mb[i, j]
@@ -285,46 +301,37 @@ def mass_and_forces(x, xd, u, p, M, Q):
                 M[5 + a, 5 + b] += (Gp[0, a] * p[7] * Gp[0, b] + Gp[1, a] * p[8] * Gp[1, b]
                                     + Gp[2, a] * p[9] * Gp[2, b])
             Q[5 + a] += plate[a] + tau[a]
-    if p[14] > 0.0:
-        _add_rolling_resistance(x, xd, u, p, M, Q)
-
-
-@njit(cache=True)
-def _add_rolling_resistance(x, xd, u, p, M, Q):
-    """``Q[:5] += G_rel^T tau`` (module docstring), ``M, Q`` the plant's without the couple."""
-    n_p = int(p[5])
-    n = 5 + n_p
-    dt = Q.dtype
-    qdd = np.empty(n_p, dtype=dt)
-    if p[6] == 0.0:
+    if p[14] > 0.0:  # Q[:5] += G_rel^T tau (module docstring); M, Q here are the plant's without the couple
+        qdd = np.empty(n_p, dtype=dt)
+        if p[6] == 0.0:
+            for j in range(n_p):
+                qdd[j] = u[j]
+        else:   # plate accelerations of the exact solve without the couple: N to O(c)
+            D = np.empty((2, n), dtype=dt)
+            constraint_jacobian(x, p, D)
+            r = np.empty(2, dtype=dt)
+            constraint_bias(x, xd, p, r)
+            r[0] = -r[0]
+            r[1] = -r[1]
+            xdd0 = np.empty(n, dtype=dt)
+            lam0 = np.empty(2, dtype=dt)
+            solve_unit_constrained(M, Q, D[:, 2:], r, xdd0, lam0)
+            for j in range(n_p):
+                qdd[j] = xdd0[5 + j]
+        H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x, xd, p, Q)
+        az = h[2]
         for j in range(n_p):
-            qdd[j] = u[j]
-    else:   # plate accelerations of the exact solve without the couple: N to O(c)
-        D = np.empty((2, n), dtype=dt)
-        constraint_jacobian(x, p, D)
-        r = np.empty(2, dtype=dt)
-        constraint_bias(x, xd, p, r)
-        r[0] = -r[0]
-        r[1] = -r[1]
-        xdd0 = np.empty(n, dtype=dt)
-        lam0 = np.empty(2, dtype=dt)
-        solve_unit_constrained(M, Q, D[:, 2:], r, xdd0, lam0)
-        for j in range(n_p):
-            qdd[j] = xdd0[5 + j]
-    H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x, xd, p, Q)
-    az = h[2]
-    for j in range(n_p):
-        az += H[2, 5 + j] * qdd[j]
-    normal = p[0] * (az - g_plate[2])
-    # relative angular velocity w = G_rel xd[:5] (plate components), its plate-plane part
-    w0 = G[0, 3] * xd[3] + G[0, 4] * xd[4]
-    w1 = G[1, 3] * xd[3] + G[1, 4] * xd[4]
-    t0, t1 = rolling_couple(w0, w1, normal, p[14], p[1])
-    for i in range(5):
-        Q[i] += G[0, i] * t0 + G[1, i] * t1
+            az += H[2, 5 + j] * qdd[j]
+        normal = p[0] * (az - g_plate[2])
+        # relative angular velocity w = G_rel xd[:5] (plate components), its plate-plane part
+        w0 = G[0, 3] * xd[3] + G[0, 4] * xd[4]
+        w1 = G[1, 3] * xd[3] + G[1, 4] * xd[4]
+        t0, t1 = rolling_couple(w0, w1, normal, p[14], p[1])
+        for i in range(5):
+            Q[i] += G[0, i] * t0 + G[1, i] * t1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def plate_forces(x, xd, p, Gp, out):
     """The plate's gyroscopic and velocity terms ``-G_p^T (J Gdot_p qd_p + Omega x J Omega)``, length n_p.
 
@@ -351,8 +358,14 @@ def plate_forces(x, xd, p, Gp, out):
 @njit(cache=True)
 def constraint_jacobian(x, p, out):
     """Rolling constraints (43)-(44), shape (2, n): those of the ball-plate, zero plate columns."""
-    out[:, :] = 0.0
-    _ball_jacobian(x[:5], p, out[:, :5])
+    ball = np.empty((2, 5), dtype=out.dtype)  # C-contiguous: the ball-plate's own specialization
+    _ball_jacobian(x[:5], p, ball)
+    for i_ in range(out.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
+        for j_ in range(out.shape[1]):
+            out[i_, j_] = 0.0
+    for i in range(2):
+        for j in range(5):
+            out[i, j] = ball[i, j]
 
 
 @njit(cache=True)
@@ -385,21 +398,21 @@ def accelerations(x, xd, u, p, a, b, xdd, lam):
 def contact_forces(x, xd, u, p, out):
     """Contact force of the plate on the ball in plate axes, ``out (3,) = (F_x, F_y, N)`` in N.
 
-    ``F = m (a - g_plate)``, ``a = H xdd + h`` the inertial acceleration of the ball centre (plate
-    components), ``xdd`` the exact (unstabilized) accelerations.
+    :func:`contact_forces_batch` (which holds the equations, see there) on a stack of one.
     """
-    n_p = int(p[5])
-    n = 5 + n_p
+    n = x.shape[0]
     dt = out.dtype
-    xdd = np.empty(n, dtype=dt)
-    lam = np.empty(2, dtype=dt)
-    accelerations(x, xd, u, p, 0.0, 0.0, xdd, lam)
-    H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x, xd, p, out)
+    xs = np.empty((1, n), dtype=dt)
+    xds = np.empty((1, n), dtype=dt)
+    us = np.empty((1, u.shape[0]), dtype=dt)
+    for i in range(n):
+        xs[0, i] = x[i]
+        xds[0, i] = xd[i]
+    for i in range(u.shape[0]):
+        us[0, i] = u[i]
+    F = contact_forces_batch(xs, xds, us, p)
     for i in range(3):
-        acc = h[i] - g_plate[i]
-        for j in range(n):
-            acc += H[i, j] * xdd[j]
-        out[i] = p[0] * acc
+        out[i] = F[0, i]
 
 
 @njit(cache=True)
@@ -418,8 +431,8 @@ def plate_kinematics_batch(qp, qpd, gravity):
 
 @njit(cache=True)
 def terms_batch(x, xd, p):
-    """``terms`` over stacks ``(K, n)``: ``H, G (K, 3, n)``, ``h, g_v, g_plate, Om (K, 3)``, ``Gp``, ``Gpdot_qd``,
-    ``s``.
+    """:func:`all_terms` over stacks ``(K, n)``: ``H, G (K, 3, n)``, ``h, g_v, g_plate, Om (K, 3)``, ``Gp``,
+    ``Gpdot_qd``, ``s``.
     """
     K, n = x.shape
     n_p = n - 5
@@ -434,7 +447,19 @@ def terms_batch(x, xd, p):
     Gpdot_qd = np.empty((K, 3), dtype=dt)
     s = np.empty((K, 3), dtype=dt)
     for k in range(K):
-        terms(x[k], xd[k], p, H[k], G[k], h[k], g_v[k], g_plate[k], Om[k], Gp[k], Gpdot_qd[k], s[k])
+        Hk, Gk, hk, g_vk, g_plate_k, Om_k, Gp_k, Gpdot_qd_k, s_k = all_terms(x[k], xd[k], p, x[k])
+        for i in range(3):
+            for j in range(n):
+                H[k, i, j] = Hk[i, j]
+                G[k, i, j] = Gk[i, j]
+            for j in range(n_p):
+                Gp[k, i, j] = Gp_k[i, j]
+            h[k, i] = hk[i]
+            g_v[k, i] = g_vk[i]
+            g_plate[k, i] = g_plate_k[i]
+            Om[k, i] = Om_k[i]
+            Gpdot_qd[k, i] = Gpdot_qd_k[i]
+            s[k, i] = s_k[i]
     return H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s
 
 
@@ -473,11 +498,27 @@ def accelerations_batch(x, xd, u, p, a, b):
 
 @njit(cache=True)
 def contact_forces_batch(x, xd, u, p):
-    """``contact_forces`` over stacks ``(K, n), (K, n), (K, n_p)``: returns ``(K, 3)`` = ``(F_x, F_y, N)`` in N."""
+    """Contact forces of the plate on the ball in plate axes over stacks ``(K, n), (K, n), (K, n_p)``: returns
+    ``(K, 3)`` = ``(F_x, F_y, N)`` in N.
+
+    ``F = m (a - g_plate)``, ``a = H xdd + h`` the inertial acceleration of the ball centre (plate
+    components), ``xdd`` the exact (unstabilized) accelerations. The equations are here, not in the
+    single-state :func:`contact_forces`: one compiled level fewer over the plant's whole kernel tree.
+    """
     K = x.shape[0]
-    out = np.empty((K, 3), dtype=x.dtype)
+    n = 5 + int(p[5])
+    dt = x.dtype
+    out = np.empty((K, 3), dtype=dt)
+    xdd = np.empty(n, dtype=dt)
+    lam = np.empty(2, dtype=dt)
     for k in range(K):
-        contact_forces(x[k], xd[k], u[k], p, out[k])
+        accelerations(x[k], xd[k], u[k], p, 0.0, 0.0, xdd, lam)
+        H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x[k], xd[k], p, xdd)
+        for i in range(3):
+            acc = h[i] - g_plate[i]
+            for j in range(n):
+                acc += H[i, j] * xdd[j]
+            out[k, i] = p[0] * acc
     return out
 
 
