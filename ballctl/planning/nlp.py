@@ -15,7 +15,7 @@ first and second derivatives CasADi generated for it -- serves
   start; :mod:`ballctl.planning.receding`).
 
 A warm start passes the previous solution's multipliers to a second IPOPT
-instance built on the *same* derivative functions, with
+instance built (on the first warm solve) on the *same* derivative functions, with
 ``warm_start_init_point`` and a small initial barrier parameter; a cold solve
 starts from the interior as usual.
 
@@ -138,20 +138,11 @@ class ManeuverNLP:
 
     def __init__(self, plant, problem: ManeuverProblem, *, intervals: int = 50, nodes=None, symbolic: str = "SX",
                  solver: SolverOptions | None = None) -> None:
-        ca = require_casadi()
         start = time.perf_counter()
-        if not isinstance(problem, ManeuverProblem):
-            raise ParameterError(f"problem must be a ManeuverProblem, got {type(problem).__name__}")
-        model = plant_model(plant)
-        x0 = model.validate(problem.initial_state)
-        precheck(model, problem, x0)
+        ca, model, nodes, sym = check_request(plant, problem, intervals=intervals, nodes=nodes, symbolic=symbolic)
         T = problem.duration_s
-        nodes = default_nodes(T, intervals) if nodes is None else check_nodes(nodes, T)
         self.model, self.problem, self.solver_options = model, problem, solver or SolverOptions()
         self.tau = nodes / T
-        sym = getattr(ca, symbolic) if symbolic in ("SX", "MX") else None
-        if sym is None:
-            raise ParameterError(f"symbolic must be 'SX' or 'MX', got {symbolic!r}")
         dim, n = model.dim, model.n
         # parameters: obstacle radius factor, clearance back-off (m), friction back-off, normal back-off (N),
         # duration (s), target contact point (m)
@@ -255,11 +246,25 @@ class ManeuverNLP:
         self.nlp = {"x": tr.w, "f": J, "g": g, "p": self.param}
         opts = self.solver_options.casadi_options(max_iterations=1000, max_cpu_time_s=600.0)
         self._cold = ca.nlpsol("plan", "ipopt", self.nlp, opts)
-        derivatives = {name: self._cold.get_function(f"nlp_{name}") for name in ("hess_l", "jac_g", "grad_f")}
-        self._warm = ca.nlpsol("replan", "ipopt", self.nlp,
-                               {**opts, **_WARM_IPOPT, "hess_lag": derivatives["hess_l"],
-                                "jac_g": derivatives["jac_g"], "grad_f": derivatives["grad_f"]})
+        self._opts = opts
+        self._warm_solver = None    # the warm solver is built on its first use (:attr:`_warm`)
         self.build_time_s = time.perf_counter() - start
+
+    @property
+    def _warm(self):
+        """The warm-start IPOPT instance on the cold one's derivative functions, built on first use.
+
+        Its build time is added to :attr:`build_time_s` (reports finished after it count it).
+        """
+        if self._warm_solver is None:
+            ca = require_casadi()
+            start = time.perf_counter()
+            derivatives = {name: self._cold.get_function(f"nlp_{name}") for name in ("hess_l", "jac_g", "grad_f")}
+            self._warm_solver = ca.nlpsol("replan", "ipopt", self.nlp,
+                                          {**self._opts, **_WARM_IPOPT, "hess_lag": derivatives["hess_l"],
+                                           "jac_g": derivatives["jac_g"], "grad_f": derivatives["grad_f"]})
+            self.build_time_s += time.perf_counter() - start
+        return self._warm_solver
 
     # -------------------------------------------------------------------------------------------
     @property
@@ -563,6 +568,37 @@ class ManeuverNLP:
         times = time_offset_s + collocation_times(self.nodes(T))
         X, _ = self.model.renormalize(plan.state(times))
         return self.tr.pack(X, plan.input(times))
+
+
+def check_request(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes=None, symbolic: str = "SX"):
+    """The checks of a :class:`ManeuverNLP` request, in its order, without building it.
+
+    Parameters
+    ----------
+    plant, problem, intervals, nodes, symbolic
+        As for :class:`ManeuverNLP`.
+
+    Returns
+    -------
+    ca : module
+        CasADi.
+    model : the plant's planning model
+    nodes : ndarray, shape (N + 1,)
+        The checked mesh in s.
+    sym : CasADi's SX or MX
+    """
+    ca = require_casadi()
+    if not isinstance(problem, ManeuverProblem):
+        raise ParameterError(f"problem must be a ManeuverProblem, got {type(problem).__name__}")
+    model = plant_model(plant)
+    x0 = model.validate(problem.initial_state)
+    precheck(model, problem, x0)
+    T = problem.duration_s
+    nodes = default_nodes(T, intervals) if nodes is None else check_nodes(nodes, T)
+    sym = getattr(ca, symbolic) if symbolic in ("SX", "MX") else None
+    if sym is None:
+        raise ParameterError(f"symbolic must be 'SX' or 'MX', got {symbolic!r}")
+    return ca, model, nodes, sym
 
 
 def _rows_at(A: np.ndarray, old: np.ndarray, new: np.ndarray) -> np.ndarray:

@@ -43,7 +43,7 @@ from .accuracy import DEFAULT_ACCURACY, AccuracyReport, PlanAccuracy, replay_che
 from .branches import BranchOutcome, ManeuverBranch, along_polyline, branch_of, side_seeds, wind
 from .contact import between_nodes_message, contact_failure_message, update_contact_backoffs
 from .maneuver import ManeuverPlan, ManeuverProblem
-from .nlp import ManeuverNLP
+from .nlp import ManeuverNLP, check_request
 from .transcription import SolverOptions, collocation_times
 
 __all__ = ["diagnose", "plan_maneuver", "refine_plan", "solve_stages"]
@@ -556,9 +556,16 @@ def _halved(nodes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _refine_to(plan: ManeuverPlan, nlp: ManeuverNLP, accuracy: PlanAccuracy, *,
-               symbolic: str) -> tuple[ManeuverPlan, ManeuverNLP]:
-    """Halve every interval until the cost estimate and the replay checks meet the tolerance."""
+def _refine_to(plan: ManeuverPlan, nlp: ManeuverNLP | None, accuracy: PlanAccuracy, *, symbolic: str,
+               problem: ManeuverProblem | None = None,
+               solver: SolverOptions | None = None) -> tuple[ManeuverPlan, ManeuverNLP | None]:
+    """Halve every interval until the cost estimate and the replay checks meet the tolerance.
+
+    ``nlp`` is the plan's NLP (returned when no finer one is solved); without it (``None``), ``problem`` and
+    ``solver`` are the finer NLPs' problem and options.
+    """
+    if nlp is not None:
+        problem, solver = nlp.problem, nlp.solver_options
     tol = accuracy.tolerance
     sizes, costs = [plan.nodes.size - 1], [float(plan.report.objective)]
     estimate = float("nan")
@@ -573,7 +580,7 @@ def _refine_to(plan: ManeuverPlan, nlp: ManeuverNLP, accuracy: PlanAccuracy, *,
         nodes = _halved(plan.nodes)
         if nodes.size - 1 > accuracy.max_intervals:
             break
-        fine = ManeuverNLP(plan.plant, nlp.problem, nodes=nodes, symbolic=symbolic, solver=nlp.solver_options)
+        fine = ManeuverNLP(plan.plant, problem, nodes=nodes, symbolic=symbolic, solver=solver)
         new = solve_stages(fine, fine.guess(plan), backoffs=_backoffs(plan))
         iterations += list(new.report.stage_iterations)
         solve_time += new.report.solve_time_s
@@ -633,5 +640,7 @@ def refine_plan(plant, problem: ManeuverProblem, plan: ManeuverPlan, *, accuracy
     """
     accuracy = check_instance(accuracy, "accuracy", PlanAccuracy)
     plan.raise_if_failed()
-    nlp = ManeuverNLP(plant, problem, nodes=plan.nodes, symbolic=symbolic, solver=solver)
-    return _refine_to(plan, nlp, accuracy, symbolic=symbolic)[0]
+    # the request's checks of the plan's own NLP, which is not built: only the finer meshes are solved
+    check_request(plant, problem, nodes=plan.nodes, symbolic=symbolic)
+    return _refine_to(plan, None, accuracy, symbolic=symbolic, problem=problem,
+                      solver=solver or SolverOptions())[0]
