@@ -312,18 +312,13 @@ def _check_arguments(args: argparse.Namespace) -> _Plan:
                                  f"length at its speed 0.3 r w, less two control periods), got {args.duration:g} s")
     horizon, period = _horizon(args, path, dt)
     steps = int(round(horizon / dt)) + 1
-    if args.robust_runs > MAX_ROBUST_RUNS:
-        raise ParameterError(f"--robust-runs must be at most {MAX_ROBUST_RUNS:,}, got {args.robust_runs:,}")
-    if args.robust_runs * steps > MAX_ROBUST_STEPS:
-        raise ParameterError(f"--robust-runs {args.robust_runs:,} over {steps:,} control steps: runs x steps must be "
-                             f"at most {MAX_ROBUST_STEPS:,} (about 1 GB of run histories); at most "
-                             f"{MAX_ROBUST_STEPS // steps:,} runs at this --duration")
-    if args.search_runs > MAX_ROBUST_RUNS:
-        raise ParameterError(f"--search-runs must be at most {MAX_ROBUST_RUNS:,}, got {args.search_runs:,}")
-    if args.search_runs * steps > MAX_ROBUST_STEPS:
-        raise ParameterError(f"--search-runs {args.search_runs:,} over {steps:,} control steps: runs x steps must be "
-                             f"at most {MAX_ROBUST_STEPS:,} (about 1 GB of run histories); at most "
-                             f"{MAX_ROBUST_STEPS // steps:,} runs at this --duration")
+    for flag, runs in (("--robust-runs", args.robust_runs), ("--search-runs", args.search_runs)):
+        if runs > MAX_ROBUST_RUNS:
+            raise ParameterError(f"{flag} must be at most {MAX_ROBUST_RUNS:,}, got {runs:,}")
+        if runs * steps > MAX_ROBUST_STEPS:
+            raise ParameterError(f"{flag} {runs:,} over {steps:,} control steps: runs x steps must be at most "
+                                 f"{MAX_ROBUST_STEPS:,} (about 1 GB of run histories); at most "
+                                 f"{MAX_ROBUST_STEPS // steps:,} runs at this --duration")
     return _Plan(rig=rig, truth_rig=truth_rig, designs=designs, path=path, horizon=horizon, period=period, out=out,
                  own_names=own, log=log, log_in_out=log_in_out, animate=animate, divergence=divergence, args=args)
 
