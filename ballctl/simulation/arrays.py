@@ -132,7 +132,7 @@ class LoopArrays:
         ``keep_chart``): a truth plant's simulation asks for it
         (:func:`~ballctl.simulation.closed_loop.controller_loop`), a loop that builds a reference does not
         (its angles must stay continuous). It is
-        kept only when the module has ``keep_chart`` and the controller does not read the chart's angles
+        kept only when the module has a chart (``CHART_COORDINATES``) and the controller does not read its angles
         (output feedback, or a state selection without them and their rates); False otherwise.
     n : int
         Truth coordinates (derived).
@@ -431,8 +431,8 @@ def _rechart_allowed(kernel_code: int, selection: np.ndarray, n: int, output_fee
     if not 0 <= kernel_code < len(LOOP_KERNELS):
         return False
     module = LOOP_KERNELS[kernel_code]
-    chart = tuple(getattr(module, "CHART_COORDINATES", ()))
-    if not chart or not hasattr(module, "keep_chart"):
+    chart = tuple(getattr(module, "CHART_COORDINATES", ()))   # every loop kernel has keep_chart (the engine's)
+    if not chart:
         return False
     read = {int(i) for i in selection}
     return output_feedback or not read & ({*chart} | {n + i for i in chart})
