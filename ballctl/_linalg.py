@@ -13,6 +13,18 @@ from numba import njit
 
 
 @njit(cache=True, inline="always")
+def zero_matrix(a):
+    """Set every entry of the 2-d array ``a`` to zero, in place.
+
+    Element by element: the slice assignment ``a[:, :] = 0`` compiles
+    numba's broadcasting machinery into every kernel that uses it.
+    """
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            a[i, j] = 0.0
+
+
+@njit(cache=True, inline="always")
 def solve_symmetric_inplace(A, b):
     """Solve ``A z = b`` for a symmetric positive definite ``A`` by LDL^T (no pivoting).
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..._linalg import solve_symmetric_inplace
+from ..._linalg import solve_symmetric_inplace, zero_matrix
 
 #: the compiled loop's interface (the other kernels are the plants' internals, imported by name)
 __all__ = ["CHART_COORDINATES", "N_PARAMETERS", "RECHART_LEAN", "accelerations", "constraint_jacobian",
@@ -150,9 +150,7 @@ def mass_matrix(x, p, out):
     """M(x), shape (5, 5), written into ``out`` (independent of the inputs)."""
     mass, inertia = p[0], p[2]
     sph = np.sin(x[3])
-    for i_ in range(out.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
-        for j_ in range(out.shape[1]):
-            out[i_, j_] = 0.0
+    zero_matrix(out)
     out[0, 0] = mass
     out[1, 1] = mass
     out[2, 2] = inertia
@@ -195,9 +193,7 @@ def constraint_jacobian(x, p, out):
     cps = np.cos(x[2])
     sps = np.sin(x[2])
     cph = np.cos(x[3])
-    for i_ in range(out.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
-        for j_ in range(out.shape[1]):
-            out[i_, j_] = 0.0
+    zero_matrix(out)
     out[0, 0] = 1.0
     out[0, 3] = -R * sps
     out[0, 4] = -R * cps * cph

@@ -80,7 +80,7 @@ from .ball_plate import constraint_bias as _ball_bias
 from .ball_plate import constraint_jacobian as _ball_jacobian
 # the ball's chart, the same on a moving plate (the ball's coordinates come first)
 from .ball_plate import CHART_COORDINATES, keep_chart, rolling_couple
-from ..._linalg import solve_unit_constrained
+from ..._linalg import solve_unit_constrained, zero_matrix
 
 #: the compiled loop's interface (the other kernels are the plants' internals, imported by name)
 __all__ = ["CHART_COORDINATES", "N_PARAMETERS", "accelerations", "constraint_jacobian", "contact_forces",
@@ -180,9 +180,7 @@ def all_terms(x, xd, p, like):
     cph = np.cos(x[3])
     sph = np.sin(x[3])
     dpsi, dphi, dth = xd[2], xd[3], xd[4]
-    for i_ in range(H.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
-        for j_ in range(H.shape[1]):
-            H[i_, j_] = 0.0
+    zero_matrix(H)
     H[0, 0] = 1.0
     H[1, 1] = 1.0
     col = np.empty(3, dtype=dt)
@@ -194,9 +192,7 @@ def all_terms(x, xd, p, like):
         H[0, 5 + j] = col[0]
         H[1, 5 + j] = col[1]
         H[2, 5 + j] = col[2]
-    for i_ in range(G.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
-        for j_ in range(G.shape[1]):
-            G[i_, j_] = 0.0
+    zero_matrix(G)
     G[0, 3] = cps
     G[1, 3] = sps
     G[0, 4] = -sps * cph
@@ -273,9 +269,7 @@ def mass_and_forces(x, xd, u, p, M, Q):
     Qb = np.empty(n, dtype=dt)
     ball_mass_and_forces(x, xd, p, Mb, Qb)
     if p[6] == 0.0:
-        for i_ in range(M.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
-            for j_ in range(M.shape[1]):
-                M[i_, j_] = 0.0
+        zero_matrix(M)
         for i in range(5):
             for j in range(5):
                 M[i, j] = Mb[i, j]
@@ -360,9 +354,7 @@ def constraint_jacobian(x, p, out):
     """Rolling constraints (43)-(44), shape (2, n): those of the ball-plate, zero plate columns."""
     ball = np.empty((2, 5), dtype=out.dtype)  # C-contiguous: the ball-plate's own specialization
     _ball_jacobian(x[:5], p, ball)
-    for i_ in range(out.shape[0]):  # element by element (a slice assignment compiles numba's broadcasting)
-        for j_ in range(out.shape[1]):
-            out[i_, j_] = 0.0
+    zero_matrix(out)
     for i in range(2):
         for j in range(5):
             out[i, j] = ball[i, j]
