@@ -893,7 +893,9 @@ def _hold_gain(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray,
     feedforward of the uncontrollable state into the command. The last
     sample of a plan that ends in motion (a circle cut short) is no
     equilibrium: its frozen linearization has unstable modes the inputs do
-    not reach and the gain drifts without a limit.
+    not reach, :math:`P_k` grows geometrically and the gain computed from it
+    loses its digits, so the sweep stops when :math:`P_k` has grown by
+    :data:`HOLD_RICCATI_GROWTH` (and after :data:`HOLD_SWEEP_MAX_STEPS`).
 
     Returns
     -------
