@@ -162,23 +162,6 @@ def test_simulate_ball_animates_a_short_run_quickly(tmp_path, capsys):
         assert im.n_frames == 3   # 0.2 s at 15 frames/s
 
 
-def test_numbas_first_class_function_warning_is_ignored_in_the_tests():
-    # the loop's dispatch over the kernels is a tuple of compiled functions (ballctl.simulation.engine), which
-    # numba calls an experimental feature whenever it compiles the loop (a cold cache): expected, so ignored
-    # (pyproject.toml); engine.py's own filter does not survive pytest, which imports ballctl while collecting
-    # inside a warnings context of its own. Other experimental-feature warnings still show.
-    import warnings
-
-    from numba.core.errors import NumbaExperimentalFeatureWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.warn_explicit("First-class function type feature is experimental", NumbaExperimentalFeatureWarning,
-                               "ballctl/simulation/engine.py", 119)
-        warnings.warn_explicit("Use of isinstance() detected. This is an experimental feature.",
-                               NumbaExperimentalFeatureWarning, "ballctl/simulation/engine.py", 120)
-    assert [str(w.message) for w in caught] == ["Use of isinstance() detected. This is an experimental feature."]
-
-
 def _umask():
     mask = os.umask(0)
     os.umask(mask)

@@ -7,12 +7,15 @@ import inspect
 
 import numpy as np
 import pytest
+from numba import njit
 
 import ballctl
 from ballctl import plants
 from ballctl.plants import PLANTS, check_plant, random_consistent_state
 from ballctl.plants.base import is_ode_plant
 from ballctl.plants.internal_masses import InternalMassesPlant
+from ballctl.plants.kernels import native
+from ballctl.plants.kernels.native import call
 from ballctl.system import ConstrainedSystem
 
 NAMES = sorted(PLANTS)
@@ -219,6 +222,62 @@ def test_the_compiled_loop_kernels_are_the_plants_equations(name):
         D = np.empty((plant.n_constraints, n))
         kernels.constraint_jacobian(x, p, D)
         np.testing.assert_allclose(D, plant.constraint_jacobian(x), rtol=1e-12, atol=1e-14)
+
+
+@njit
+def _through_entry_points(plant, x, xd, u, p, a, b, xdd, lam, D, y):
+    call(plant.accelerations, x, xd, u, p, a, b, xdd, lam, x.shape[0], u.shape[0], p.shape[0], lam.shape[0])
+    call(plant.constraint_jacobian, x, p, D, x.shape[0], p.shape[0], D.shape[0])
+    call(plant.keep_chart, y, x.shape[0])
+
+
+@pytest.mark.parametrize("name", LOOP_PLANTS)
+def test_the_compiled_loop_calls_the_kernels_themselves_through_their_entry_points(name):
+    """The C entry points the compiled loop calls by address (``ballctl.plants.kernels.native``) give the
+    kernels' own accelerations, multipliers, constraint Jacobian and re-chart bit for bit (the same compiled
+    functions, reached through a pointer), at 4 random consistent states, with and without stabilization."""
+    plant = PLANTS[name]()
+    kernels = plant.kernels
+    entry = native.entry_points(kernels)
+    assert entry == native.entry_points(kernels)  # compiled once per process
+    p = np.asarray(plant.kernel_parameters, dtype=float).copy()
+    n, m = plant.n_coordinates, plant.n_constraints
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        x, xd, u = random_consistent_state(plant, rng)
+        x[3] = np.deg2rad(80.0)  # past the re-chart lean
+        for a, b in ((0.0, 0.0), (10.0, 10.0)):
+            xdd, lam, D = np.empty(n), np.empty(m), np.empty((m, n))
+            y = np.concatenate([x, xd])
+            _through_entry_points(entry, x, xd, u, p, a, b, xdd, lam, D, y)
+            want_xdd, want_lam, want_D = np.empty(n), np.empty(m), np.empty((m, n))
+            kernels.accelerations(x, xd, u, p, a, b, want_xdd, want_lam)
+            kernels.constraint_jacobian(x, p, want_D)
+            want_y = np.concatenate([x, xd])
+            assert kernels.keep_chart(want_y, n)
+            np.testing.assert_array_equal(xdd, want_xdd)
+            np.testing.assert_array_equal(lam, want_lam)
+            np.testing.assert_array_equal(D, want_D)
+            np.testing.assert_array_equal(y, want_y)
+
+
+def test_the_call_by_address_refuses_what_its_c_signature_cannot_take():
+    """``native.call`` passes C-contiguous float64 arrays by pointer and numbers by value; anything else is
+    refused when the caller compiles, not read as a wrong pointer at run time."""
+    from numba.core.errors import TypingError
+
+    @njit
+    def strided(address, a):
+        call(address, a[::2])
+
+    @njit
+    def integers(address, a):
+        call(address, a)
+
+    with pytest.raises(TypingError, match="C-contiguous float64"):
+        strided(0, np.zeros(4))
+    with pytest.raises(TypingError, match="C-contiguous float64"):
+        integers(0, np.zeros(4, dtype=np.int64))
 
 
 @pytest.mark.parametrize("name", LOOP_PLANTS)

@@ -54,15 +54,15 @@ One specialization serves every request: state and output feedback, every
 plant of :data:`ballctl.plants.kernels.LOOP_KERNELS`, any limits (switched by
 values, not by types; :class:`~ballctl.simulation.arrays.LoopArrays` fixes
 every array's dtype, layout and writability). The engine names no plant: it
-dispatches on the index of the truth plant's kernel module in that registry.
-(A specialization per plant, the kernel code as a literal, was measured:
-``ballctl track`` runs the loop on both the servo plate and the quasi-static
-plate -- the quasi-static designs' zero-order-hold reference -- so it compiled
-the loop body twice and the first run took longer.) The thin layers between
-the loop and the plant's kernels (:func:`rk4_hold`, the right-hand side, the
-dispatch) are inlined into it (``inline="always"``): as separate functions
-each re-optimized the whole plant kernel it links, about 40 % of the loop's
-compile time. The loop copies arrays
+calls the truth plant's ``accelerations``, ``constraint_jacobian`` and
+``keep_chart`` through the machine addresses of their C entry points
+(:mod:`ballctl.plants.kernels.native`), so the loop's compiled code holds no
+plant's code: a run compiles the kernels of its own truth plant only, and the
+loop once. (Calling the kernels of every plant of the registry as compiled
+callees linked and re-optimized their whole trees into the loop: 9 s of a
+first ``ballctl track``, against under 2 s now.) The thin layers between
+the loop and the plant's kernels (:func:`rk4_hold`, the right-hand side) are
+inlined into it (``inline="always"``). The loop copies arrays
 element by element: an array assignment (``out[r, k] = y``) compiles numba's
 shape-mismatch message formatting, seconds of a first run. The step logic is
 the kernels of :mod:`ballctl.simulation.loop_step`, the same the Python driver
@@ -71,28 +71,19 @@ the kernels of :mod:`ballctl.simulation.loop_step`, the same the Python driver
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from numba import literal_unroll, njit
-from numba.core.errors import NumbaExperimentalFeatureWarning
+from numba import njit
 
 from .._errors import ShapeError
 from .arrays import LoopArrays, RunDraws
 from .loop_step import (backlash, control_law, effective_input, hold_segment, kalman_predict, kalman_update,
                         quantize_clamp, sense)
 from ..plants.kernels import LOOP_KERNELS
+from ..plants.kernels.native import call, entry_points
 
 __all__ = ["CompiledLoopOutput", "kernel_code", "run_closed_loop"]
-
-_ACCELERATIONS = tuple(m.accelerations for m in LOOP_KERNELS)
-_JACOBIANS = tuple(m.constraint_jacobian for m in LOOP_KERNELS)
-_KEEP_CHART = tuple(m.keep_chart for m in LOOP_KERNELS)
-
-# the dispatch over the registry's kernels is a tuple of compiled functions (cached like any other)
-warnings.filterwarnings("ignore", message="First-class function type feature is experimental",
-                        category=NumbaExperimentalFeatureWarning)
 
 
 def kernel_code(system) -> int:
@@ -114,47 +105,24 @@ def kernel_code(system) -> int:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _accelerations(code, x, xd, u, p, a, b, xdd, lam):
-    i = 0
-    for f in literal_unroll(_ACCELERATIONS):
-        if i == code:
-            f(x, xd, u, p, a, b, xdd, lam)
-        i += 1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _constraint_jacobian(code, x, p, out):
-    i = 0
-    for f in literal_unroll(_JACOBIANS):
-        if i == code:
-            f(x, p, out)
-        i += 1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _keep_chart(code, y, n):
-    i = 0
-    for f in literal_unroll(_KEEP_CHART):
-        if i == code:
-            f(y, n)
-        i += 1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _rhs(code, y, u, p, a, b, n, out, xdd, lam):
-    _accelerations(code, y[:n], y[n:], u, p, a, b, xdd, lam)
+def _rhs(plant, y, u, p, a, b, n, out, x, xd, xdd, lam):
+    """``out = (xd, xdd)`` at ``y = (x, xd)``: the plant's accelerations through their C entry point."""
+    for i in range(n):
+        x[i] = y[i]
+        xd[i] = y[n + i]
+    call(plant.accelerations, x, xd, u, p, a, b, xdd, lam, n, u.shape[0], p.shape[0], lam.shape[0])
     for i in range(n):
         out[i] = y[n + i]
         out[n + i] = xdd[i]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def rk4_hold(code, y, h, substeps, u, p, a, b, n, ks, tmp, xdd, lam):
+def rk4_hold(plant, y, h, substeps, u, p, a, b, n, ks, tmp, x, xd, xdd, lam):
     """``substeps`` classical RK4 steps of ``h / substeps`` with ``u`` held (same arithmetic as simulate.rk4).
 
-    ``ks (4, 2n)`` holds the four stages. The stages are one loop around one right-hand-side call, so the
-    loop body holds one call of each plant's kernel, not four (each call site is code the compiler optimizes
-    and emits).
+    ``plant``: the truth's :class:`~ballctl.plants.kernels.native.EntryPoints`; ``ks (4, 2n)`` holds the four
+    stages, ``x, xd (n,)`` the coordinates and velocities of a stage. The stages are one loop around one
+    right-hand-side call (one call site of the plant's accelerations, not four).
     """
     hs = h / substeps
     half = hs / 2
@@ -170,7 +138,7 @@ def rk4_hold(code, y, h, substeps, u, p, a, b, n, ks, tmp, xdd, lam):
             else:
                 for i in range(2 * n):
                     tmp[i] = y[i] + half * ks[stage - 1, i]
-            _rhs(code, tmp, u, p, a, b, n, ks[stage], xdd, lam)
+            _rhs(plant, tmp, u, p, a, b, n, ks[stage], x, xd, xdd, lam)
         for i in range(2 * n):
             y[i] = y[i] + sixth * (ks[0, i] + 2 * ks[1, i] + 2 * ks[2, i] + ks[3, i])
 
@@ -189,7 +157,7 @@ def _blank_after(r, k, out_y, out_X, out_Xm, out_d, out_res, out_u, out_meas):
 
 
 @njit(cache=True, nogil=True)
-def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gains, sel, meas_err,
+def _loop(plant, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gains, sel, meas_err,
           feedback, quantum, max_angle, max_rate, d_int, d_frac, substeps, a, b, div_error, div_idx,
           has_est, sampled, Cm, Mg, Ad, Bd, sig_idx, sig_ref, bias, noise_std, z, lat, received, shift, deadband,
           rechart, out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas, events, status):
@@ -205,6 +173,8 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
     n_div = div_idx.shape[0]
     ks = np.empty((4, ny))
     tmp = np.empty(ny)
+    x = np.empty(n)
+    xd = np.empty(n)
     xdd = np.empty(n)
     lam = np.empty(n_constraints)
     D = np.empty((n_constraints, n))
@@ -248,7 +218,9 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
             for j in range(N):
                 out_X[r, k, j] = X[j]
             out_meas[r, k] = np.nan
-            _constraint_jacobian(code, y[:n], p, D)
+            for i in range(n):
+                x[i] = y[i]
+            call(plant.constraint_jacobian, x, p, D, n, p.shape[0], n_constraints)
             for i in range(n_constraints):
                 s = 0.0
                 for j in range(n):
@@ -336,9 +308,9 @@ def _loop(code, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gain
                 else:
                     for i in range(nu):
                         u_plant[i] = u_app[i]
-                rk4_hold(code, y, t_b - t_a, substeps, u_plant, p, a, b, n, ks, tmp, xdd, lam)
+                rk4_hold(plant, y, t_b - t_a, substeps, u_plant, p, a, b, n, ks, tmp, x, xd, xdd, lam)
             if rechart:
-                _keep_chart(code, y, n)   # the truth ball's chart (a NaN state passes unchanged)
+                call(plant.keep_chart, y, n)   # the truth ball's chart (a NaN state passes unchanged)
             effective_input(held[0], held[1], d_frac[r], dt, u_step)
             for i in range(nu):
                 out_u[r, k, i] = u_step[i]
@@ -437,12 +409,13 @@ def run_closed_loop(loop: LoopArrays, runs: RunDraws) -> CompiledLoopOutput:
     events = np.zeros((B, 3), dtype=np.int64)
     status = np.empty(B, dtype=np.int64)
     a, b = loop.stabilization
-    args = (loop.kernel_code, n, loop.n_constraints, Y0, runs.params, loop.times, loop.dt, loop.y_ref, loop.u_ref,
-            loop.u_start, loop.gains, loop.selection, runs.measurement_error, loop.feedback, loop.quantum,
-            loop.max_angle, loop.max_rate, d_int, d_frac, loop.substeps, a, b, loop.divergence_error,
-            loop.tracked_index, e is not None, *est, runs.bias, (np.zeros(0) if e is None else e.noise_std),
-            runs.standard_normal, lat, runs.received, runs.sample_shift, loop.deadband, loop.rechart,
-            out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas, events, status)
+    args = (entry_points(LOOP_KERNELS[loop.kernel_code]), n, loop.n_constraints, Y0, runs.params, loop.times,
+            loop.dt, loop.y_ref, loop.u_ref, loop.u_start, loop.gains, loop.selection, runs.measurement_error,
+            loop.feedback, loop.quantum, loop.max_angle, loop.max_rate, d_int, d_frac, loop.substeps, a, b,
+            loop.divergence_error, loop.tracked_index, e is not None, *est, runs.bias,
+            (np.zeros(0) if e is None else e.noise_std), runs.standard_normal, lat, runs.received,
+            runs.sample_shift, loop.deadband, loop.rechart, out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas,
+            events, status)
     _loop(*args)
     return CompiledLoopOutput(out_y[:, :, :n], out_y[:, :, n:], out_u, out_X, out_Xm, out_res, events, status,
                               out_meas, out_d)

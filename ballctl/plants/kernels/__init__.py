@@ -36,15 +36,17 @@ callables) and pass them to ``ConstrainedSystem``; the generic dense
 index-1 solve is then the only Python left per call.
 """
 
-from . import ball_plate, batching, moving_plate, rails, rolling_ball, rolling_disk
+from . import ball_plate, batching, moving_plate, native, rails, rolling_ball, rolling_disk
 
 #: The kernel modules that give the compiled closed loop (:mod:`ballctl.simulation.engine`) its truth
 #: plant, in the order of their ``kernel_code``. Each has ``accelerations(x, xd, u, p, a, b, xdd, lam)``,
 #: ``constraint_jacobian(x, p, out)``, ``keep_chart(y, n)`` (re-charts the state ``y = (x, xd)`` in place when
 #: its chart needs it and says whether it did; a plant without a chart returns False) and ``CHART_COORDINATES``
-#: (the coordinates a re-chart changes, ``()`` without a chart); the plant's ``kernels`` attribute names its
-#: module. A new plant joins the compiled loop by this one entry, and the plant-contract test checks its
-#: kernels against the plant.
+#: (the coordinates a re-chart changes, ``()`` without a chart), and their C entry points
+#: ``loop_accelerations``, ``loop_constraint_jacobian``, ``loop_keep_chart`` (:mod:`.native`: the loop calls
+#: them by address); the plant's ``kernels`` attribute names its module. A new plant joins the compiled loop
+#: by this one entry, and the plant-contract test checks its kernels and entry points against the plant.
 LOOP_KERNELS = (ball_plate, moving_plate)
 
-__all__ = ["LOOP_KERNELS", "ball_plate", "batching", "moving_plate", "rails", "rolling_ball", "rolling_disk"]
+__all__ = ["LOOP_KERNELS", "ball_plate", "batching", "moving_plate", "native", "rails", "rolling_ball",
+           "rolling_disk"]

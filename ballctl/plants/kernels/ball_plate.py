@@ -52,13 +52,14 @@ Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, eqs. (31)-(48), (90)-(115
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import carray, njit
 
 from ..._linalg import solve_symmetric_inplace, zero_matrix
 
 #: the compiled loop's interface (the other kernels are the plants' internals, imported by name)
 __all__ = ["CHART_COORDINATES", "N_PARAMETERS", "RECHART_LEAN", "accelerations", "constraint_jacobian",
-           "contact_forces", "keep_chart", "rechart"]
+           "contact_forces", "keep_chart", "loop_accelerations", "loop_constraint_jacobian", "loop_keep_chart",
+           "rechart"]
 
 N_COORDINATES = 5
 N_CONSTRAINTS = 2
@@ -342,3 +343,51 @@ def contact_forces_batch(x, xd, u, p):
     for k in range(x.shape[0]):
         contact_forces(x[k], xd[k], u[k], q, out[k])
     return out
+
+
+# ------------------------------------------------- C entry points of the compiled loop (ballctl.plants.kernels.native)
+def loop_accelerations(x, xd, u, p, a, b, xdd, lam, n, n_u, n_p, n_c):
+    """:func:`accelerations` on raw pointers (:data:`ballctl.plants.kernels.native.ACCELERATIONS`).
+
+    Parameters
+    ----------
+    x, xd, u, p : pointer to float64
+        Coordinates and velocities ``(n,)``, input ``(n_u,)`` and kernel parameters ``(n_p,)``.
+    a, b : float
+        Baumgarte gains in 1/s.
+    xdd, lam : pointer to float64
+        Written: accelerations ``(n,)`` and multipliers ``(n_c,)``.
+    n, n_u, n_p, n_c : int
+        The arrays' lengths.
+    """
+    accelerations(carray(x, n), carray(xd, n), carray(u, n_u), carray(p, n_p), a, b, carray(xdd, n),
+                  carray(lam, n_c))
+
+
+def loop_constraint_jacobian(x, p, out, n, n_p, n_c):
+    """:func:`constraint_jacobian` on raw pointers (:data:`ballctl.plants.kernels.native.CONSTRAINT_JACOBIAN`).
+
+    Parameters
+    ----------
+    x, p : pointer to float64
+        Coordinates ``(n,)`` and kernel parameters ``(n_p,)``.
+    out : pointer to float64
+        Written: the Jacobian ``(n_c, n)``, C order.
+    n, n_p, n_c : int
+        The arrays' sizes.
+    """
+    constraint_jacobian(carray(x, n), carray(p, n_p), carray(out, (n_c, n)))
+
+
+def loop_keep_chart(y, n):
+    """:func:`keep_chart` on a raw pointer (:data:`ballctl.plants.kernels.native.KEEP_CHART`); the same on every
+    plant of the ball on a plate.
+
+    Parameters
+    ----------
+    y : pointer to float64
+        Coordinates then velocities ``(2n,)``; re-charted in place.
+    n : int
+        Number of coordinates.
+    """
+    keep_chart(carray(y, 2 * n), n)

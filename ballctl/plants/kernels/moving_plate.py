@@ -74,17 +74,17 @@ Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, appendix B, eqs. (90)-(11
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import carray, njit
 
 from .ball_plate import constraint_bias as _ball_bias
 from .ball_plate import constraint_jacobian as _ball_jacobian
 # the ball's chart, the same on a moving plate (the ball's coordinates come first)
-from .ball_plate import CHART_COORDINATES, keep_chart, rolling_couple
+from .ball_plate import CHART_COORDINATES, keep_chart, loop_keep_chart, rolling_couple
 from ..._linalg import solve_unit_constrained, zero_matrix
 
 #: the compiled loop's interface (the other kernels are the plants' internals, imported by name)
 __all__ = ["CHART_COORDINATES", "N_PARAMETERS", "accelerations", "constraint_jacobian", "contact_forces",
-           "keep_chart"]
+           "keep_chart", "loop_accelerations", "loop_constraint_jacobian", "loop_keep_chart"]
 
 N_PARAMETERS = 17
 
@@ -534,3 +534,37 @@ def servo_torque_batch(x, xd, u, p):
     for k in range(K):
         servo_torque(x[k], xd[k], u[k], p, out[k])
     return out
+
+
+# ------------------------------------------------- C entry points of the compiled loop (ballctl.plants.kernels.native)
+def loop_accelerations(x, xd, u, p, a, b, xdd, lam, n, n_u, n_p, n_c):
+    """:func:`accelerations` on raw pointers (:data:`ballctl.plants.kernels.native.ACCELERATIONS`).
+
+    Parameters
+    ----------
+    x, xd, u, p : pointer to float64
+        Coordinates and velocities ``(n,)``, input ``(n_u,)`` and kernel parameters ``(n_p,)``.
+    a, b : float
+        Baumgarte gains in 1/s.
+    xdd, lam : pointer to float64
+        Written: accelerations ``(n,)`` and multipliers ``(n_c,)``.
+    n, n_u, n_p, n_c : int
+        The arrays' lengths.
+    """
+    accelerations(carray(x, n), carray(xd, n), carray(u, n_u), carray(p, n_p), a, b, carray(xdd, n),
+                  carray(lam, n_c))
+
+
+def loop_constraint_jacobian(x, p, out, n, n_p, n_c):
+    """:func:`constraint_jacobian` on raw pointers (:data:`ballctl.plants.kernels.native.CONSTRAINT_JACOBIAN`).
+
+    Parameters
+    ----------
+    x, p : pointer to float64
+        Coordinates ``(n,)`` and kernel parameters ``(n_p,)``.
+    out : pointer to float64
+        Written: the Jacobian ``(n_c, n)``, C order.
+    n, n_p, n_c : int
+        The arrays' sizes.
+    """
+    constraint_jacobian(carray(x, n), carray(p, n_p), carray(out, (n_c, n)))
