@@ -8,6 +8,7 @@ the command quantum absorbs even those differences and the states agree bit for 
 """
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -259,3 +260,47 @@ def test_both_loops_re_chart_the_truth_ball_the_same_way(references):
     sf = _design(references, TABLETOP, "qs-paper", output_feedback=False)
     state_loop = controller_loop(sf, truth, 10, mode="state")
     assert set(state_loop.selection) & {2, 3, 4} and not state_loop.rechart
+
+
+def test_the_background_compile_builds_the_one_specialization_every_run_uses(references):
+    """``compile_in_background``'s process compiles the loop for its template arguments (no runs, the
+    ball-plate layout); the runs of a job then load that specialization from the cache instead of compiling
+    another: state and output feedback, on the servo plate and on the quasi-static plate, single runs and
+    batches all share it (one signature of ``_loop``)."""
+    from ballctl.simulation import engine
+
+    engine._loop(*engine._template_arguments())  # what the second process runs (no runs: no address called)
+    truth, exact, qs, x0, xd0 = references
+    lqg = _design(references, TABLETOP, "exact")
+    lqr = _design(references, TABLETOP, "exact", output_feedback=False)
+    simulate_closed_loop(lqg, x0, xd0, truth=truth, options=ClosedLoopOptions(method="rk4"))
+    simulate_closed_loop(lqr, np.stack([x0, x0]), xd0, truth=[truth, truth],
+                         options=ClosedLoopOptions(method="rk4", limits=TABLETOP.limits))
+    quasi = _design(references, TABLETOP, "qs-paper", output_feedback=False)  # on the quasi-static plate
+    s = qs(0.0)
+    simulate_closed_loop(quasi, s.x, s.xd, truth=quasi.system, options=ClosedLoopOptions(method="rk4"))
+    assert len(engine._loop.signatures) == 1, engine._loop.signatures
+
+
+@pytest.mark.slow
+def test_the_background_compile_writes_no_cache_entry_this_process_compiles(tmp_path):
+    """numba's disk cache is not safe for two processes compiling different signatures of one function at
+    once; ``compile_in_background``'s process (a fresh cache here) writes the loop's entry and that of
+    ``quantize_clamp`` (the one signature every caller uses) and nothing else: the loop's callees are inlined."""
+    import os
+    import subprocess
+    import sys
+
+    cache, work = tmp_path / "cache", tmp_path / "work"
+    (work / "ballctl").mkdir(parents=True)  # a working folder that holds another ballctl: not the one imported
+    (work / "ballctl" / "__init__.py").write_text("raise ImportError('the working folder ballctl was imported')\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(Path(ballctl.__file__).parents[1]))
+    script = tmp_path / "run.py"  # a script's own folder, not the working folder, leads its sys.path
+    script.write_text("from ballctl.simulation import engine\nassert engine.compile_in_background()\n"
+                      "engine._wait_for_background_compile()\nprint(engine.background_wait_s())\n")
+    out = subprocess.run([sys.executable, str(script)], env=env, cwd=work, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) > 0
+    written = sorted(p.name.split("-")[0] for p in cache.rglob("*.nbi"))
+    assert written == ["engine._loop", "loop_step.quantize_clamp"]

@@ -287,7 +287,7 @@ _KERNEL_GROUPS = {
 
 
 @contextlib.contextmanager
-def compile_progress(say: Callable[[str], None]) -> Iterator[None]:
+def compile_progress(say: Callable[[str], None], *, loop_aside: bool = False) -> Iterator[None]:
     """Say on stderr when numba compiles the simulation kernels, group by group, and what it cost.
 
     The first run on a machine compiles the kernels (then cached on disk by
@@ -302,11 +302,17 @@ def compile_progress(say: Callable[[str], None]) -> Iterator[None]:
     ----------
     say : callable
         Prints one line (to stderr).
+    loop_aside : bool
+        On the first compilation (a cold cache), start compiling the closed loop
+        in a second process (:func:`ballctl.simulation.engine.compile_in_background`);
+        said then, and at the end the time the job waited for it.
     """
     from numba.core import event
 
+    from ..simulation.engine import background_wait_s, compile_in_background
+
     lock = threading.Lock()
-    state = {"depth": 0, "group": None, "t0": 0.0, "times": {}, "cache": None}
+    state = {"depth": 0, "group": None, "t0": 0.0, "times": {}, "cache": None, "aside": False}
 
     def group_of(data) -> str:
         disp = (data or {}).get("dispatcher")
@@ -330,6 +336,9 @@ def compile_progress(say: Callable[[str], None]) -> Iterator[None]:
                 group = group_of(ev.data)
                 if state["group"] is None:
                     say("      compiling the simulation kernels (first run only, cached afterwards)...")
+                    if loop_aside and compile_in_background():
+                        state["aside"] = True
+                        say("        compiling the closed loop in a second process ...")
                 if group not in state["times"]:
                     say(f"        compiling {group} ...")
                     state["times"][group] = 0.0
@@ -352,8 +361,10 @@ def compile_progress(say: Callable[[str], None]) -> Iterator[None]:
         times = state["times"]
         if times:
             where = f"; cached in {state['cache']}" if state["cache"] else ""
+            waited = background_wait_s() if state["aside"] else None
+            second = f"; waited {waited:.0f} s for the closed loop's second process" if waited else ""
             say(f"      compiled the simulation kernels in {sum(times.values()):.0f} s ("
-                + ", ".join(f"{g} {t:.0f} s" for g, t in times.items()) + f"){where}")
+                + ", ".join(f"{g} {t:.0f} s" for g, t in times.items()) + f"){second}{where}")
 
 
 def load_config(path: str | None) -> dict:

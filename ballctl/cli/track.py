@@ -425,7 +425,9 @@ def run(args: argparse.Namespace) -> int:
     status 2, nothing written); the job then builds its whole output folder
     in a temporary sibling and moves it to ``--out`` at the end
     (:func:`ballctl._io.atomic_directory`). The first run on a machine
-    compiles the simulation kernels and says so (:func:`compile_progress`).
+    compiles the simulation kernels and says so (:func:`compile_progress`);
+    the closed loop then compiles in a second process meanwhile
+    (:func:`ballctl.simulation.engine.compile_in_background`).
 
     Parameters
     ----------
@@ -440,7 +442,7 @@ def run(args: argparse.Namespace) -> int:
     plan = _check_arguments(args)
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     say(f"[1/5] rig {plan.rig.name!r}: {plan.rig.description}")
-    with compile_progress(say):
+    with compile_progress(say, loop_aside=True):
         return _run(args, plan, say)
 
 

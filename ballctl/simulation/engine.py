@@ -71,7 +71,12 @@ the kernels of :mod:`ballctl.simulation.loop_step`, the same the Python driver
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -81,9 +86,9 @@ from .arrays import LoopArrays, RunDraws
 from .loop_step import (backlash, control_law, effective_input, hold_segment, kalman_predict, kalman_update,
                         quantize_clamp, sense)
 from ..plants.kernels import LOOP_KERNELS
-from ..plants.kernels.native import call, entry_points
+from ..plants.kernels.native import EntryPoints, call, entry_points
 
-__all__ = ["CompiledLoopOutput", "kernel_code", "run_closed_loop"]
+__all__ = ["CompiledLoopOutput", "background_wait_s", "compile_in_background", "kernel_code", "run_closed_loop"]
 
 
 def kernel_code(system) -> int:
@@ -143,7 +148,7 @@ def rk4_hold(plant, y, h, substeps, u, p, a, b, n, ks, tmp, x, xd, xdd, lam):
             y[i] = y[i] + sixth * (ks[0, i] + 2 * ks[1, i] + 2 * ks[2, i] + ks[3, i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _blank_after(r, k, out_y, out_X, out_Xm, out_d, out_res, out_u, out_meas):
     """NaN in every output of run ``r`` after step ``k`` (the run stopped there)."""
     for kk in range(k + 1, out_y.shape[1]):
@@ -368,6 +373,74 @@ class CompiledLoopOutput:
     augmented_estimate: np.ndarray
 
 
+#: the second process of :func:`compile_in_background` and how long the first loop waited for it (s)
+_background: dict = {"process": None, "waited_s": None, "loop_started": False}
+
+
+def compile_in_background() -> bool:
+    """Start compiling the closed loop in a second process, so a first run compiles on two cores.
+
+    The caller goes on with its own work (its plant's kernels compile in this
+    process meanwhile); the first :func:`run_closed_loop` waits for the second
+    process and loads the loop from numba's disk cache. numba's cache is not
+    safe for two processes that compile *different* signatures of one function
+    at the same time; the two never do here: the second process compiles the
+    loop's one specialization, whose callees are inlined into it
+    (:mod:`~ballctl.simulation.loop_step`), and the one signature of
+    ``quantize_clamp`` that every caller uses (for :class:`LoopArrays`), and this
+    process compiles the loop only after the second one has ended.
+
+    A machine that has the loop in its cache gains nothing from it: call it
+    when this process first compiles (``ballctl track`` does, from the
+    listener of :func:`ballctl.cli._common.compile_progress`), a sign of a
+    cold cache.
+
+    Returns
+    -------
+    bool
+        Whether a process was started: not when this process has run the loop
+        or started one before, on one core, or with numba's JIT disabled.
+    """
+    from numba import config
+
+    if (_loop.signatures or _background["loop_started"] or _background["process"] is not None
+            or (os.cpu_count() or 1) < 2 or config.DISABLE_JIT or not sys.executable):
+        return False
+    root = str(Path(__file__).resolve().parents[2])  # this ballctl, whatever the working folder holds
+    code = (f"import sys; sys.path.insert(0, {root!r}); from ballctl.simulation import engine; "
+            "engine._loop(*engine._template_arguments())")
+    _background["process"] = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return True
+
+
+def background_wait_s() -> float | None:
+    """Seconds the first closed loop waited for :func:`compile_in_background`'s process (None: none waited)."""
+    return _background["waited_s"]
+
+
+def _wait_for_background_compile() -> None:
+    _background["loop_started"] = True  # from here on this process compiles (or loads) the loop itself
+    process = _background["process"]
+    if process is not None and _background["waited_s"] is None:
+        t0 = time.perf_counter()
+        process.wait()
+        _background["waited_s"] = time.perf_counter() - t0
+
+
+def _template_arguments() -> tuple:
+    """Arguments of the loop's one specialization, for no runs (so no entry point is called: addresses 0)."""
+    K, n, N = 2, 5, 10
+    loop = LoopArrays(kernel_code=0, n_constraints=2, dt=0.01, times=np.array([0.0, 0.01]), x_ref=np.zeros((K, n)),
+                      xd_ref=np.zeros((K, n)), u_ref=np.zeros((K, 2)), gains=np.zeros((K - 1, 2, N)),
+                      selection=np.arange(N), tracked_index=np.arange(2))
+    runs = RunDraws(params=np.zeros((0, 5)), x0=np.zeros((0, n)), xd0=np.zeros((0, n)),
+                    measurement_error=np.zeros((0, K, N)), standard_normal=np.zeros((0, K, 0)),
+                    bias=np.zeros((0, 0)), received=np.zeros((0, K, 0), dtype=bool), sample_shift=np.zeros((0, K)),
+                    delay_s=np.zeros(0))
+    return _arguments(loop, runs, EntryPoints(0, 0, 0))
+
+
 def run_closed_loop(loop: LoopArrays, runs: RunDraws) -> CompiledLoopOutput:
     """Run the B runs of ``runs`` through the compiled loop (the arrays were checked when ``loop`` was built).
 
@@ -384,6 +457,17 @@ def run_closed_loop(loop: LoopArrays, runs: RunDraws) -> CompiledLoopOutput:
     """
     if loop.kernel_code < 0:
         raise ShapeError("internal: the compiled loop needs a truth plant with loop kernels (kernel_code >= 0)")
+    args = _arguments(loop, runs, entry_points(LOOP_KERNELS[loop.kernel_code]))
+    _wait_for_background_compile()
+    _loop(*args)
+    n = loop.n
+    out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas, events, status = args[-9:]
+    return CompiledLoopOutput(out_y[:, :, :n], out_y[:, :, n:], out_u, out_X, out_Xm, out_res, events, status,
+                              out_meas, out_d)
+
+
+def _arguments(loop: LoopArrays, runs: RunDraws, plant: EntryPoints) -> tuple:
+    """The compiled loop's arguments for ``runs`` through ``loop`` on the truth plant ``plant``; its outputs last."""
     B, K, n = len(runs), loop.K, loop.n
     nu = loop.u_ref.shape[1]
     N = loop.selection.shape[0]
@@ -409,13 +493,10 @@ def run_closed_loop(loop: LoopArrays, runs: RunDraws) -> CompiledLoopOutput:
     events = np.zeros((B, 3), dtype=np.int64)
     status = np.empty(B, dtype=np.int64)
     a, b = loop.stabilization
-    args = (entry_points(LOOP_KERNELS[loop.kernel_code]), n, loop.n_constraints, Y0, runs.params, loop.times,
+    return (plant, n, loop.n_constraints, Y0, runs.params, loop.times,
             loop.dt, loop.y_ref, loop.u_ref, loop.u_start, loop.gains, loop.selection, runs.measurement_error,
             loop.feedback, loop.quantum, loop.max_angle, loop.max_rate, d_int, d_frac, loop.substeps, a, b,
             loop.divergence_error, loop.tracked_index, e is not None, *est, runs.bias,
             (np.zeros(0) if e is None else e.noise_std), runs.standard_normal, lat, runs.received,
             runs.sample_shift, loop.deadband, loop.rechart, out_y, out_u, out_X, out_Xm, out_d, out_res, out_meas,
             events, status)
-    _loop(*args)
-    return CompiledLoopOutput(out_y[:, :, :n], out_y[:, :, n:], out_u, out_X, out_Xm, out_res, events, status,
-                              out_meas, out_d)

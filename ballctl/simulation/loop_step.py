@@ -24,7 +24,10 @@ driver of any controller component (:mod:`ballctl.simulation.component`) call
 
 Kernels write into their last argument(s) and allocate nothing (numba,
 ``cache=True``); :func:`shape_command` is their composition for callers
-outside the loop (the C export's first command).
+outside the loop (the C export's first command). They are inlined into the
+compiled loop (``inline="always"``), so compiling the loop compiles no other
+cached function: :func:`ballctl.simulation.engine.compile_in_background` relies
+on that.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ def delay_segments(delay_s: float, dt: float) -> tuple[int, float]:
     return whole, frac
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def effective_input(first, second, frac_s, dt, out):
     """``out = w * first + (1 - w) * second`` with ``w = frac_s / dt``: the input the discrete model's ``Bd`` sees.
 
@@ -106,7 +109,7 @@ def effective_input(first, second, frac_s, dt, out):
         out[i] = w * first[i] + (1.0 - w) * second[i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def sense(y, n, signal_index, shift_s, bias, noise_std, standard_normal, out):
     """Sensor readings ``x[i] + shift_s * xd[i] + bias + noise_std * z`` of the signals ``signal_index``.
 
@@ -130,7 +133,7 @@ def sense(y, n, signal_index, shift_s, bias, noise_std, standard_normal, out):
         out[j] = y[i] + shift_s * y[n + i] + bias[j] + noise_std[j] * standard_normal[j]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def kalman_update(X, y_dev, available, C, M, innovation, out):
     """Measurement update ``out = X + M @ (y_dev - C @ X)`` over the signals that arrived.
 
@@ -169,7 +172,7 @@ def kalman_update(X, y_dev, available, C, M, innovation, out):
         out[i] = X[i] + s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def kalman_predict(X, Ad, Bd, du, out):
     """Time update ``out = Ad @ X + Bd @ du`` through one control step; ``out`` must not alias ``X``.
 
@@ -194,7 +197,7 @@ def kalman_predict(X, Ad, Bd, du, out):
         out[i] = s + t
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def control_law(u_ff, K, X_hat, out):
     """Command ``out = u_ff - K @ X_hat`` (eqs. 27 and 30; the sign of ``docs/conventions.md``).
 
@@ -215,7 +218,7 @@ def control_law(u_ff, K, X_hat, out):
         out[i] = u_ff[i] - kx
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def quantize_clamp(cmd, quantum, max_angle):
     """Round ``cmd`` in place to a multiple of ``quantum``, then clip it to ``|u| <= max_angle`` (0: no limit).
 
@@ -248,7 +251,7 @@ def quantize_clamp(cmd, quantum, max_angle):
     return hit_q, hit_a
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def slew_toward(target, u_applied, max_step):
     """Move ``u_applied`` in place toward ``target`` by at most ``max_step`` per entry (< 0: no limit).
 
@@ -281,7 +284,7 @@ def slew_toward(target, u_applied, max_step):
     return hit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def hold_segment(commands, src, u_start, span_s, max_rate, u_applied):
     """The input held over one segment: the command of step ``src`` (``u_start`` before the first), slew-limited.
 
@@ -311,7 +314,7 @@ def hold_segment(commands, src, u_start, span_s, max_rate, u_applied):
     return slew_toward(target, u_applied, max_rate * span_s if max_rate > 0 else -1.0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def backlash(u_applied, width, u_plant):
     """An actuator dead band (the play operator): ``u_plant`` follows ``u_applied`` only beyond ``width / 2``.
 
