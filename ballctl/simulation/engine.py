@@ -59,8 +59,8 @@ calls the truth plant's ``accelerations``, ``constraint_jacobian`` and
 (:mod:`ballctl.plants.kernels.native`), so the loop's compiled code holds no
 plant's code: a run compiles the kernels of its own truth plant only, and the
 loop once. (Calling the kernels of every plant of the registry as compiled
-callees linked and re-optimized their whole trees into the loop: 9 s of a
-first ``ballctl track``, against under 2 s now.) The thin layers between
+callees linked and re-optimized their whole trees into the loop: it took 12 s
+to compile in a first ``ballctl track``, 7 s now.) The thin layers between
 the loop and the plant's kernels (:func:`rk4_hold`, the right-hand side) are
 inlined into it (``inline="always"``). The loop copies arrays
 element by element: an array assignment (``out[r, k] = y``) compiles numba's
@@ -88,7 +88,8 @@ from .loop_step import (backlash, control_law, effective_input, hold_segment, ka
 from ..plants.kernels import LOOP_KERNELS
 from ..plants.kernels.native import EntryPoints, call, entry_points
 
-__all__ = ["CompiledLoopOutput", "background_wait_s", "compile_in_background", "kernel_code", "run_closed_loop"]
+__all__ = ["BACKGROUND_TIMEOUT_S", "CompiledLoopOutput", "background_wait_s", "compile_in_background",
+           "kernel_code", "run_closed_loop"]
 
 
 def kernel_code(system) -> int:
@@ -373,6 +374,8 @@ class CompiledLoopOutput:
     augmented_estimate: np.ndarray
 
 
+#: s the first closed loop waits at most for :func:`compile_in_background`'s process (it takes 8-12 s on 2 cores)
+BACKGROUND_TIMEOUT_S = 300.0
 #: the second process of :func:`compile_in_background` and how long the first loop waited for it (s)
 _background: dict = {"process": None, "waited_s": None, "loop_started": False}
 
@@ -391,9 +394,9 @@ def compile_in_background() -> bool:
     process compiles the loop only after the second one has ended.
 
     A machine that has the loop in its cache gains nothing from it: call it
-    when this process first compiles (``ballctl track`` does, from the
-    listener of :func:`ballctl.cli._common.compile_progress`), a sign of a
-    cold cache.
+    when this process first compiles, a sign of a cold cache (``ballctl track``
+    does). The first loop waits for the second process at most
+    :data:`BACKGROUND_TIMEOUT_S`, then ends it and compiles the loop itself.
 
     Returns
     -------
@@ -424,7 +427,11 @@ def _wait_for_background_compile() -> None:
     process = _background["process"]
     if process is not None and _background["waited_s"] is None:
         t0 = time.perf_counter()
-        process.wait()
+        try:
+            process.wait(timeout=BACKGROUND_TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # never seen: end it, so that it writes nothing while this one compiles
+            process.kill()
+            process.wait()
         _background["waited_s"] = time.perf_counter() - t0
 
 
