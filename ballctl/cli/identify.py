@@ -40,7 +40,7 @@ import sys
 from pathlib import Path
 
 from .._errors import FileArgumentError, ParameterError
-from ._common import integer, number, rig_from_spec
+from ._common import compile_progress, integer, number, rig_from_spec
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -186,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
                 f"base rig {base.name!r}")
         say(f"[2/3] fit: {message}")
 
-    result = identify_rig(log, base, window_s=args.window, fit=fit, workers=args.workers, progress=progress)
+    with compile_progress(say, loop_aside=True):
+        result = identify_rig(log, base, window_s=args.window, fit=fit, workers=args.workers, progress=progress)
     say(f"[3/3] fitted ({result.iterations} iterations, {result.wall_time_s:.3g} s); writing the report {report}/ "
         f"and the rig {out}")
     files = write_identification(result, out, report)

@@ -49,7 +49,8 @@ import numpy as np
 
 from .._errors import BallctlError, BallctlWarning, ConfigError, ParameterError
 from .._io import atomic_directory, check_output_folder
-from ._common import add_ball_overrides, add_circle_arguments, integer, number, rig_ball_plate, rig_from_spec
+from ._common import (add_ball_overrides, add_circle_arguments, compile_progress, integer, number, rig_ball_plate,
+                      rig_from_spec)
 from .reference import circle_from_flags
 
 __all__ = ["NAME", "HELP", "MAX_DURATION_S", "MAX_RUN_STEPS", "SCHEDULER_TIMEOUT_S", "add_arguments", "run"]
@@ -389,29 +390,30 @@ def run(args: argparse.Namespace) -> int:
             f"{', '.join(f'{v:g}' for v in described['noise_std_m'].values())} m, bias {described['bias']}, "
             f"latency {described['latency']}, initial offset {tuple(described['initial_offset_mean_m'])} m "
             f"+- {described['initial_offset_std_m']:g} m")
-        started = time.perf_counter()
-        settings = MonteCarloSettings(chunk_size=args.chunk_size, executor=executor,
-                                      failure_error=args.failure_error, progress=_Bar())
-        if lqg:
-            say(f"designing the tracker: {args.design}, output feedback through the rig's Kalman filter, "
-                f"offset-free (as ballctl track); dt {dt} s, {steps} steps")
-            ctrl, on_rig = _rig_tracker(args, rig, dt, steps, unc, described)
-        else:
-            say(f"designing the tracker: the paper's 6-state state-feedback LQR on the quasi-static plate; dt {dt} s, "
-                f"{steps} steps")
-            described["truth"] = "the quasi-static design plant (the ball drawn per run), no limits"
-            part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
-            ctrl = design_tracking_lqr(plant, reference, part, dt=dt, horizon=steps * dt,
-                                       weights=LQRWeights(states=part.state_names[:6],
-                                                          max_state_errors=MAX_STATE_ERRORS,
-                                                          max_input_errors={"alpha": np.deg2rad(3.0),
-                                                                            "beta": np.deg2rad(3.0)}))
-            on_rig = {}
-        design_time = time.perf_counter() - started
-        if executor is None and args.workers:
-            executor = pool = ThreadPoolExecutor(args.workers)
-            settings = replace(settings, executor=executor)
-        mc = monte_carlo(ctrl, args.runs, uncertainty=unc, seed=args.seed, settings=settings, **on_rig)
+        with compile_progress(say, loop_aside=True):  # a first run compiles: said, and the loop aside
+            started = time.perf_counter()
+            settings = MonteCarloSettings(chunk_size=args.chunk_size, executor=executor,
+                                          failure_error=args.failure_error, progress=_Bar())
+            if lqg:
+                say(f"designing the tracker: {args.design}, output feedback through the rig's Kalman filter, "
+                    f"offset-free (as ballctl track); dt {dt} s, {steps} steps")
+                ctrl, on_rig = _rig_tracker(args, rig, dt, steps, unc, described)
+            else:
+                say(f"designing the tracker: the paper's 6-state state-feedback LQR on the quasi-static plate; "
+                    f"dt {dt} s, {steps} steps")
+                described["truth"] = "the quasi-static design plant (the ball drawn per run), no limits"
+                part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])
+                ctrl = design_tracking_lqr(plant, reference, part, dt=dt, horizon=steps * dt,
+                                           weights=LQRWeights(states=part.state_names[:6],
+                                                              max_state_errors=MAX_STATE_ERRORS,
+                                                              max_input_errors={"alpha": np.deg2rad(3.0),
+                                                                                "beta": np.deg2rad(3.0)}))
+                on_rig = {}
+            design_time = time.perf_counter() - started
+            if executor is None and args.workers:
+                executor = pool = ThreadPoolExecutor(args.workers)
+                settings = replace(settings, executor=executor)
+            mc = monte_carlo(ctrl, args.runs, uncertainty=unc, seed=args.seed, settings=settings, **on_rig)
     finally:
         if pool is not None:
             pool.shutdown()

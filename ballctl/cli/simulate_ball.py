@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .._io import atomic_directory, check_output_folder
-from ._common import animation_file, number
+from ._common import animation_file, compile_progress, number
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     check_output_folder(args.out, "--out", own_names=own)  # before the work
     print(f"the paper's rolling ball (section 7): three masses on circular rails, t in [0, {args.t_final}] s",
           file=sys.stderr)
-    with atomic_directory(args.out, flag="--out", own_names=own) as tmp:
+    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    with atomic_directory(args.out, flag="--out", own_names=own) as tmp, compile_progress(say):
         info = simulate_paper_ball(tmp, t_final=args.t_final, animation=animate)
     info["figures"] = [str(Path(args.out) / Path(f).name) for f in info["figures"]]
     for key, value in info.items():

@@ -287,7 +287,7 @@ def contact_forces(x, xd, u, p, out):
 @njit(cache=True)
 def mass_matrix_batch(x, p):
     """``mass_matrix`` over a stack ``x (K, 5)``: returns ``(K, 5, 5)`` of ``x``'s dtype."""
-    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
+    q = p.copy()  # writable, as the loop's C entry point passes it: one specialization (p may be read-only)
     out = np.empty((x.shape[0], 5, 5), dtype=x.dtype)
     for k in range(x.shape[0]):
         mass_matrix(x[k], q, out[k])
@@ -297,7 +297,7 @@ def mass_matrix_batch(x, p):
 @njit(cache=True)
 def forces_batch(x, xd, u, p):
     """``forces`` over stacks ``(K, 5), (K, 5), (K, 2)`` of one dtype: returns ``(K, 5)``."""
-    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
+    q = p.copy()  # writable, as the loop's C entry point passes it: one specialization (p may be read-only)
     out = np.empty((x.shape[0], 5), dtype=x.dtype)
     for k in range(x.shape[0]):
         forces(x[k], xd[k], u[k], q, out[k])
@@ -307,7 +307,7 @@ def forces_batch(x, xd, u, p):
 @njit(cache=True)
 def constraint_jacobian_batch(x, p):
     """``constraint_jacobian`` over ``x (K, 5)``: returns ``(K, 2, 5)``."""
-    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
+    q = p.copy()  # writable, as the loop's C entry point passes it: one specialization (p may be read-only)
     out = np.empty((x.shape[0], 2, 5), dtype=x.dtype)
     for k in range(x.shape[0]):
         constraint_jacobian(x[k], q, out[k])
@@ -317,7 +317,7 @@ def constraint_jacobian_batch(x, p):
 @njit(cache=True)
 def constraint_bias_batch(x, xd, p):
     """``constraint_bias`` over stacks ``(K, 5)``: returns ``(K, 2)``."""
-    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
+    q = p.copy()  # writable, as the loop's C entry point passes it: one specialization (p may be read-only)
     out = np.empty((x.shape[0], 2), dtype=x.dtype)
     for k in range(x.shape[0]):
         constraint_bias(x[k], xd[k], q, out[k])
@@ -327,7 +327,7 @@ def constraint_bias_batch(x, xd, p):
 @njit(cache=True)
 def accelerations_batch(x, xd, u, p, a, b):
     """``accelerations`` over stacks ``(K, 5), (K, 5), (K, 2)``: returns ``xdd (K, 5)``, ``lam (K, 2)``."""
-    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
+    q = p.copy()  # writable, as the loop's C entry point passes it: one specialization (p may be read-only)
     xdd = np.empty((x.shape[0], 5), dtype=x.dtype)
     lam = np.empty((x.shape[0], 2), dtype=x.dtype)
     for k in range(x.shape[0]):
@@ -338,7 +338,7 @@ def accelerations_batch(x, xd, u, p, a, b):
 @njit(cache=True)
 def contact_forces_batch(x, xd, u, p):
     """``contact_forces`` over stacks ``(K, 5), (K, 5), (K, 2)``: returns ``(K, 3)`` = ``(F_x, F_y, N)`` in N."""
-    q = p.copy()  # writable: the specialization the compiled loop uses (p may be read-only)
+    q = p.copy()  # writable, as the loop's C entry point passes it: one specialization (p may be read-only)
     out = np.empty((x.shape[0], 3), dtype=x.dtype)
     for k in range(x.shape[0]):
         contact_forces(x[k], xd[k], u[k], q, out[k])
