@@ -542,14 +542,8 @@ def loop_accelerations(x, xd, u, p, a, b, xdd, lam, n, n_u, n_p, n_c):
 
     Parameters
     ----------
-    x, xd, u, p : pointer to float64
-        Coordinates and velocities ``(n,)``, input ``(n_u,)`` and kernel parameters ``(n_p,)``.
-    a, b : float
-        Baumgarte gains in 1/s.
-    xdd, lam : pointer to float64
-        Written: accelerations ``(n,)`` and multipliers ``(n_c,)``.
-    n, n_u, n_p, n_c : int
-        The arrays' lengths.
+    x, xd, u, p, a, b, xdd, lam, n, n_u, n_p, n_c
+        As for :func:`ballctl.plants.kernels.ball_plate.loop_accelerations` (the same C signature).
     """
     accelerations(carray(x, n), carray(xd, n), carray(u, n_u), carray(p, n_p), a, b, carray(xdd, n),
                   carray(lam, n_c))
@@ -560,11 +554,7 @@ def loop_constraint_jacobian(x, p, out, n, n_p, n_c):
 
     Parameters
     ----------
-    x, p : pointer to float64
-        Coordinates ``(n,)`` and kernel parameters ``(n_p,)``.
-    out : pointer to float64
-        Written: the Jacobian ``(n_c, n)``, C order.
-    n, n_p, n_c : int
-        The arrays' sizes.
+    x, p, out, n, n_p, n_c
+        As for :func:`ballctl.plants.kernels.ball_plate.loop_constraint_jacobian` (the same C signature).
     """
     constraint_jacobian(carray(x, n), carray(p, n_p), carray(out, (n_c, n)))
