@@ -7,7 +7,8 @@ their machine address, not as compiled callees, for the first run's sake:
 numba links every callee's whole tree into its caller's library and optimizes
 and emits it again there, so a loop that called the plants' kernels directly
 compiled every plant of :data:`~ballctl.plants.kernels.LOOP_KERNELS` a second
-time (9 s of a first ``ballctl track``), whether the run used it or not. Through
+time, whether the run used it or not (7 s of the 38 s a first ``ballctl track``
+spent compiling). Through
 an address, the loop's code holds none of a plant's, and a run compiles the
 entry points of its own truth plant only.
 
@@ -20,7 +21,7 @@ returns their addresses, which the loop receives as integers and calls with
 the loop is compiled once, cached on disk, and serves every plant.
 
 ===================================  ===================================================================
-entry point                          C signature (``double *`` arrays, C-contiguous; ``long`` sizes)
+entry point                          C signature (``double *`` arrays, C-contiguous; ``int64_t`` sizes)
 ===================================  ===================================================================
 ``loop_accelerations``               ``(x, xd, u, p, a, b, xdd, lam, n, n_u, n_p, n_c)``
 ``loop_constraint_jacobian``         ``(x, p, out, n, n_p, n_c)``: ``out (n_c, n)``
