@@ -104,23 +104,23 @@ def circle_from_flags(args: argparse.Namespace, plant):
 def _circle_problems(radius: float, omega: float, roll_rate: float, params) -> list[str]:
     """What makes the circle infeasible, each in the flags' terms with the allowed range, the binding one first.
 
-    The limits of :class:`~ballctl.references.CircularMotion`: ``radius omega^2 < k_b g`` (a tilted plate
-    accelerates the ball by at most ``k_b g``), ``roll_rate R >= radius |omega|`` (the ball rolls, R its
-    radius) and a lean at most 89 deg (``roll_rate R cos(89 deg) <= radius |omega|``).
+    The limits are :func:`~ballctl.references.circular.circle_limits`, the ones
+    :class:`~ballctl.references.CircularMotion` checks.
     """
-    from ..plants.ball_plate import LEAN_LIMIT
+    from ..references.circular import circle_limits
 
-    most = params.rolling_gain * params.gravity          # m/s^2
-    speed = radius * abs(omega)                          # m/s
-    low, high = speed / params.radius, speed / (params.radius * np.cos(LEAN_LIMIT))   # roll rate, rad/s
+    lim = circle_limits(radius, omega, roll_rate, params)
+    violated = {name for name, _, _ in lim.violated}
     problems = []
-    if radius * omega * omega >= most:
+    if "acceleration" in violated:
         problems.append(f"the plate cannot supply the centripetal acceleration --radius x --omega^2 = "
-                        f"{radius * omega * omega:.4g} m/s^2, at most {most:.4g} m/s^2 (k_b g for this ball): allowed "
-                        f"|--omega| < {np.sqrt(most / radius):.4g} rad/s at this --radius, or "
-                        f"--radius < {most / (omega * omega):.4g} m at this --omega")
-    if not (low * (1.0 - 1e-12) <= roll_rate <= high):
-        why = "too low to roll" if roll_rate < low else "so high the ball's lean comes within 1 deg of 90 deg"
-        problems.append(f"--roll-rate {why} at the circle's speed (--radius x |--omega| = {speed:.4g} m/s, --ball-"
-                        f"radius {params.radius:g} m): allowed {low:.4g} <= --roll-rate <= {high:.4g} rad/s")
+                        f"{lim.acceleration:.4g} m/s^2, at most {lim.max_acceleration:.4g} m/s^2 (k_b g for this "
+                        f"ball): allowed |--omega| < {lim.max_omega:.4g} rad/s at this --radius, or "
+                        f"--radius < {lim.max_radius:.4g} m at this --omega")
+    if violated & {"roll_rate_low", "roll_rate_high"}:
+        why = ("too low to roll" if "roll_rate_low" in violated
+               else "so high the ball's lean comes within 1 deg of 90 deg")
+        problems.append(f"--roll-rate {why} at the circle's speed (--radius x |--omega| = {lim.speed:.4g} m/s, "
+                        f"--ball-radius {params.radius:g} m): allowed {lim.min_roll_rate:.4g} <= --roll-rate <= "
+                        f"{lim.max_roll_rate:.4g} rad/s")
     return problems

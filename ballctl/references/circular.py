@@ -25,6 +25,8 @@ plate tilts by the constant angle :math:`\arcsin k` about a turning axis.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._errors import ChartSingularityError, InfeasibleReferenceError, ParameterError, ParameterTypeError
@@ -33,8 +35,101 @@ from ..plants.ball_plate import LEAN_LIMIT, BallPlate
 from .base import Reference, ReferenceSample
 from .inversion import plate_angles_for_acceleration, require_ideal_rolling, rolling_multipliers, warn_large_tilt
 
-__all__ = ["CircularMotion", "LEAN_LIMIT"]
+__all__ = ["CircleLimits", "CircularMotion", "LEAN_LIMIT", "circle_limits"]
 
+
+@dataclass(frozen=True)
+class CircleLimits:
+    """What a circle asks of the plant and which of its limits it violates (:func:`circle_limits`).
+
+    Attributes
+    ----------
+    k : float
+        ``radius omega^2 / (k_b g)``: below 1 the plate can supply the centripetal acceleration.
+    tilt, lean : float
+        The plate's tilt ``arcsin(min(k, 1))`` and the ball's lean in rad (0 when the roll rate is too low).
+    acceleration, max_acceleration : float
+        ``radius omega^2`` and ``k_b g`` in m/s^2.
+    speed : float
+        ``radius |omega|`` in m/s.
+    max_omega, max_radius : float
+        ``|omega|`` (rad/s) at this radius and the radius (m) at this ``omega`` at which ``k`` reaches 1.
+    min_roll_rate, max_roll_rate : float
+        The roll rates in rad/s between which the ball rolls with a lean at most ``LEAN_LIMIT``.
+    violated : tuple of (str, type, str)
+        Each violated limit, the binding one (that no other argument can cure) first: its name
+        (``"acceleration"``, ``"tilt"``, ``"roll_rate_low"``, ``"roll_rate_high"``), the error it raises and
+        its message in the library's argument names.
+    """
+
+    k: float
+    tilt: float
+    lean: float
+    acceleration: float
+    max_acceleration: float
+    speed: float
+    max_omega: float
+    max_radius: float
+    min_roll_rate: float
+    max_roll_rate: float
+    violated: tuple
+
+
+def circle_limits(radius: float, omega: float, roll_rate: float, params, *,
+                  max_tilt: float | None = None) -> CircleLimits:
+    """The limits of the circular steady motion (module docstring) for a request, checked in one place.
+
+    ``radius omega^2 < k_b g`` (a tilted plate accelerates the ball by at most ``k_b g``), the tilt
+    ``arcsin k`` within ``max_tilt``, ``roll_rate R >= radius |omega|`` (the ball rolls) and a lean at most
+    :data:`LEAN_LIMIT`, 89 deg (``roll_rate R cos(89 deg) <= radius |omega|``).
+
+    Parameters
+    ----------
+    radius, omega, roll_rate : float
+        As for :class:`CircularMotion` (m, rad/s, rad/s), already checked.
+    params : BallPlateParameters
+        The ball's parameters.
+    max_tilt : float, optional
+        Largest acceptable plate tilt in rad.
+
+    Returns
+    -------
+    CircleLimits
+    """
+    p = params
+    speed = radius * abs(omega)
+    most = p.rolling_gain * p.gravity
+    violated = []
+    k = radius * omega * omega / most
+    omega_max = np.sqrt(most / radius)
+    if k >= 1.0:
+        violated.append(("acceleration", InfeasibleReferenceError,
+                         f"the plate cannot supply the centripetal acceleration: radius*omega^2 = "
+                         f"{radius * omega * omega:.6g} m/s^2 >= k_b*g = {most:.6g} m/s^2; for radius "
+                         f"{radius:g} m need |omega| < {omega_max:.6g} rad/s"))
+    tilt = float(np.arcsin(min(k, 1.0)))
+    if max_tilt is not None and tilt > max_tilt:
+        violated.append(("tilt", InfeasibleReferenceError,
+                         f"the circle needs a plate tilt of {np.rad2deg(tilt):.4g} deg, above max_tilt = "
+                         f"{np.rad2deg(max_tilt):.4g} deg; need |omega| <= "
+                         f"{omega_max * np.sqrt(np.sin(max_tilt)):.6g} rad/s"))
+    max_roll_rate = speed / (p.radius * np.cos(LEAN_LIMIT))
+    if roll_rate * p.radius < speed * (1.0 - 1e-12):
+        violated.append(("roll_rate_low", InfeasibleReferenceError,
+                         f"roll_rate too low for the speed: rolling needs roll_rate*R >= radius*|omega|, i.e. "
+                         f"roll_rate >= {speed / p.radius:.6g} rad/s, got {roll_rate:.6g} rad/s"))
+        lean = 0.0
+    else:
+        lean = float(np.arccos(min(1.0, speed / (roll_rate * p.radius))))
+    if lean > LEAN_LIMIT:
+        violated.append(("roll_rate_high", ChartSingularityError,
+                         f"roll_rate too high for the speed: the lean would be {np.rad2deg(lean):.4g} deg, "
+                         f"within 1 deg of the yaw-lean-roll chart's singularity at 90 deg; use "
+                         f"roll_rate <= {max_roll_rate:.6g} rad/s"))
+    return CircleLimits(k=k, tilt=tilt, lean=lean, acceleration=radius * omega * omega, max_acceleration=most,
+                        speed=speed, max_omega=float(omega_max), max_radius=most / (omega * omega),
+                        min_roll_rate=speed / p.radius, max_roll_rate=float(max_roll_rate),
+                        violated=tuple(violated))
 
 
 class CircularMotion(Reference):
@@ -98,41 +193,12 @@ class CircularMotion(Reference):
         if max_tilt is not None:
             max_tilt = check_in_range(max_tilt, "max_tilt", 0.0, np.pi / 2, unit="rad", low_inclusive=False,
                                       high_inclusive=False)
-        p = plant.params
-        speed = self.radius * abs(self.omega)
-        # every limit is checked; they are reported together, the binding one (that no other argument can
-        # cure) first: the plate's acceleration, then the rig's tilt, then the roll rate's two bounds.
-        violated: list[tuple[type, str]] = []
-        self.k = self.radius * self.omega * self.omega / (p.rolling_gain * p.gravity)
-        omega_max = np.sqrt(p.rolling_gain * p.gravity / self.radius)
-        if self.k >= 1.0:
-            violated.append((InfeasibleReferenceError,
-                             f"the plate cannot supply the centripetal acceleration: radius*omega^2 = "
-                             f"{self.radius * self.omega * self.omega:.6g} m/s^2 >= k_b*g = "
-                             f"{p.rolling_gain * p.gravity:.6g} m/s^2; for radius {self.radius:g} m need "
-                             f"|omega| < {omega_max:.6g} rad/s"))
-        self.tilt = float(np.arcsin(min(self.k, 1.0)))
-        if max_tilt is not None and self.tilt > max_tilt:
-            violated.append((InfeasibleReferenceError,
-                             f"the circle needs a plate tilt of {np.rad2deg(self.tilt):.4g} deg, above max_tilt = "
-                             f"{np.rad2deg(max_tilt):.4g} deg; need |omega| <= "
-                             f"{omega_max * np.sqrt(np.sin(max_tilt)):.6g} rad/s"))
-        if self.roll_rate * p.radius < speed * (1.0 - 1e-12):
-            violated.append((InfeasibleReferenceError,
-                             f"roll_rate too low for the speed: rolling needs roll_rate*R >= radius*|omega|, i.e. "
-                             f"roll_rate >= {speed / p.radius:.6g} rad/s, got {self.roll_rate:.6g} rad/s"))
-            self.lean = 0.0
-        else:
-            self.lean = float(np.arccos(min(1.0, speed / (self.roll_rate * p.radius))))
-        if self.lean > LEAN_LIMIT:
-            violated.append((ChartSingularityError,
-                             f"roll_rate too high for the speed: the lean would be {np.rad2deg(self.lean):.4g} deg, "
-                             f"within 1 deg of the yaw-lean-roll chart's singularity at 90 deg; use "
-                             f"roll_rate <= {speed / (p.radius * np.cos(LEAN_LIMIT)):.6g} rad/s"))
-        if violated:
-            cls = violated[0][0]
-            more = "; also: " if len(violated) > 1 else ""
-            raise cls(violated[0][1] + more + "; also: ".join(msg for _, msg in violated[1:]))
+        limits = circle_limits(self.radius, self.omega, self.roll_rate, plant.params, max_tilt=max_tilt)
+        self.k, self.tilt, self.lean = limits.k, limits.tilt, limits.lean
+        if limits.violated:
+            (cls, first), rest = limits.violated[0][1:], limits.violated[1:]
+            more = "; also: " if rest else ""
+            raise cls(first + more + "; also: ".join(msg for _, _, msg in rest))
         warn_large_tilt(self.tilt, "CircularMotion", stacklevel=3)
         self.period = float(2.0 * np.pi / abs(self.omega))
         self.t_range = (-np.inf, np.inf)
