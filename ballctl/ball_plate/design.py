@@ -81,6 +81,11 @@ class RigDesignOptions:
             object.__setattr__(self, "disturbance_start",
                                check_nonnegative(self.disturbance_start, "disturbance_start", "s"))
 
+    @property
+    def disturbance_start_s(self) -> float:
+        """When the level-error states start to act, in s: ``disturbance_start``, or :data:`DISTURBANCE_START`."""
+        return DISTURBANCE_START if self.disturbance_start is None else self.disturbance_start
+
 
 @dataclass(frozen=True, kw_only=True)
 class DesignCandidate:
@@ -220,7 +225,6 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
     options = RigDesignOptions() if options is None else options
     check_instance(options, "options", RigDesignOptions)
     max_input_error, weight_scale, process_std = options.max_input_error, options.weight_scale, options.process_std
-    disturbance_start = DISTURBANCE_START if options.disturbance_start is None else options.disturbance_start
     plant = reference.system
     if design == "exact":
         if not isinstance(plant, ServoPlateBallPlate):
@@ -251,7 +255,8 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         integral = path_integral_action(plant, reference(times), times - t0)
         # the level-error states act from the same moment (a large initial transient that saturates the
         # servos is not taken for a disturbance: no wind-up)
-        dmap = np.eye(len(in_names))[None] * _fade_in(times - t0, disturbance_start, DISTURBANCE_FADE)[:, None, None]
+        fade = _fade_in(times - t0, options.disturbance_start_s, DISTURBANCE_FADE)
+        dmap = np.eye(len(in_names))[None] * fade[:, None, None]
     weights = LQRWeights(states=states,
                          max_state_errors={k: v / np.sqrt(weight_scale) for k, v in errors.items() if k in kept},
                          max_input_errors={nm: max_input_error for nm in in_names})

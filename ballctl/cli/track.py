@@ -784,14 +784,12 @@ def _score_text(score) -> str:
 
 def _tuning(found, base_options, ctrl) -> dict:
     """The tuning a design was made with: the candidate's name and the options it resolves to."""
-    from ..ball_plate.design import DESIGN_CANDIDATES, DISTURBANCE_START
+    from ..ball_plate.design import DESIGN_CANDIDATES
 
     cand = DESIGN_CANDIDATES[0] if found is None else found.candidate
     opts = cand.options(base_options)
     est = ctrl.estimator
-    start = None
-    if ctrl.offset_free:
-        start = DISTURBANCE_START if opts.disturbance_start is None else opts.disturbance_start
+    start = opts.disturbance_start_s if ctrl.offset_free else None
     return {"candidate": cand.name, "max_input_error_deg": float(np.rad2deg(opts.max_input_error)),
             "weight_scale": opts.weight_scale,
             "process_std_deg": None if est is None else float(np.rad2deg(est.process_std)),
@@ -850,7 +848,7 @@ def _search_markdown(search: dict, rig) -> list:
 
 
 def _summary_markdown(args, plan: _Plan, verification, robust, not_applicable, designs, chosen, reason, ideal,
-                      controller_summary, obs_table, files, criteria, search=None) -> str:
+                      controller_summary, obs_table, files, criteria, search) -> str:
     """summary.md: what was verified, against which criteria, what passed, what was exported."""
     rig, truth_rig = plan.rig, plan.truth_rig
     imp = truth_rig.imperfections
@@ -862,8 +860,7 @@ def _summary_markdown(args, plan: _Plan, verification, robust, not_applicable, d
              f"Path: {args.path} ({PATH_SHAPES[args.path]}), r = {args.radius:g} m, w = {args.omega:g} rad/s, "
              f"centre {_pair(args.center)} m; horizon {plan.horizon:.4g} s at dt = {rig.dt:g} s; initial offset "
              f"{_pair(args.offset)} m. Truth: exact servo plate; {args.feedback} feedback."]
-    if search is not None:
-        lines += _search_markdown(search, rig)
+    lines += _search_markdown(search, rig)
     lines += ["", "## Verification on the truth plant", "",
              f"Truth imperfections (no design sees them): level error "
              f"{', '.join(f'{v:.3g}' for v in imp.as_dict()['plate_offset_deg'])} deg, rolling "

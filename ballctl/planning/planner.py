@@ -139,7 +139,8 @@ def plan_maneuver(plant, problem: ManeuverProblem, *, intervals: int = 50, nodes
     if not plan.converged and plan.accuracy is None and problem.target_contact_m is not None:
         plan = _fail(plan, plan.report.message + ". " + diagnose(nlp, x0, factors))
     if plan.converged and accuracy is not None:
-        plan, nlp = _refine_to(plan, nlp, accuracy, symbolic=symbolic)
+        plan, nlp = _refine_to(plan, nlp, accuracy, symbolic=symbolic, problem=nlp.problem,
+                               solver=nlp.solver_options)
     if requested is not None and plan.converged and not requested.admits(branch_of(plan)):
         plan = _fail(plan, f"not converged: the solve left the requested branch {requested.label()} and "
                            f"converged to {branch_of(plan).label()} (cost {plan.report.objective:.6g})")
@@ -557,15 +558,12 @@ def _halved(nodes: np.ndarray) -> np.ndarray:
 
 
 def _refine_to(plan: ManeuverPlan, nlp: ManeuverNLP | None, accuracy: PlanAccuracy, *, symbolic: str,
-               problem: ManeuverProblem | None = None,
-               solver: SolverOptions | None = None) -> tuple[ManeuverPlan, ManeuverNLP | None]:
+               problem: ManeuverProblem, solver: SolverOptions) -> tuple[ManeuverPlan, ManeuverNLP | None]:
     """Halve every interval until the cost estimate and the replay checks meet the tolerance.
 
-    ``nlp`` is the plan's NLP (returned when no finer one is solved); without it (``None``), ``problem`` and
-    ``solver`` are the finer NLPs' problem and options.
+    ``problem`` and ``solver`` are the finer NLPs'; ``nlp`` is the plan's own NLP (None when it was not built),
+    returned when no finer one is solved.
     """
-    if nlp is not None:
-        problem, solver = nlp.problem, nlp.solver_options
     tol = accuracy.tolerance
     sizes, costs = [plan.nodes.size - 1], [float(plan.report.objective)]
     estimate = float("nan")
