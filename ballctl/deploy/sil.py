@@ -372,13 +372,12 @@ def _component_loop(controller, plant, steps: int, rig: RigProfile, imperfection
     t0, dt = float(controller.samples.t[0]), float(controller.dt)
     y_ref = np.zeros((K, 2 * loop.n))
     y_ref[:loop.K] = loop.y_ref
-    for k in range(loop.K, K):
-        if period is None:
-            y_ref[k] = loop.y_ref[-1]
-        else:
-            s = controller.reference(t0 + ((k * dt) % period))
-            y_ref[k, cmap] = np.asarray(s.x, dtype=float).reshape(-1)
-            y_ref[k, [loop.n + i for i in cmap]] = np.asarray(s.xd, dtype=float).reshape(-1)
+    if period is None:
+        y_ref[loop.K:] = loop.y_ref[-1]
+    else:   # the steps past the horizon in one evaluation of the reference (a stack of times)
+        s = controller.reference(t0 + ((np.arange(loop.K, K) * dt) % period))
+        y_ref[loop.K:, cmap] = np.asarray(s.x, dtype=float)
+        y_ref[loop.K:, [loop.n + i for i in cmap]] = np.asarray(s.xd, dtype=float)
     e = loop.estimator
     periods = [sensor.period_steps(dt) for sensor in controller.estimator.sensors]
     S = math.lcm(*periods)

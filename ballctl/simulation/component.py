@@ -30,13 +30,15 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from numba import config as numba_config
 from scipy.integrate import solve_ivp
 
 from .._errors import BallctlError, IntegrationError, NonFiniteStateError
 from .._guards import check_finite_at, guard_rhs
+from ..plants.kernels.native import entry_points
 from ..simulate import rk4
 from .arrays import LoopArrays, RunDraws
-from .engine import CompiledLoopOutput
+from .engine import CompiledLoopOutput, hold_rk4, kernel_code
 from .loop_step import (backlash, control_law, delay_segments, effective_input, hold_segment, kalman_predict,
                         kalman_update, quantize_clamp, sense)
 
@@ -277,6 +279,12 @@ class NonlinearStepper:
         self._n = n
         # the truth ball's chart, kept as the compiled loop keeps it (None: a plant without one)
         self._keep_chart = getattr(getattr(plant, "kernels", None), "keep_chart", None)
+        # RK4 on a plant with compiled kernels: each segment in one compiled call (the loop's integrator)
+        self._compiled = None
+        if method == "rk4" and kernel_code(plant) >= 0 and not numba_config.DISABLE_JIT:
+            a, b = (0.0, 0.0) if self.stabilization is None else (float(v) for v in self.stabilization)
+            self._compiled = (entry_points(plant.kernels), np.array(plant.kernel_parameters, dtype=float), a, b,
+                              int(plant.n_constraints), int(substeps))
         self._names = tuple(plant.coordinate_names) + tuple(f"{c}_rate" for c in plant.coordinate_names)
 
     def _rhs(self, u):
@@ -299,6 +307,13 @@ class NonlinearStepper:
         u : ndarray, shape (nu,)
             The input held on it.
         """
+        if self._compiled is not None:
+            plant, p, a, b, n_c, substeps = self._compiled
+            y_b = hold_rk4(plant, np.ascontiguousarray(y, dtype=float), float(t_b - t_a), substeps,
+                           np.ascontiguousarray(u, dtype=float), p, a, b, n_c)
+            if np.all(np.isfinite(y_b)):
+                return y_b
+            # not finite: the Python integrator below names the substep where it stopped being so
         if self.method == "rk4":
             return rk4(self._rhs(u), y, t_a, t_b - t_a, self.substeps)
         # the guard turns a NaN into an error naming its time instead of an endless step loop

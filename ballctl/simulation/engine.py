@@ -88,8 +88,8 @@ from .loop_step import (backlash, control_law, effective_input, hold_segment, ka
 from ..plants.kernels import LOOP_KERNELS
 from ..plants.kernels.native import EntryPoints, call, entry_points
 
-__all__ = ["BACKGROUND_TIMEOUT_S", "CompiledLoopOutput", "background_wait_s", "compile_in_background",
-           "kernel_code", "run_closed_loop"]
+__all__ = ["BACKGROUND_TIMEOUT_S", "CompiledLoopOutput", "background_wait_s", "compile_in_background", "hold_rk4",
+           "hold_rk4_types", "kernel_code", "run_closed_loop"]
 
 
 def kernel_code(system) -> int:
@@ -147,6 +147,31 @@ def rk4_hold(plant, y, h, substeps, u, p, a, b, n, ks, tmp, x, xd, xdd, lam):
             _rhs(plant, tmp, u, p, a, b, n, ks[stage], x, xd, xdd, lam)
         for i in range(2 * n):
             y[i] = y[i] + sixth * (ks[0, i] + 2 * ks[1, i] + 2 * ks[2, i] + ks[3, i])
+
+
+@njit(cache=True, nogil=True)
+def hold_rk4(plant, y0, h, substeps, u, p, a, b, n_constraints):
+    """One held segment of the truth plant: ``y0 (2n,)`` advanced by ``h`` s with ``u`` held, as a new array.
+
+    :func:`rk4_hold` (the loop's integrator, the arithmetic of :func:`ballctl.simulate.rk4`) on its own,
+    for a driver that runs the loop step by step in Python
+    (:class:`~ballctl.simulation.component.NonlinearStepper`). ``plant``: the truth's
+    :class:`~ballctl.plants.kernels.native.EntryPoints`; ``p``: its kernel parameters; ``(a, b)``: the
+    Baumgarte gains in 1/s; ``n_constraints``: its number of velocity constraints.
+    """
+    ny = y0.shape[0]
+    n = ny // 2
+    y = np.empty(ny)
+    for i in range(ny):
+        y[i] = y0[i]
+    ks = np.empty((4, ny))
+    tmp = np.empty(ny)
+    x = np.empty(n)
+    xd = np.empty(n)
+    xdd = np.empty(n)
+    lam = np.empty(n_constraints)
+    rk4_hold(plant, y, h, substeps, u, p, a, b, n, ks, tmp, x, xd, xdd, lam)
+    return y
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -389,9 +414,10 @@ def compile_in_background() -> bool:
     safe for two processes that compile *different* signatures of one function
     at the same time; the two never do here: the second process compiles the
     loop's one specialization, whose callees are inlined into it
-    (:mod:`~ballctl.simulation.loop_step`), and the one signature of
-    ``quantize_clamp`` that every caller uses (for :class:`LoopArrays`), and this
-    process compiles the loop only after the second one has ended.
+    (:mod:`~ballctl.simulation.loop_step`), the one signature of
+    ``quantize_clamp`` that every caller uses (for :class:`LoopArrays`) and the one
+    of :func:`hold_rk4` (:func:`hold_rk4_types`), and this process compiles the
+    loop only after the second one has ended.
 
     A machine that has the loop in its cache gains nothing from it: call it
     when this process first compiles, a sign of a cold cache (``ballctl track``
@@ -411,7 +437,7 @@ def compile_in_background() -> bool:
         return False
     root = str(Path(__file__).resolve().parents[2])  # this ballctl, whatever the working folder holds
     code = (f"import sys; sys.path.insert(0, {root!r}); from ballctl.simulation import engine; "
-            "engine._loop(*engine._template_arguments())")
+            "engine._loop(*engine._template_arguments()); engine.hold_rk4.compile(engine.hold_rk4_types())")
     _background["process"] = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return True
@@ -433,6 +459,15 @@ def _wait_for_background_compile() -> None:
             process.kill()
             process.wait()
         _background["waited_s"] = time.perf_counter() - t0
+
+
+def hold_rk4_types() -> tuple:
+    """The numba types of :func:`hold_rk4`'s one specialization (those :class:`NonlinearStepper` passes)."""
+    from numba import typeof, types
+
+    vector = types.float64[::1]
+    return (typeof(EntryPoints(0, 0, 0)), vector, types.float64, types.int64, vector, vector, types.float64,
+            types.float64, types.int64)
 
 
 def _template_arguments() -> tuple:
