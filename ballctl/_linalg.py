@@ -9,7 +9,8 @@ matrices only, for the linearizer's reduced equations) pivots partially.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 
 @njit(cache=True, inline="always")

@@ -16,7 +16,8 @@ numpy (:func:`quat_to_matrix`), the compiled kernels (the numba dispatcher
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 
 def cross(a, b) -> np.ndarray:

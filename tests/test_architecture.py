@@ -20,7 +20,7 @@ ROOT = pathlib.Path(ballctl.__file__).parent
 LAYERS = {
     # 0: utilities
     "ballctl._errors": 0, "ballctl.errors": 0, "ballctl._validation": 0, "ballctl._paths": 0, "ballctl._guards": 0,
-    "ballctl._derivatives": 0, "ballctl._quaternion": 0, "ballctl._io": 0, "ballctl._linalg": 0,
+    "ballctl._derivatives": 0, "ballctl._quaternion": 0, "ballctl._io": 0, "ballctl._linalg": 0, "ballctl._jit": 0,
     # 1: contracts, linear time-varying mathematics, plain descriptions of hardware, the loop's step kernels
     "ballctl.system": 1, "ballctl.ode": 1, "ballctl.linear.ltv": 1, "ballctl.hardware": 1,
     "ballctl.simulation.loop_step": 1,

@@ -287,7 +287,8 @@ _KERNEL_GROUPS = {
 
 
 @contextlib.contextmanager
-def compile_progress(say: Callable[[str], None], *, loop_aside: bool = False) -> Iterator[None]:
+def compile_progress(say: Callable[[str], None], *, loop_aside: bool = False,
+                     complex_step: tuple[str, ...] = ()) -> Iterator[None]:
     """Say on stderr when numba compiles the simulation kernels, group by group, and what it cost.
 
     The first run on a machine compiles the kernels (then cached on disk by
@@ -306,6 +307,9 @@ def compile_progress(say: Callable[[str], None], *, loop_aside: bool = False) ->
         On the first compilation (a cold cache), start compiling the closed loop
         in a second process (:func:`ballctl.simulation.engine.compile_in_background`);
         said then, and at the end the time the job waited for it.
+    complex_step : tuple of str
+        With ``loop_aside``: names in :data:`ballctl.plants.PLANTS` of the plants the job
+        linearizes, whose complex-step kernels the second process compiles first.
     """
     from numba.core import event
 
@@ -336,9 +340,10 @@ def compile_progress(say: Callable[[str], None], *, loop_aside: bool = False) ->
                 group = group_of(ev.data)
                 if state["group"] is None:
                     say("      compiling the simulation kernels (first run only, cached afterwards)...")
-                    if loop_aside and compile_in_background():
+                    if loop_aside and compile_in_background(complex_step):
                         state["aside"] = True
-                        say("        compiling the closed loop in a second process ...")
+                        say("        compiling " + ("the complex-step kernels and " if complex_step else "")
+                            + "the closed loop in a second process ...")
                 if group not in state["times"]:
                     say(f"        compiling {group} ...")
                     state["times"][group] = 0.0
@@ -362,7 +367,7 @@ def compile_progress(say: Callable[[str], None], *, loop_aside: bool = False) ->
         if times:
             where = f"; cached in {state['cache']}" if state["cache"] else ""
             waited = background_wait_s() if state["aside"] else None
-            second = f"; waited {waited:.0f} s for the closed loop's second process" if waited else ""
+            second = f"; waited {waited:.0f} s for the second process" if waited else ""
             say(f"      compiled the simulation kernels in {sum(times.values()):.0f} s ("
                 + ", ".join(f"{g} {t:.0f} s" for g, t in times.items()) + f"){second}{where}")
 

@@ -72,6 +72,7 @@ the kernels of :mod:`ballctl.simulation.loop_step`, the same the Python driver
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 import time
@@ -79,9 +80,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
-from .._errors import ShapeError
+from .._jit import njit
+from .._errors import ParameterError, ShapeError
 from .arrays import LoopArrays, RunDraws
 from .loop_step import (backlash, control_law, effective_input, hold_segment, kalman_predict, kalman_update,
                         quantize_clamp, sense)
@@ -401,55 +402,124 @@ class CompiledLoopOutput:
 
 #: s the first closed loop waits at most for :func:`compile_in_background`'s process (it takes 8-12 s on 2 cores)
 BACKGROUND_TIMEOUT_S = 300.0
+#: what the second process of :func:`compile_in_background` prints when its plants' complex kernels are compiled
+_COMPLEX_DONE = "complex-step kernels compiled"
 #: the second process of :func:`compile_in_background` and how long the first loop waited for it (s)
-_background: dict = {"process": None, "waited_s": None, "loop_started": False}
+_background: dict = {"process": None, "waited_s": None, "loop_started": False, "complex_pending": False,
+                      "complex_waited_s": 0.0, "entry_points": ()}
 
 
-def compile_in_background() -> bool:
-    """Start compiling the closed loop in a second process, so a first run compiles on two cores.
+def compile_in_background(complex_step: tuple[str, ...] = ()) -> bool:
+    """Start a second process that compiles what this one needs later: a first run on two cores.
 
-    The caller goes on with its own work (its plant's kernels compile in this
-    process meanwhile); the first :func:`run_closed_loop` waits for the second
-    process and loads the loop from numba's disk cache. numba's cache is not
-    safe for two processes that compile *different* signatures of one function
-    at the same time; the two never do here: the second process compiles the
-    loop's one specialization, whose callees are inlined into it
-    (:mod:`~ballctl.simulation.loop_step`), the one signature of
-    ``quantize_clamp`` that every caller uses (for :class:`LoopArrays`) and the one
-    of :func:`hold_rk4` (:func:`hold_rk4_types`), and this process compiles the
-    loop only after the second one has ended.
+    Without ``complex_step``, the second process compiles the closed loop's one
+    specialization and that of :func:`hold_rk4` (:func:`hold_rk4_types`); the
+    first :func:`run_closed_loop` waits for it to end and reads the loop from
+    numba's disk cache. With ``complex_step``, it compiles the complex-step
+    kernels of those plants instead (:func:`ballctl.plants.compile_ahead.compile_complex_step`:
+    what their linearizations use), and this process compiles the loop while it
+    waits for them: when this process first misses a complex specialization in
+    the cache while the second one is at work, it compiles the loop,
+    :func:`hold_rk4` and the plants' C entry points, then waits for the second
+    process and reads its kernels from the cache (a first ``ballctl track``
+    linearizes the servo plate early, during its exact inversion).
 
-    A machine that has the loop in its cache gains nothing from it: call it
-    when this process first compiles, a sign of a cold cache (``ballctl track``
-    does). The first loop waits for the second process at most
-    :data:`BACKGROUND_TIMEOUT_S`, then ends it and compiles the loop itself.
+    The caller goes on with its own work (its real kernels compile in this
+    process meanwhile). numba's disk cache is shared safely by the two
+    (:mod:`ballctl._jit`: locked reads and writes), and neither compiles what the
+    other does (the loop's callees are inlined into it,
+    :mod:`~ballctl.simulation.loop_step`). A machine that has it all in its cache
+    gains nothing: call it when this process first compiles, a sign of a cold
+    cache (``ballctl track`` does). Each wait lasts at most
+    :data:`BACKGROUND_TIMEOUT_S`; then the second process is ended and this
+    one compiles what it needs itself.
+
+    Parameters
+    ----------
+    complex_step : tuple of str
+        Names in :data:`ballctl.plants.PLANTS` of the plants whose complex-step kernels the
+        second process compiles (default: none, the loop).
 
     Returns
     -------
     bool
         Whether a process was started: not when this process has run the loop
-        or started one before, on one core, or with numba's JIT disabled.
+        or started one before, on one core, with numba's JIT disabled, or
+        where the cache cannot be locked (:data:`ballctl._jit.LOCKED`).
     """
     from numba import config
 
+    from .._jit import LOCKED, set_miss_hook
+    from ..plants import PLANTS
+
+    unknown = [name for name in complex_step if name not in PLANTS]
+    if unknown:
+        raise ParameterError(f"complex_step names plants that ballctl.plants.PLANTS does not have: {unknown}")
     if (_loop.signatures or _background["loop_started"] or _background["process"] is not None
-            or (os.cpu_count() or 1) < 2 or config.DISABLE_JIT or not sys.executable):
+            or (os.cpu_count() or 1) < 2 or config.DISABLE_JIT or not sys.executable or not LOCKED):
         return False
     root = str(Path(__file__).resolve().parents[2])  # this ballctl, whatever the working folder holds
     code = (f"import sys; sys.path.insert(0, {root!r}); from ballctl.simulation import engine; "
-            "engine._loop(*engine._template_arguments()); engine.hold_rk4.compile(engine.hold_rk4_types())")
+            f"engine._compile_aside({tuple(complex_step)!r})")
     _background["process"] = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if complex_step:
+        kernels = (getattr(PLANTS[name](), "kernels", None) for name in complex_step)
+        _background["entry_points"] = tuple(dict.fromkeys(m for m in kernels if m in LOOP_KERNELS))
+        _background["complex_pending"] = True
+        set_miss_hook(_wait_for_complex_step)
+    return True
+
+
+def _compile_aside(complex_step: tuple[str, ...]) -> None:
+    """The second process of :func:`compile_in_background`."""
+    from ..plants import PLANTS
+    from ..plants.compile_ahead import compile_complex_step
+
+    if not complex_step:
+        _compile_loop()
+        return
+    for name in complex_step:
+        compile_complex_step(PLANTS[name]())
+    print(_COMPLEX_DONE, flush=True)
+
+
+def _compile_loop() -> None:
+    """Compile (or read from the cache) the loop's and :func:`hold_rk4`'s one specialization each."""
+    _loop(*_template_arguments())
+    hold_rk4.compile(hold_rk4_types())
+
+
+def _wait_for_complex_step(signature) -> bool:
+    """:func:`ballctl._jit.set_miss_hook`'s hook: at the first complex miss, compile the loop, then wait."""
+    if not _background["complex_pending"] or "complex128" not in str(signature):
+        return False
+    _background["complex_pending"] = False
+    _compile_loop()   # what this process needs later, while the second one compiles the complex kernels
+    for module in _background["entry_points"]:
+        entry_points(module)
+    process = _background["process"]
+    t0 = time.perf_counter()
+    ready, _, _ = select.select([process.stdout], [], [], BACKGROUND_TIMEOUT_S)
+    if ready:
+        process.stdout.readline()  # the line, or nothing: the process ended
+    else:   # never seen: end it, so that it writes nothing while this one compiles
+        process.kill()
+        process.wait()
+    _background["complex_waited_s"] = time.perf_counter() - t0
     return True
 
 
 def background_wait_s() -> float | None:
-    """Seconds the first closed loop waited for :func:`compile_in_background`'s process (None: none waited)."""
-    return _background["waited_s"]
+    """Seconds this process waited for :func:`compile_in_background`'s (None: it started none, or the loop
+    has not run yet)."""
+    waited = _background["waited_s"]
+    return None if waited is None else waited + _background["complex_waited_s"]
 
 
 def _wait_for_background_compile() -> None:
     _background["loop_started"] = True  # from here on this process compiles (or loads) the loop itself
+    _background["complex_pending"] = False
     process = _background["process"]
     if process is not None and _background["waited_s"] is None:
         t0 = time.perf_counter()
@@ -458,6 +528,7 @@ def _wait_for_background_compile() -> None:
         except subprocess.TimeoutExpired:  # never seen: end it, so that it writes nothing while this one compiles
             process.kill()
             process.wait()
+        process.stdout.close()
         _background["waited_s"] = time.perf_counter() - t0
 
 

@@ -35,7 +35,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from .._jit import njit
 
 __all__ = ["latency_steps", "delay_segments", "effective_input", "sense", "kalman_update", "kalman_predict",
            "control_law", "quantize_clamp", "slew_toward", "hold_segment", "backlash", "shape_command"]

@@ -52,8 +52,9 @@ Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, eqs. (31)-(48), (90)-(115
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, njit
+from numba import carray
 
+from ..._jit import njit
 from ..._linalg import solve_symmetric_inplace, zero_matrix
 
 #: the compiled loop's interface (the other kernels are the plants' internals, imported by name)

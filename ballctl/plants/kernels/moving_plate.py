@@ -74,8 +74,9 @@ Agúndez et al., Mech. Mach. Theory 203 (2024) 105795, appendix B, eqs. (90)-(11
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, njit
+from numba import carray
 
+from ..._jit import njit
 from .ball_plate import constraint_bias as _ball_bias
 from .ball_plate import constraint_jacobian as _ball_jacobian
 # the ball's chart, the same on a moving plate (the ball's coordinates come first)

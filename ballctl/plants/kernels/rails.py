@@ -34,7 +34,8 @@ arrays, so those kernels never depend on how the geometry was obtained.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..._jit import njit
 
 __all__ = ["plane_curve_with", "rail_curve", "rail_curve_casadi"]
 

@@ -39,8 +39,8 @@ of mass ``i`` of :mod:`ballctl.plants.rolling_ball`).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..._jit import njit
 from ..._linalg import solve_symmetric_inplace, solve_unit_constrained
 from ..._quaternion import rotation_entries_compiled
 from .rails import rail_geometry

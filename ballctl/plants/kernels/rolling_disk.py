@@ -28,8 +28,8 @@ with the GC at :math:`-r\ddot\phi\,e_1` and, for ``Lambda = R(phi)`` and
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..._jit import njit
 from ..._linalg import solve_symmetric_inplace, solve_unit_constrained
 from .rails import rail_geometry
 
