@@ -123,10 +123,16 @@ def schedule_bytes(schedule: GainSchedule, kind: str) -> bytes:
             "format_version": SCHEDULE_FORMAT_VERSION,
             "checksum": {"algorithm": "sha256", "value": checksum},
             "metadata": metadata,
-            "arrays": {f: {"shape": list(a.shape), "data": a.ravel().tolist()} for f, a in arrays.items()},
+            "arrays": {f: {"shape": list(a.shape), "data": f"\0{f}\0"} for f, a in arrays.items()},
         }
-        # json writes floats with repr, which round-trips every finite double exactly
-        return (json.dumps(doc, indent=1, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8")
+        # the structure indented, each array's data on one line (json's C encoder: an indented list of
+        # a million numbers goes through its Python encoder, one number per line); json writes floats
+        # with repr, which round-trips every finite double exactly
+        text = json.dumps(doc, indent=1, allow_nan=False, ensure_ascii=False)
+        for f, a in arrays.items():   # the arrays come last: their placeholder is the last match
+            head, _, tail = text.rpartition(json.dumps(f"\0{f}\0"))
+            text = head + json.dumps(a.ravel().tolist(), allow_nan=False) + tail
+        return (text + "\n").encode("utf-8")
     buf = io.BytesIO()
     members = {f"array_{f}": np.ascontiguousarray(a, dtype="<f8") for f, a in arrays.items()}
     members["format"] = np.array(SCHEDULE_FORMAT)
