@@ -126,18 +126,27 @@ def test_the_first_compilation_is_announced_and_a_cached_run_says_nothing(monkey
     from ballctl.simulation import engine
 
     started = []
-    monkeypatch.setattr(engine, "compile_in_background", lambda complex_step=(): started.append(1) or True)
+    monkeypatch.setattr(engine, "compile_in_background", lambda complex_step=(): started.append(complex_step) or True)
     monkeypatch.setattr(engine, "background_wait_s", lambda: 2.0)
     with compile_progress(said.append, loop_aside=True):  # the first compilation starts the loop's, aside
         other(np.ones(3))
-    assert started == [1]
+    assert started == [()]
     assert [s.strip() for s in said[:2]] == ["compiling the simulation kernels (first run only, cached afterwards)...",
                                              "compiling the closed loop in a second process ..."]
     assert "waited 2 s for the second process" in said[-1]
     said.clear()
     with compile_progress(said.append, loop_aside=True):  # a warm cache: nothing compiles, nothing starts
         other(np.ones(3))
-    assert said == [] and started == [1]
+    assert said == [] and started == [()]
+
+    @njit(cache=False)
+    def third(x):
+        return x * 4.0
+
+    with compile_progress(said.append, loop_aside=True, complex_step=("ball_plate",)):  # the plants it linearizes
+        third(np.ones(3))
+    assert started == [(), ("ball_plate",)]
+    assert said[1].strip() == "compiling the complex-step kernels in a second process ..."
 
 
 # ------------------------------------------------------------------ kill -9 of a real job
