@@ -165,14 +165,16 @@ def hold_rk4(plant, y0, h, substeps, u, p, a, b, n_constraints):
     y = np.empty(ny)
     for i in range(ny):
         y[i] = y0[i]
-    ks = np.empty((4, ny))
-    tmp = np.empty(ny)
-    x = np.empty(n)
-    xd = np.empty(n)
-    xdd = np.empty(n)
-    lam = np.empty(n_constraints)
+    ks, tmp, x, xd, xdd, lam = _rk4_workspace(n, n_constraints)
     rk4_hold(plant, y, h, substeps, u, p, a, b, n, ks, tmp, x, xd, xdd, lam)
     return y
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rk4_workspace(n, n_constraints):
+    """:func:`rk4_hold`'s work arrays ``ks (4, 2n), tmp (2n,), x, xd, xdd (n,), lam (n_constraints,)``."""
+    return (np.empty((4, 2 * n)), np.empty(2 * n), np.empty(n), np.empty(n), np.empty(n),
+            np.empty(n_constraints))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -203,12 +205,7 @@ def _loop(plant, n, n_constraints, Y0, params, T, dt, y_ref, u_ref, u_start, gai
     n_sig = sig_idx.shape[0]
     Ks = sampled.shape[0]  # steps with sensing
     n_div = div_idx.shape[0]
-    ks = np.empty((4, ny))
-    tmp = np.empty(ny)
-    x = np.empty(n)
-    xd = np.empty(n)
-    xdd = np.empty(n)
-    lam = np.empty(n_constraints)
+    ks, tmp, x, xd, xdd, lam = _rk4_workspace(n, n_constraints)
     D = np.empty((n_constraints, n))
     y = np.empty(ny)
     X = np.empty(N)
