@@ -55,8 +55,13 @@ def _locked(index_path: str, exclusive: bool) -> Iterator[None]:
     if fcntl is None:
         yield
         return
-    os.makedirs(os.path.dirname(index_path), exist_ok=True)
-    with open(index_path + ".lock", "a") as handle:
+    try:
+        os.makedirs(os.path.dirname(index_path), exist_ok=True)
+        handle = open(index_path + ".lock", "a")
+    except OSError:  # a cache folder numba reads but this process cannot write: numba's own behaviour
+        yield
+        return
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         try:
             yield
