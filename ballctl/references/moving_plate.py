@@ -467,7 +467,8 @@ class MovingPlateMotion(Reference):
         def rates(t, y):
             v = np.asarray(path(np.array([t]))[1], dtype=float).reshape(2)
             value, rate = self._angles_and_spin.value_and_rate(t)
-            kinematics(value[:2], rate[:2], 1.0, Gp, om, gd, gp)
+            # contiguous (a Fourier value is a real part, strided): the specialization the kernels compile
+            kinematics(np.ascontiguousarray(value[:2]), np.ascontiguousarray(rate[:2]), 1.0, Gp, om, gd, gp)
             out = self._angle_rates(y, self._relative_angular_velocity(v, value[2], om[2]))
             if not np.all(np.isfinite(out)):
                 raise ParameterError(f"the ball's orientation rates are not finite at t = {t:.6g} s (path "
