@@ -31,6 +31,8 @@ from ballctl.plants.rails import CircleRail
 from ballctl.plants.rolling_ball import PointMass, RollingBall
 from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters
 
+from _planning_fixtures import default_disk_plan, describe
+
 DISK_X0 = [-np.pi / 2, 0.0, 0.0, 0.0]
 
 
@@ -41,8 +43,11 @@ def one_mass_disk() -> RollingDisk:
 
 @pytest.fixture(scope="module")
 def disk_default():
-    problem = ManeuverProblem(initial_state=DISK_X0, duration_s=5.0, target_contact_m=[1.0], rest_at_end=True)
-    return problem, plan_maneuver(one_mass_disk(), problem)
+    """``plan_maneuver(one_mass_disk(), problem)`` on its defaults (shared with tests/test_planning_optimality.py)."""
+    disk, problem, plan = default_disk_plan()
+    mine = ManeuverProblem(initial_state=DISK_X0, duration_s=5.0, target_contact_m=[1.0], rest_at_end=True)
+    assert describe(disk, problem) == describe(one_mass_disk(), mine)
+    return problem, plan
 
 
 def test_the_disk_swings_over_the_top_on_defaults(disk_default):

@@ -224,11 +224,15 @@ def test_ball_plan_with_friction_keeps_the_cone_on_the_resimulated_motion():
     mu = 0.5 is inactive: the planner returns the unconstrained optimum (solved first without the contact
     constraints). mu = 0.1 binds: the re-simulated motion keeps it within 2e-3 (measured 0.9997 mu) and the
     effort rises 15.38 -> 17.68.
+
+    The unconstrained optimum, the oracle of the first two checks, is solved on CasADi's MX graph: the same NLP
+    (its cost agrees with the SX graph's to 1e-15 relative), built in 0.3 s instead of 1 s, and its 12
+    iterations do not feel MX's slower ones.
     """
     ball = RollingBall(paper_ball_parameters())
     problem = dict(initial_state=paper_ball_initial_state(), duration_s=4.0, target_contact_m=[0.5, 0.5],
                    rest_at_end=True)
-    free = plan_maneuver(ball, ManeuverProblem(**problem), intervals=12, **FIXED_MESH)
+    free = plan_maneuver(ball, ManeuverProblem(**problem), intervals=12, symbolic="MX", **FIXED_MESH)
     loose = plan_maneuver(ball, ManeuverProblem(**problem, friction_coefficient=0.5), intervals=12, **FIXED_MESH)
     assert free.converged and loose.converged
     assert abs(loose.report.objective - free.report.objective) <= 1e-8 * free.report.objective

@@ -31,6 +31,8 @@ from ballctl.plants.rails import CircleRail
 from ballctl.plants.rolling_ball import PointMass
 from ballctl.plants.rolling_disk import RollingDisk, RollingDiskParameters
 
+from _planning_fixtures import default_disk_plan, describe
+
 ca = pytest.importorskip("casadi")
 
 # conftest.py limits BLAS to one thread per test process, but scipy.linalg loads its own OpenBLAS after it
@@ -407,7 +409,11 @@ def indirect(disk, direct):
 
 @pytest.fixture(scope="module")
 def default_plan(disk, problem):
-    return plan_maneuver(disk, problem)
+    """``plan_maneuver(disk, problem)`` on its defaults (planned once per process, shared with
+    tests/test_planning_branches.py: the same disk and problem, checked here)."""
+    planned_disk, planned_problem, plan = default_disk_plan()
+    assert describe(planned_disk, planned_problem) == describe(disk, problem)
+    return plan
 
 
 # Measured errors of the direct plans against the indirect solution, uniform mesh h = T/N:
