@@ -309,8 +309,8 @@ def compile_progress(say: Callable[[str], None], *, loop_aside: bool = False,
         said then, and at the end the time the job waited for it.
     complex_step : tuple of str
         With ``loop_aside``: names in :data:`ballctl.plants.PLANTS` of the plants the job
-        linearizes; the second process compiles their complex-step kernels instead, and this one
-        the loop while it waits for them.
+        linearizes; the second process compiles their complex-step kernels first, and this one
+        their real kernels meanwhile.
     """
     from numba.core import event
 
@@ -343,8 +343,8 @@ def compile_progress(say: Callable[[str], None], *, loop_aside: bool = False,
                     say("      compiling the simulation kernels (first run only, cached afterwards)...")
                     if loop_aside and compile_in_background(complex_step):
                         state["aside"] = True
-                        say("        compiling " + ("the complex-step kernels" if complex_step else "the closed loop")
-                            + " in a second process ...")
+                        say("        compiling " + ("the complex-step kernels and " if complex_step else "")
+                            + "the closed loop in a second process ...")
                 if group not in state["times"]:
                     say(f"        compiling {group} ...")
                     state["times"][group] = 0.0

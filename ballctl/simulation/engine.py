@@ -403,23 +403,23 @@ BACKGROUND_TIMEOUT_S = 300.0
 _COMPLEX_DONE = "complex-step kernels compiled"
 #: the second process of :func:`compile_in_background` and how long the first loop waited for it (s)
 _background: dict = {"process": None, "waited_s": None, "loop_started": False, "complex_pending": False,
-                      "complex_waited_s": 0.0, "entry_points": ()}
+                      "complex_waited_s": 0.0, "plants": ()}
 
 
 def compile_in_background(complex_step: tuple[str, ...] = ()) -> bool:
     """Start a second process that compiles what this one needs later: a first run on two cores.
 
-    Without ``complex_step``, the second process compiles the closed loop's one
-    specialization and that of :func:`hold_rk4` (:func:`hold_rk4_types`); the
-    first :func:`run_closed_loop` waits for it to end and reads the loop from
-    numba's disk cache. With ``complex_step``, it compiles the complex-step
-    kernels of those plants instead (:func:`ballctl.plants.compile_ahead.compile_complex_step`:
-    what their linearizations use), and this process compiles the loop while it
-    waits for them: when this process first misses a complex specialization in
-    the cache while the second one is at work, it compiles the loop,
-    :func:`hold_rk4` and the plants' C entry points, then waits for the second
-    process and reads its kernels from the cache (a first ``ballctl track``
-    linearizes the servo plate early, during its exact inversion).
+    The second process compiles, in order, the complex-step kernels of the
+    plants named in ``complex_step`` (:func:`ballctl.plants.compile_ahead.compile_complex_step`:
+    what their linearizations use), then the closed loop's one specialization
+    and that of :func:`hold_rk4` (:func:`hold_rk4_types`). When this process first
+    misses a complex specialization in the cache while the second one is still
+    at those, it compiles the same plants' real kernels and C entry points
+    (:func:`~ballctl.plants.compile_ahead.compile_real`), then waits for the
+    complex ones and reads them from the cache (a first ``ballctl track``
+    linearizes the servo plate early, in its exact inversion). The first
+    :func:`run_closed_loop` waits for the second process to end and reads the
+    loop from the cache.
 
     The caller goes on with its own work (its real kernels compile in this
     process meanwhile). numba's disk cache is shared safely by the two
@@ -435,7 +435,7 @@ def compile_in_background(complex_step: tuple[str, ...] = ()) -> bool:
     ----------
     complex_step : tuple of str
         Names in :data:`ballctl.plants.PLANTS` of the plants whose complex-step kernels the
-        second process compiles (default: none, the loop).
+        second process compiles first (default: none, the loop only).
 
     Returns
     -------
@@ -461,8 +461,7 @@ def compile_in_background(complex_step: tuple[str, ...] = ()) -> bool:
     _background["process"] = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
                                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     if complex_step:
-        kernels = (getattr(PLANTS[name](), "kernels", None) for name in complex_step)
-        _background["entry_points"] = tuple(dict.fromkeys(m for m in kernels if m in LOOP_KERNELS))
+        _background["plants"] = tuple(PLANTS[name]() for name in complex_step)
         _background["complex_pending"] = True
         set_miss_hook(_wait_for_complex_step)
     return True
@@ -473,12 +472,10 @@ def _compile_aside(complex_step: tuple[str, ...]) -> None:
     from ..plants import PLANTS
     from ..plants.compile_ahead import compile_complex_step
 
-    if not complex_step:
-        _compile_loop()
-        return
     for name in complex_step:
         compile_complex_step(PLANTS[name]())
     print(_COMPLEX_DONE, flush=True)
+    _compile_loop()
 
 
 def _compile_loop() -> None:
@@ -488,13 +485,16 @@ def _compile_loop() -> None:
 
 
 def _wait_for_complex_step(signature) -> bool:
-    """:func:`ballctl._jit.set_miss_hook`'s hook: at the first complex miss, compile the loop, then wait."""
+    """:func:`ballctl._jit.set_miss_hook`'s hook: at the first complex miss, compile the real kernels, then wait."""
+    from ..plants.compile_ahead import compile_real
+
     if not _background["complex_pending"] or "complex128" not in str(signature):
         return False
     _background["complex_pending"] = False
-    _compile_loop()   # what this process needs later, while the second one compiles the complex kernels
-    for module in _background["entry_points"]:
-        entry_points(module)
+    for plant in _background["plants"]:   # what this process needs, while the second one compiles the complex
+        compile_real(plant)
+        if getattr(plant, "kernels", None) in LOOP_KERNELS:
+            entry_points(plant.kernels)
     process = _background["process"]
     t0 = time.perf_counter()
     ready, _, _ = select.select([process.stdout], [], [], BACKGROUND_TIMEOUT_S)
