@@ -66,7 +66,9 @@ inlined into it (``inline="always"``). The loop copies arrays
 element by element: an array assignment (``out[r, k] = y``) compiles numba's
 shape-mismatch message formatting, seconds of a first run. The step logic is
 the kernels of :mod:`ballctl.simulation.loop_step`, the same the Python driver
-(:func:`ballctl.simulation.component.run_loop`) calls.
+(:func:`ballctl.simulation.component.run_loop`) calls; that driver integrates
+an RK4 segment of such a plant with :func:`hold_rk4`, the loop's integrator on
+its own (one compiled call per segment).
 """
 
 from __future__ import annotations
