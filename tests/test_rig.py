@@ -70,3 +70,15 @@ def test_validation_aggregates_problems():
     with pytest.raises(RigProfileError, match="does not exist"):
         RigProfile.from_toml("/nonexistent/rig.toml")
     assert issubclass(RigProfileError, ballctl.BallctlError)
+
+
+def test_every_rig_design_names_the_plant_it_is_made_on():
+    """``RIG_DESIGN_PLANTS`` (what the CLIs compile ahead for a design) covers every design, and names the class of
+    the rig's design plant for the exact design and the quasi-static BallPlate for the others (the classes
+    ``design_for_rig`` accepts)."""
+    from ballctl.ball_plate.design import RIG_DESIGN_PLANTS, RIG_DESIGNS
+    from ballctl.plants import PLANTS
+
+    assert set(RIG_DESIGN_PLANTS) == set(RIG_DESIGNS)
+    assert type(rig_preset("tabletop").design_plant()) is PLANTS[RIG_DESIGN_PLANTS["exact"]]
+    assert all(PLANTS[RIG_DESIGN_PLANTS[d]] is ballctl.BallPlate for d in RIG_DESIGNS if d != "exact")

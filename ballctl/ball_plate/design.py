@@ -22,9 +22,9 @@ from ..design.tracking import EstimatorDesign, LQRWeights, TrackingController, T
 from ..linear.partition import Partition
 from ..references.base import Reference, ReferenceSample
 
-__all__ = ["RIG_DESIGNS", "QS_STATE_ERRORS", "EXACT_STATE_ERRORS", "RigDesignOptions", "design_for_rig",
-           "DesignCandidate", "DESIGN_CANDIDATES", "path_integral_action", "PATH_INTEGRAL_LIMIT", "PATH_INTEGRAL_START",
-           "PATH_INTEGRAL_FADE"]
+__all__ = ["RIG_DESIGNS", "RIG_DESIGN_PLANTS", "QS_STATE_ERRORS", "EXACT_STATE_ERRORS", "RigDesignOptions",
+           "design_for_rig", "DesignCandidate", "DESIGN_CANDIDATES", "path_integral_action", "PATH_INTEGRAL_LIMIT",
+           "PATH_INTEGRAL_START", "PATH_INTEGRAL_FADE"]
 
 
 # ------------------------------------------------------------------ designs for a rig
@@ -35,6 +35,9 @@ RIG_DESIGNS: Mapping[str, str] = {
     "qs-contact": "quasi-static plate, contact point and rates only (4 states); no yaw feedback",
     "qs-paper": "the paper's quasi-static design: contact point, yaw and rates (6 states)",
 }
+#: the plant each design is made on (its name in :data:`ballctl.plants.PLANTS`): the one it linearizes
+RIG_DESIGN_PLANTS: Mapping[str, str] = {"exact": "ball_plate_servo", "qs-contact": "ball_plate",
+                                        "qs-paper": "ball_plate"}
 
 #: Bryson limits of the quasi-static designs (m, rad, m/s, rad/s)
 QS_STATE_ERRORS: Mapping[str, float] = {"contact_x": 0.01, "contact_y": 0.01, "yaw": 0.5, "contact_x_rate": 0.1,
@@ -217,8 +220,7 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
     -------
     TrackingController
     """
-    from ..plants.ball_plate import BallPlate
-    from ..plants.ball_plate_moving import ServoPlateBallPlate
+    from ..plants import PLANTS
 
     if design not in RIG_DESIGNS:
         raise ParameterError(f"design must be one of {tuple(RIG_DESIGNS)}, got {design!r}")
@@ -226,8 +228,9 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
     check_instance(options, "options", RigDesignOptions)
     max_input_error, weight_scale, process_std = options.max_input_error, options.weight_scale, options.process_std
     plant = reference.system
+    made_on = PLANTS[RIG_DESIGN_PLANTS[design]]
     if design == "exact":
-        if not isinstance(plant, ServoPlateBallPlate):
+        if not isinstance(plant, made_on):
             raise ParameterError("design 'exact' needs a reference of the servo plate (exact_circular_motion or "
                              f"MovingPlateMotion on ServoPlateBallPlate), got one of {type(plant).__name__}")
         part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw", "alpha", "beta"],
@@ -235,7 +238,7 @@ def design_for_rig(rig, reference: Reference, design: str, *, horizon: float, t0
         states, errors = None, EXACT_STATE_ERRORS
         substeps = max(2, int(np.ceil(rig.dt / 0.01 - 1e-9)))  # RK4 steps <= 10 ms: |h lambda| <= 0.6 for the servo
     else:
-        if not isinstance(plant, BallPlate):
+        if not isinstance(plant, made_on):
             raise ParameterError(f"design {design!r} needs a reference of the quasi-static BallPlate, got one of "
                              f"{type(plant).__name__}")
         part = Partition.from_coordinates(plant, ["contact_x", "contact_y", "yaw"], ["lean", "roll"])

@@ -339,6 +339,7 @@ def run(args: argparse.Namespace) -> int:
     import time
     from concurrent.futures import ThreadPoolExecutor
 
+    from ..ball_plate.design import RIG_DESIGN_PLANTS
     from ..simulation.monte_carlo import MonteCarloSettings, monte_carlo
     from ..linear.partition import Partition
     from ..figures.plotting import save_figure
@@ -391,7 +392,7 @@ def run(args: argparse.Namespace) -> int:
             f"latency {described['latency']}, initial offset {tuple(described['initial_offset_mean_m'])} m "
             f"+- {described['initial_offset_std_m']:g} m")
         # the plant the tracker is designed on (its complex-step kernels compile aside, with the loop)
-        linearized = ("ball_plate_servo",) if lqg and args.design == "exact" else ("ball_plate",)
+        linearized = (RIG_DESIGN_PLANTS[args.design if lqg else "qs-paper"],)
         with compile_progress(say, loop_aside=True, complex_step=linearized):  # a first run: said, compiled aside
             started = time.perf_counter()
             settings = MonteCarloSettings(chunk_size=args.chunk_size, executor=executor,

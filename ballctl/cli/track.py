@@ -439,11 +439,12 @@ def run(args: argparse.Namespace) -> int:
     int
         Exit status: 0 when a design was exported, 1 when none passes (the summary says why).
     """
+    from ..ball_plate.design import RIG_DESIGN_PLANTS
+
     plan = _check_arguments(args)
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     say(f"[1/5] rig {plan.rig.name!r}: {plan.rig.description}")
-    # the plants the designs linearize: the exact design's servo plate, the quasi-static designs' ball-plate
-    linearized = tuple(dict.fromkeys("ball_plate_servo" if name == "exact" else "ball_plate" for name in plan.designs))
+    linearized = tuple(dict.fromkeys(RIG_DESIGN_PLANTS[name] for name in plan.designs))   # the designs' plants
     with compile_progress(say, loop_aside=True, complex_step=linearized):
         return _run(args, plan, say)
 

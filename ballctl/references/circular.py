@@ -100,12 +100,13 @@ def circle_limits(radius: float, omega: float, roll_rate: float, params, *,
     speed = radius * abs(omega)
     most = p.rolling_gain * p.gravity
     violated = []
-    k = radius * omega * omega / most
+    acceleration = radius * omega * omega
+    k = acceleration / most
     omega_max = np.sqrt(most / radius)
     if k >= 1.0:
         violated.append(("acceleration", InfeasibleReferenceError,
                          f"the plate cannot supply the centripetal acceleration: radius*omega^2 = "
-                         f"{radius * omega * omega:.6g} m/s^2 >= k_b*g = {most:.6g} m/s^2; for radius "
+                         f"{acceleration:.6g} m/s^2 >= k_b*g = {most:.6g} m/s^2; for radius "
                          f"{radius:g} m need |omega| < {omega_max:.6g} rad/s"))
     tilt = float(np.arcsin(min(k, 1.0)))
     if max_tilt is not None and tilt > max_tilt:
@@ -126,7 +127,7 @@ def circle_limits(radius: float, omega: float, roll_rate: float, params, *,
                          f"roll_rate too high for the speed: the lean would be {np.rad2deg(lean):.4g} deg, "
                          f"within 1 deg of the yaw-lean-roll chart's singularity at 90 deg; use "
                          f"roll_rate <= {max_roll_rate:.6g} rad/s"))
-    return CircleLimits(k=k, tilt=tilt, lean=lean, acceleration=radius * omega * omega, max_acceleration=most,
+    return CircleLimits(k=k, tilt=tilt, lean=lean, acceleration=acceleration, max_acceleration=most,
                         speed=speed, max_omega=float(omega_max), max_radius=most / (omega * omega),
                         min_roll_rate=speed / p.radius, max_roll_rate=float(max_roll_rate),
                         violated=tuple(violated))

@@ -284,7 +284,7 @@ class NonlinearStepper:
         if method == "rk4" and kernel_code(plant) >= 0 and not numba_config.DISABLE_JIT:
             a, b = (0.0, 0.0) if self.stabilization is None else (float(v) for v in self.stabilization)
             self._compiled = (entry_points(plant.kernels), np.array(plant.kernel_parameters, dtype=float), a, b,
-                              int(plant.n_constraints), int(substeps))
+                              int(plant.n_constraints))
         self._names = tuple(plant.coordinate_names) + tuple(f"{c}_rate" for c in plant.coordinate_names)
 
     def _rhs(self, u):
@@ -308,8 +308,8 @@ class NonlinearStepper:
             The input held on it.
         """
         if self._compiled is not None:
-            plant, p, a, b, n_c, substeps = self._compiled
-            y_b = hold_rk4(plant, np.ascontiguousarray(y, dtype=float), float(t_b - t_a), substeps,
+            plant, p, a, b, n_c = self._compiled
+            y_b = hold_rk4(plant, np.ascontiguousarray(y, dtype=float), float(t_b - t_a), int(self.substeps),
                            np.ascontiguousarray(u, dtype=float), p, a, b, n_c)
             if np.all(np.isfinite(y_b)):
                 return y_b

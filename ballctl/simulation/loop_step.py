@@ -26,8 +26,9 @@ Kernels write into their last argument(s) and allocate nothing (numba,
 ``cache=True``); :func:`shape_command` is their composition for callers
 outside the loop (the C export's first command). They are inlined into the
 compiled loop (``inline="always"``), so compiling the loop compiles no other
-cached function: :func:`ballctl.simulation.engine.compile_in_background` relies
-on that.
+cached function: the second process of
+:func:`ballctl.simulation.engine.compile_in_background` compiles none of what
+the first one compiles too.
 """
 
 from __future__ import annotations
