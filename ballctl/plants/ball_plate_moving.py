@@ -124,6 +124,7 @@ from .._errors import ParameterError, ParameterTypeError, ShapeError
 from .._validation import as_array, check_finite_scalar, check_positive
 from ..system import ConstrainedSystem
 from .kernels import moving_plate as _kernels
+from .kernels import native
 from .kernels.batching import as_stacks, restore
 from .ball_plate import BallPlate, BallPlateParameters
 
@@ -445,7 +446,8 @@ class _MovingPlateBase(ConstrainedSystem):
         """
         n = self.n_coordinates
         lead, (xs, xds, us) = as_stacks([x, xd, u], [n, n, self.n_plate])
-        F = restore(_kernels.contact_forces_batch(xs, xds, us, self._kernel_parameters), lead)
+        xdd, _ = self._accelerations(xs, xds, us, 0.0, 0.0)
+        F = restore(_kernels.contact_forces_batch(xs, xds, xdd, self._kernel_parameters), lead)
         return F[..., 2].copy(), F[..., :2].copy()
 
     def mass_and_forces(self, x, xd, u) -> tuple[np.ndarray, np.ndarray]:
@@ -487,8 +489,15 @@ class _MovingPlateBase(ConstrainedSystem):
         n = self.n_coordinates
         a, b = (0.0, 0.0) if stabilization is None else (float(stabilization[0]), float(stabilization[1]))
         lead, (xs, xds, us) = as_stacks([x, xd, u], [n, n, self.n_plate])
-        xdd, lam = _kernels.accelerations_batch(xs, xds, us, self._kernel_parameters, a, b)
+        xdd, lam = self._accelerations(xs, xds, us, a, b)
         return restore(xdd, lead), restore(lam, lead)
+
+    def _accelerations(self, xs, xds, us, a, b) -> tuple[np.ndarray, np.ndarray]:
+        """The kernels' accelerations of stacks ``(K, n)`` of one dtype (real: through the C entry point)."""
+        if xs.dtype == np.float64:
+            entry = native.entry_points(_kernels).accelerations
+            return _kernels.accelerations_batch(xs, xds, us, self._kernel_parameters, a, b, entry)
+        return _kernels.accelerations_batch_direct(xs, xds, us, self._kernel_parameters, a, b)
 
     def holonomic(self, x) -> np.ndarray:
         """No holonomic constraints: shape (..., 0)."""

@@ -36,7 +36,7 @@ function of ``(x, xd, u)`` only, so eq. (1) holds exactly with it. With
 Servo set-point offset (``p[15:17]``): the servo regulates to ``u + offset``
 (:func:`servo_torque`), a plate level or servo zero error.
 
-Contact force (:func:`contact_forces`): ``F = m (H xdd + h - g_plate)`` in
+Contact force (:func:`contact_forces_batch`): ``F = m (H xdd + h - g_plate)`` in
 plate axes from the exact accelerations; ``F_z`` is the normal force.
 
 Structured index-1 solve: the rolling constraints are ``D = [I_2 | E]`` with
@@ -55,16 +55,23 @@ one symmetric positive definite solve of size ``n - 2`` (see
 Compilation (a first run's cost, not the physics): numba gives every compiled
 function its own library and links, re-optimizes and re-emits the whole tree of
 its callees into it, so every function level over the kernel tree costs about
-the tree's compile time again. Hence few levels: the kinematic terms are one
-function (:func:`all_terms`), the rolling-resistance couple is part of
-:func:`mass_and_forces`, the contact force's equations are in
-:func:`contact_forces_batch`, and the functions with one compiled caller
-(``ball_mass_and_forces``, ``servo_torque``, ``plate_forces``) or of a few lines
-(``_cross``) are inlined into it (``inline="always"``: numba-level inlining, their
-equations still written once; not for a function several compiled callers share,
-which would then compile it again in each). Every function is called with one layout per
-argument (C-contiguous 1-d vectors, writable ``p``), so each is compiled once
-per dtype.
+the tree's compile time again (2-3 s on two cores for this plant, against about
+10 s for the tree's first compilation). Hence few levels over
+:func:`mass_and_forces`, the tree: the kinematic terms are one function
+(:func:`all_terms`), the rolling-resistance couple is part of
+:func:`mass_and_forces`, and the functions with one compiled caller
+(``ball_mass_and_forces``, ``servo_torque``, ``plate_forces``, ``accelerations``)
+or of a few lines (``_cross``) are inlined into it (``inline="always"``:
+numba-level inlining, their equations still written once; not for a function
+several compiled callers share, which would then compile it again in each).
+In real arithmetic the tree is compiled into two functions only,
+:func:`mass_and_forces` itself and the C entry point :func:`loop_accelerations`
+(the compiled loop's); every other real caller of the accelerations
+(:func:`accelerations_batch`, and through it the contact forces and the
+plants' stacks) calls that entry point by its address
+(:func:`ballctl.plants.kernels.native.call`), which compiles none of the tree
+again. Every function is called with one layout per argument (C-contiguous 1-d
+vectors, writable ``p``), so each is compiled once per dtype.
 
 References
 ----------
@@ -82,9 +89,10 @@ from .ball_plate import constraint_jacobian as _ball_jacobian
 # the ball's chart, the same on a moving plate (the ball's coordinates come first)
 from .ball_plate import CHART_COORDINATES, keep_chart, loop_keep_chart, rolling_couple
 from ..._linalg import solve_unit_constrained, zero_matrix
+from .native import call
 
 #: the compiled loop's interface (the other kernels are the plants' internals, imported by name)
-__all__ = ["CHART_COORDINATES", "N_PARAMETERS", "accelerations", "constraint_jacobian", "contact_forces",
+__all__ = ["CHART_COORDINATES", "N_PARAMETERS", "accelerations", "constraint_jacobian",
            "keep_chart", "loop_accelerations", "loop_constraint_jacobian", "loop_keep_chart"]
 
 N_PARAMETERS = 17
@@ -367,9 +375,13 @@ def constraint_bias(x, xd, p, out):
     _ball_bias(x[:5], xd[:5], p, out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def accelerations(x, xd, u, p, a, b, xdd, lam):
-    """Structured index-1 solve (module docstring): ``xdd (n,)``, ``lam (2,)``; ``a`` damps ``D xd`` at 2a."""
+    """Structured index-1 solve (module docstring): ``xdd (n,)``, ``lam (2,)``; ``a`` damps ``D xd`` at 2a.
+
+    Inlined into its compiled callers: :func:`loop_accelerations` (the real path of every caller, through its
+    address) and :func:`accelerations_batch_direct` (complex arrays).
+    """
     n = 5 + int(p[5])
     dt = xdd.dtype
     M = np.empty((n, n), dtype=dt)
@@ -385,27 +397,6 @@ def accelerations(x, xd, u, p, a, b, xdd, lam):
             dxd += D[i, j] * xd[j]
         r[i] = -r[i] - 2.0 * a * dxd
     solve_unit_constrained(M, Q, D[:, 2:], r, xdd, lam)
-
-
-@njit(cache=True)
-def contact_forces(x, xd, u, p, out):
-    """Contact force of the plate on the ball in plate axes, ``out (3,) = (F_x, F_y, N)`` in N.
-
-    :func:`contact_forces_batch` (which holds the equations, see there) on a stack of one.
-    """
-    n = x.shape[0]
-    dt = out.dtype
-    xs = np.empty((1, n), dtype=dt)
-    xds = np.empty((1, n), dtype=dt)
-    us = np.empty((1, u.shape[0]), dtype=dt)
-    for i in range(n):
-        xs[0, i] = x[i]
-        xds[0, i] = xd[i]
-    for i in range(u.shape[0]):
-        us[0, i] = u[i]
-    F = contact_forces_batch(xs, xds, us, p)
-    for i in range(3):
-        out[i] = F[0, i]
 
 
 @njit(cache=True)
@@ -479,8 +470,29 @@ def mass_and_forces_batch(x, xd, u, p):
 
 
 @njit(cache=True)
-def accelerations_batch(x, xd, u, p, a, b):
-    """``accelerations`` over stacks: ``xdd (K, n)``, ``lam (K, 2)``."""
+def accelerations_batch(x, xd, u, p, a, b, entry):
+    """``accelerations`` over real stacks ``(K, n), (K, n), (K, n_p)``: ``xdd (K, n)``, ``lam (K, 2)``.
+
+    Through the C entry point :func:`loop_accelerations` at address ``entry``
+    (:func:`ballctl.plants.kernels.native.entry_points`), which holds the plant's
+    compiled tree: this function holds none of it (module docstring, compilation).
+    """
+    K, n = x.shape
+    n_u = u.shape[1]
+    xdd = np.empty((K, n))
+    lam = np.empty((K, 2))
+    for k in range(K):
+        call(entry, x[k], xd[k], u[k], p, a, b, xdd[k], lam[k], n, n_u, p.shape[0], 2)
+    return xdd, lam
+
+
+@njit(cache=True)
+def accelerations_batch_direct(x, xd, u, p, a, b):
+    """:func:`accelerations_batch` for complex stacks (a complex step through the accelerations).
+
+    Compiles the kernel tree in complex arithmetic into this function; real stacks take
+    :func:`accelerations_batch`.
+    """
     K, n = x.shape
     xdd = np.empty((K, n), dtype=x.dtype)
     lam = np.empty((K, 2), dtype=x.dtype)
@@ -490,27 +502,23 @@ def accelerations_batch(x, xd, u, p, a, b):
 
 
 @njit(cache=True)
-def contact_forces_batch(x, xd, u, p):
-    """Contact forces of the plate on the ball in plate axes over stacks ``(K, n), (K, n), (K, n_p)``: returns
-    ``(K, 3)`` = ``(F_x, F_y, N)`` in N.
+def contact_forces_batch(x, xd, xdd, p):
+    """Contact forces of the plate on the ball in plate axes over stacks ``(K, n)`` of coordinates, velocities
+    and their exact (unstabilized) accelerations: returns ``(K, 3)`` = ``(F_x, F_y, N)`` in N.
 
     ``F = m (a - g_plate)``, ``a = H xdd + h`` the inertial acceleration of the ball centre (plate
-    components), ``xdd`` the exact (unstabilized) accelerations. The equations are here, not in the
-    single-state :func:`contact_forces`: one compiled level fewer over the plant's whole kernel tree.
+    components). The accelerations are the caller's (:func:`accelerations_batch`), so this function
+    compiles the kinematic terms only.
     """
     K = x.shape[0]
     n = 5 + int(p[5])
-    dt = x.dtype
-    out = np.empty((K, 3), dtype=dt)
-    xdd = np.empty(n, dtype=dt)
-    lam = np.empty(2, dtype=dt)
+    out = np.empty((K, 3), dtype=xdd.dtype)
     for k in range(K):
-        accelerations(x[k], xd[k], u[k], p, 0.0, 0.0, xdd, lam)
-        H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x[k], xd[k], p, xdd)
+        H, G, h, g_v, g_plate, Om, Gp, Gpdot_qd, s = all_terms(x[k], xd[k], p, xdd[k])
         for i in range(3):
             acc = h[i] - g_plate[i]
             for j in range(n):
-                acc += H[i, j] * xdd[j]
+                acc += H[i, j] * xdd[k, j]
             out[k, i] = p[0] * acc
     return out
 

@@ -18,7 +18,10 @@ Each kernel module of the loop defines three plain functions on raw pointers
 compiles them with :func:`numba.cfunc` (``cache=True``, on first use) and
 returns their addresses, which the loop receives as integers and calls with
 :func:`call`. The address is a value, not a constant of the loop's code, so
-the loop is compiled once, cached on disk, and serves every plant.
+the loop is compiled once, cached on disk, and serves every plant. A kernel
+module may call its own entry points the same way to keep its tree out of its
+other compiled functions (:mod:`~ballctl.plants.kernels.moving_plate` does, for
+its real stacks of accelerations).
 
 ===================================  ===================================================================
 entry point                          C signature (``double *`` arrays, C-contiguous; ``int64_t`` sizes)
