@@ -13,12 +13,14 @@ import numpy as np
 from ._jit import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def zero_matrix(a):
     """Set every entry of the 2-d array ``a`` to zero, in place.
 
     Element by element: the slice assignment ``a[:, :] = 0`` compiles
-    numba's broadcasting machinery into every kernel that uses it.
+    numba's broadcasting machinery into every kernel that uses it. Not
+    inlined by numba (``inline="always"`` types a copy at every call site,
+    and the kernels call it at several); LLVM inlines the compiled one.
     """
     for i in range(a.shape[0]):
         for j in range(a.shape[1]):

@@ -61,9 +61,13 @@ the tree's compile time again (2-3 s on two cores for this plant, against about
 (:func:`all_terms`), the rolling-resistance couple is part of
 :func:`mass_and_forces`, and the functions with one compiled caller
 (``ball_mass_and_forces``, ``servo_torque``, ``plate_forces``, ``accelerations``)
-or of a few lines (``_cross``) are inlined into it (``inline="always"``:
-numba-level inlining, their equations still written once; not for a function
-several compiled callers share, which would then compile it again in each).
+are inlined into it (``inline="always"``: numba-level inlining, their
+equations still written once; not for a function several compiled callers
+share, which would then compile it again in each, nor for the few-line
+helpers called at several places, ``_cross`` and ``zero_matrix``: numba types
+an inlined copy at every call site, while LLVM inlines the compiled helper
+anyway; as ordinary functions they cut the tree's first compilation by about
+a fifth).
 In real arithmetic the tree is compiled into two functions only,
 :func:`mass_and_forces` itself and the C entry point :func:`loop_accelerations`
 (the compiled loop's); every other real caller of the accelerations
@@ -98,7 +102,7 @@ __all__ = ["CHART_COORDINATES", "N_PARAMETERS", "accelerations", "constraint_jac
 N_PARAMETERS = 17
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _cross(a, b, out):
     c0 = a[1] * b[2] - a[2] * b[1]
     c1 = a[2] * b[0] - a[0] * b[2]
