@@ -146,7 +146,8 @@ def test_the_first_compilation_is_announced_and_a_cached_run_says_nothing(monkey
     with compile_progress(said.append, loop_aside=True, complex_step=("ball_plate",)):  # the plants it linearizes
         third(np.ones(3))
     assert started == [(), ("ball_plate",)]
-    assert said[1].strip() == "compiling the complex-step kernels and the closed loop in a second process ..."
+    assert said[1].strip() == ("compiling the complex-step kernels in a second process and the closed loop in "
+                               "whichever is free first ...")
 
 
 # ------------------------------------------------------------------ kill -9 of a real job

@@ -304,13 +304,15 @@ def compile_progress(say: Callable[[str], None], *, loop_aside: bool = False,
     say : callable
         Prints one line (to stderr).
     loop_aside : bool
-        On the first compilation (a cold cache), start compiling the closed loop
-        in a second process (:func:`ballctl.simulation.engine.compile_in_background`);
-        said then, and at the end the time the job waited for it.
+        On the first compilation (a cold cache), start a second process that compiles
+        ahead what the job needs later (:func:`ballctl.simulation.engine.compile_in_background`:
+        the closed loop, and with ``complex_step`` the complex-step kernels); said then, and at
+        the end the time the job waited for it.
     complex_step : tuple of str
         With ``loop_aside``: names in :data:`ballctl.plants.PLANTS` of the plants the job
-        linearizes; the second process compiles their complex-step kernels first, and this one
-        their real kernels meanwhile.
+        linearizes (the one it linearizes first leading); the second process compiles their
+        complex-step kernels, this one their real kernels meanwhile, and the closed loop goes to
+        whichever is free first.
     """
     from numba.core import event
 
@@ -343,8 +345,9 @@ def compile_progress(say: Callable[[str], None], *, loop_aside: bool = False,
                     say("      compiling the simulation kernels (first run only, cached afterwards)...")
                     if loop_aside and compile_in_background(complex_step):
                         state["aside"] = True
-                        say("        compiling " + ("the complex-step kernels and " if complex_step else "")
-                            + "the closed loop in a second process ...")
+                        aside = ("the complex-step kernels in a second process and the closed loop in whichever"
+                                 " is free first" if complex_step else "the closed loop in a second process")
+                        say(f"        compiling {aside} ...")
                 if group not in state["times"]:
                     say(f"        compiling {group} ...")
                     state["times"][group] = 0.0

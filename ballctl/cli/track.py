@@ -426,7 +426,8 @@ def run(args: argparse.Namespace) -> int:
     in a temporary sibling and moves it to ``--out`` at the end
     (:func:`ballctl._io.atomic_directory`). The first run on a machine
     compiles the simulation kernels and says so (:func:`compile_progress`);
-    the closed loop then compiles in a second process meanwhile
+    the complex-step kernels of the designs' plants then compile in a second
+    process meanwhile, and the closed loop in whichever is free first
     (:func:`ballctl.simulation.engine.compile_in_background`).
 
     Parameters

@@ -403,6 +403,8 @@ class CompiledLoopOutput:
 BACKGROUND_TIMEOUT_S = 300.0
 #: what the second process of :func:`compile_in_background` prints when its plants' complex kernels are compiled
 _COMPLEX_DONE = "complex-step kernels compiled"
+#: what this process tells the second one when it compiles the loop itself (:func:`_wait_for_complex_step`)
+_LOOP_TAKEN = "the first process compiles the loop"
 #: the second process of :func:`compile_in_background` and how long the first loop waited for it (s)
 _background: dict = {"process": None, "waited_s": None, "loop_started": False, "complex_pending": False,
                       "complex_waited_s": 0.0, "plants": ()}
@@ -416,12 +418,16 @@ def compile_in_background(complex_step: tuple[str, ...] = ()) -> bool:
     what their linearizations use), then the closed loop's one specialization
     and that of :func:`hold_rk4` (:func:`hold_rk4_types`). When this process first
     misses a complex specialization in the cache while the second one is still
-    at those, it compiles the same plants' real kernels and C entry points
-    (:func:`~ballctl.plants.compile_ahead.compile_real`), then waits for the
-    complex ones and reads them from the cache (a first ``ballctl track``
-    linearizes the servo plate early, in its exact inversion). The first
-    :func:`run_closed_loop` waits for the second process to end and reads the
-    loop from the cache.
+    at those, it compiles the first plant's real kernels and C entry points
+    (:func:`~ballctl.plants.compile_ahead.compile_real`; a first ``ballctl track``
+    linearizes the servo plate early, in its exact inversion, and names it
+    first); then the loop goes to whichever process is free first: when the
+    complex kernels are not ready yet, this process takes the loop (and says so
+    to the second one, which compiles :func:`hold_rk4` and the other plants'
+    real kernels instead), else it compiles the other plants' real kernels and
+    the second one the loop. It then waits for the complex kernels and reads
+    them from the cache. The first :func:`run_closed_loop` waits for the second
+    process to end and reads from the cache what it compiled.
 
     The caller goes on with its own work (its real kernels compile in this
     process meanwhile). numba's disk cache is shared safely by the two
@@ -460,7 +466,7 @@ def compile_in_background(complex_step: tuple[str, ...] = ()) -> bool:
     root = str(Path(__file__).resolve().parents[2])  # this ballctl, whatever the working folder holds
     code = (f"import sys; sys.path.insert(0, {root!r}); from ballctl.simulation import engine; "
             f"engine._compile_aside({tuple(complex_step)!r})")
-    _background["process"] = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+    _background["process"] = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     if complex_step:
         _background["plants"] = tuple(PLANTS[name]() for name in complex_step)
@@ -474,10 +480,19 @@ def _compile_aside(complex_step: tuple[str, ...]) -> None:
     from ..plants import PLANTS
     from ..plants.compile_ahead import compile_complex_step
 
+    if not complex_step:
+        _compile_loop()
+        return
     for name in complex_step:
         compile_complex_step(PLANTS[name]())
     print(_COMPLEX_DONE, flush=True)
-    _compile_loop()
+    told, _, _ = select.select([sys.stdin], [], [], 0)
+    if told and sys.stdin.readline().strip() == _LOOP_TAKEN:   # the first process was free first
+        hold_rk4.compile(hold_rk4_types())
+        for name in complex_step[1:]:
+            _compile_real(PLANTS[name]())
+    else:
+        _compile_loop()
 
 
 def _compile_loop() -> None:
@@ -486,18 +501,37 @@ def _compile_loop() -> None:
     hold_rk4.compile(hold_rk4_types())
 
 
-def _wait_for_complex_step(signature) -> bool:
-    """:func:`ballctl._jit.set_miss_hook`'s hook: at the first complex miss, compile the real kernels, then wait."""
+def _compile_real(plant) -> None:
+    """A plant's real kernels and, for a plant of the compiled loop, its C entry points."""
     from ..plants.compile_ahead import compile_real
 
+    compile_real(plant)
+    if getattr(plant, "kernels", None) in LOOP_KERNELS:
+        entry_points(plant.kernels)
+
+
+def _wait_for_complex_step(signature) -> bool:
+    """:func:`ballctl._jit.set_miss_hook`'s hook: at the first complex miss, compile the first plant's real
+    kernels, then the loop or the other plants' (:func:`compile_in_background`), then wait."""
     if not _background["complex_pending"] or "complex128" not in str(signature):
         return False
     _background["complex_pending"] = False
-    for plant in _background["plants"]:   # what this process needs, while the second one compiles the complex
-        compile_real(plant)
-        if getattr(plant, "kernels", None) in LOOP_KERNELS:
-            entry_points(plant.kernels)
-    process = _background["process"]
+    plants, process = _background["plants"], _background["process"]
+    _compile_real(plants[0])   # what this process needs first, while the second one compiles the complex
+    complex_ready, _, _ = select.select([process.stdout], [], [], 0)
+    taken = False
+    if not complex_ready:   # this process is free first: it takes the loop
+        try:
+            process.stdin.write(_LOOP_TAKEN + "\n")
+            process.stdin.flush()
+            taken = True
+        except OSError:   # the second process has ended
+            pass
+    if taken:
+        _loop(*_template_arguments())
+    else:
+        for plant in plants[1:]:
+            _compile_real(plant)
     t0 = time.perf_counter()
     ready, _, _ = select.select([process.stdout], [], [], BACKGROUND_TIMEOUT_S)
     if ready:
@@ -528,6 +562,7 @@ def _wait_for_background_compile() -> None:
             process.kill()
             process.wait()
         process.stdout.close()
+        process.stdin.close()
         _background["waited_s"] = time.perf_counter() - t0
 
 
