@@ -159,6 +159,19 @@ def test_c_equals_twin_and_float32_is_within_5_percent_of_double(job, tmp_path):
           f"max |u32 - u64| {np.abs(runs['c32'].commands - u_c).max():.3g} rad")
 
 
+def test_the_python_driver_uses_the_specializations_a_first_run_compiles_ahead(job):
+    """A design (its linearization) and the Python driver of a component call the compiled helpers with the
+    types ``engine.ahead_specializations`` lists, which the second process of a first run compiles for the
+    first one: a type that drifts (a layout, an integer width) would make that work useless, not wrong."""
+    from ballctl.simulation.engine import ahead_specializations
+
+    rig, ctrl, x0, xd0, report, folder = job
+    run_component_loop(ControllerRuntime(report.data), rig, ctrl, x0, xd0, steps=4, seed=0,
+                       options=ComponentLoopOptions(**loop_imperfections(rig)))
+    for dispatcher, types in ahead_specializations():
+        assert tuple(types) in dispatcher.signatures, (dispatcher.__name__, dispatcher.signatures)
+
+
 def test_dropped_frames_are_no_update(job):
     rig, ctrl, x0, xd0, report, folder = job
     twin, c = ControllerRuntime(report.data), CController.build(folder)

@@ -426,8 +426,10 @@ def compile_in_background(complex_step: tuple[str, ...] = ()) -> bool:
     to the second one, which compiles :func:`hold_rk4` and the other plants'
     real kernels instead), else it compiles the other plants' real kernels and
     the second one the loop. It then waits for the complex kernels and reads
-    them from the cache. The first :func:`run_closed_loop` waits for the second
-    process to end and reads from the cache what it compiled.
+    them from the cache. The second process compiles last the helpers a design
+    and a C export call from Python (:func:`ahead_specializations`). The first
+    :func:`run_closed_loop` waits for the second process to end and reads from
+    the cache what it compiled.
 
     The caller goes on with its own work (its real kernels compile in this
     process meanwhile). numba's disk cache is shared safely by the two
@@ -493,6 +495,8 @@ def _compile_aside(complex_step: tuple[str, ...]) -> None:
             _compile_real(PLANTS[name]())
     else:
         _compile_loop()
+    for dispatcher, types in ahead_specializations():   # what the first process compiles last
+        dispatcher.compile(types)
 
 
 def _compile_loop() -> None:
@@ -573,6 +577,26 @@ def hold_rk4_types() -> tuple:
     vector = types.float64[::1]
     return (typeof(EntryPoints(0, 0, 0)), vector, types.float64, types.int64, vector, vector, types.float64,
             types.float64, types.int64)
+
+
+def ahead_specializations() -> tuple:
+    """``(dispatcher, types)`` of the compiled functions a design and its C export call from Python, one
+    specialization each: the stacked matrix inverse of the linearizer and the loop steps of the Python
+    driver of a controller component (:mod:`~ballctl.simulation.component`). The second process of
+    :func:`compile_in_background` compiles them last, after its share of the kernels, so that a first
+    ``ballctl track`` reads them from the cache."""
+    from numba import types
+
+    from .._linalg import inverse_stack
+
+    f8, i8 = types.float64, types.int64
+    vector, matrix = f8[::1], f8[:, ::1]
+    return ((inverse_stack, (f8[:, :, ::1],)),
+            (quantize_clamp, (vector, f8, f8)),
+            (hold_segment, (matrix, i8, vector, f8, f8, vector)),
+            (effective_input, (vector, vector, f8, f8, vector)),
+            (backlash, (vector, f8, vector)),
+            (sense, (vector, i8, i8[::1], f8, vector, vector, vector, vector)))
 
 
 def _template_arguments() -> tuple:
