@@ -399,7 +399,7 @@ class CompiledLoopOutput:
     augmented_estimate: np.ndarray
 
 
-#: s the first closed loop waits at most for :func:`compile_in_background`'s process (a guard: it takes well under a minute)
+#: s the first closed loop waits at most for :func:`compile_in_background`'s process (a guard; it takes far less)
 BACKGROUND_TIMEOUT_S = 300.0
 #: what the second process of :func:`compile_in_background` prints when its plants' complex kernels are compiled
 _COMPLEX_DONE = "complex-step kernels compiled"
