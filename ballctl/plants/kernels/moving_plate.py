@@ -68,9 +68,10 @@ helpers called at several places, ``_cross`` and ``zero_matrix``: numba types
 an inlined copy at every call site, while LLVM inlines the compiled helper
 anyway; as ordinary functions they cut the tree's first compilation by about
 a fifth).
-In real arithmetic the tree is compiled into two functions only,
-:func:`mass_and_forces` itself and the C entry point :func:`loop_accelerations`
-(the compiled loop's); every other real caller of the accelerations
+In real arithmetic the tree is compiled into three functions only,
+:func:`mass_and_forces` itself, :func:`mass_and_forces_batch` (the plants' ``M``
+and ``Q``) and the C entry point :func:`loop_accelerations` (the compiled
+loop's); every other real caller of the accelerations
 (:func:`accelerations_batch`, and through it the contact forces and the
 plants' stacks) calls that entry point by its address
 (:func:`ballctl.plants.kernels.native.call`), which compiles none of the tree
